@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * viommu-vtd engine: the C ABI between the C++20 VT-d engine and its host
+ * (QEMU's QOM glue, unit tests, fuzzers, benchmarks).
+ *
+ * The engine models an Intel VT-d remapping unit in legacy (non-scalable)
+ * mode: the register file, root/context tables, second-level page walks,
+ * IOTLB and context cache, register-based and queued invalidation, fault
+ * recording and statistics.  It includes no QEMU header; guest memory,
+ * interrupts and time reach it only through VtdHostOps.
+ *
+ * Threading: vtd_engine_translate() and vtd_engine_walk() may be called from
+ * any number of threads at once, concurrently with each other and with one
+ * thread doing MMIO.  MMIO, reset, save and load are serialized by the
+ * caller (QEMU holds the BQL for them).  No function throws; errors are
+ * return values.
+ */
+#ifndef VIOMMU_VTD_H
+#define VIOMMU_VTD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Size of the register window at the remapping unit's base address. */
+#define VTD_MMIO_SIZE 0x1000
+
+typedef struct VtdEngine VtdEngine;
+
+/* Access permissions, as a bit mask (IOMMU_RO/IOMMU_WO/IOMMU_RW in QEMU). */
+enum {
+    VTD_PERM_NONE  = 0,
+    VTD_PERM_READ  = 1,
+    VTD_PERM_WRITE = 2,
+    VTD_PERM_RW    = 3,
+};
+
+/* Fault reasons (VT-d specification, "Non-recoverable Fault Reason Encodings"). */
+typedef enum VtdFaultReason {
+    VTD_FR_NONE                = 0x0,
+    VTD_FR_ROOT_ENTRY_P        = 0x1, /* root entry not present */
+    VTD_FR_CONTEXT_ENTRY_P     = 0x2, /* context entry not present */
+    VTD_FR_CONTEXT_ENTRY_INV   = 0x3, /* invalid context entry programming */
+    VTD_FR_ADDR_BEYOND_MGAW    = 0x4, /* input address above the address width */
+    VTD_FR_WRITE               = 0x5, /* write to a page without write permission */
+    VTD_FR_READ                = 0x6, /* read of a page without read permission */
+    VTD_FR_PAGING_ENTRY_INV    = 0x7, /* error accessing a second-level entry */
+    VTD_FR_ROOT_TABLE_INV      = 0x8, /* error accessing the root entry */
+    VTD_FR_CONTEXT_TABLE_INV   = 0x9, /* error accessing the context entry */
+    VTD_FR_ROOT_ENTRY_RSVD     = 0xa, /* reserved bit set in a present root entry */
+    VTD_FR_CONTEXT_ENTRY_RSVD  = 0xb, /* reserved bit set in a present context entry */
+    VTD_FR_PAGING_ENTRY_RSVD   = 0xc, /* reserved bit set in a second-level entry */
+    VTD_FR_CONTEXT_ENTRY_TT    = 0xd, /* translation type blocked */
+} VtdFaultReason;
+
+/* Services the host gives the engine.  All callbacks are mandatory except
+ * `invalidated` and `now_ns`. */
+typedef struct VtdHostOps {
+    /* The remapping unit's own accesses to guest physical memory (root and
+     * context tables, page tables, the invalidation queue, wait status
+     * writes).  Return 0 on success, non-zero if [gpa, gpa+len) is not
+     * accessible RAM; the engine then reports the specified error and
+     * never touches the buffer's contents as valid data. */
+    int (*mem_read)(void *opaque, uint64_t gpa, void *buf, size_t len);
+    int (*mem_write)(void *opaque, uint64_t gpa, const void *buf, size_t len);
+    /* Deliver an interrupt message (fault event, invalidation event). */
+    void (*msi)(void *opaque, uint64_t addr, uint32_t data);
+    /* Translations cached for [iova, iova + size) of the devices in `domain_id`
+     * (every domain when `all_domains`) were invalidated by the guest.  The
+     * QEMU glue turns this into IOMMU UNMAP notifications.  May be NULL. */
+    void (*invalidated)(void *opaque, bool all_domains, uint16_t domain_id,
+                        uint64_t iova, uint64_t size);
+    /* The context cache was invalidated for source-ids matching `sid & ~mask`
+     * (every source-id when `all`): the glue re-evaluates those devices'
+     * address spaces.  May be NULL. */
+    void (*context_invalidated)(void *opaque, bool all, uint16_t sid, uint16_t sid_mask);
+    /* Monotonic nanoseconds for latency statistics.  May be NULL. */
+    uint64_t (*now_ns)(void *opaque);
+} VtdHostOps;
+
+/* Model parameters, fixed at creation; reflected in CAP/ECAP. */
+typedef struct VtdConfig {
+    uint8_t  aw_bits;          /* 39 or 48 (SAGAW 3- or 4-level); 57 if supported */
+    bool     pass_through;     /* ECAP.PT */
+    bool     caching_mode;     /* CAP.CM: not-present entries may be cached */
+    bool     device_iotlb;     /* ECAP.DT: device-IOTLB invalidation descriptors */
+    bool     superpage_1g;     /* CAP.SLLPS bit for 1 GiB (2 MiB is always on) */
+    uint32_t iotlb_entries;    /* IOTLB capacity (entries); 0 = default */
+    uint32_t context_entries;  /* context-cache capacity; 0 = default */
+    uint16_t fault_records;    /* CAP.NFR + 1, 1..256; 0 = default (8) */
+} VtdConfig;
+
+/* Fill `cfg` with the defaults: 48-bit, PT on, CM off, DT off, 1 GiB pages on. */
+void vtd_config_default(VtdConfig *cfg);
+
+/* Create an engine.  Returns NULL and writes a one-line reason into `err`
+ * (if non-NULL) when `cfg` is invalid. */
+VtdEngine *vtd_engine_new(const VtdConfig *cfg, const VtdHostOps *ops, void *opaque,
+                          char *err, size_t err_len);
+void vtd_engine_free(VtdEngine *e);
+
+/* Power-on / system reset: registers to their reset values, caches empty,
+ * statistics kept (vtd_engine_stats_reset() clears them). */
+void vtd_engine_reset(VtdEngine *e);
+
+/* Register accesses, `offset` within [0, VTD_MMIO_SIZE), size 4 or 8.
+ * Unknown or misaligned offsets read as 0 and ignore writes. */
+uint64_t vtd_engine_mmio_read(VtdEngine *e, uint64_t offset, unsigned size);
+void vtd_engine_mmio_write(VtdEngine *e, uint64_t offset, uint64_t value, unsigned size);
+
+/* The result of a translation: [iova_base, iova_base + addr_mask] maps to
+ * [phys_base, phys_base + addr_mask] with `perm`. */
+typedef struct VtdTranslation {
+    uint64_t iova_base;
+    uint64_t phys_base;
+    uint64_t addr_mask;
+    uint8_t  perm;
+    uint16_t domain_id;
+} VtdTranslation;
+
+/* Translate a DMA request from source-id `sid` (bus << 8 | devfn) to `addr`
+ * needing `access` (VTD_PERM_READ and/or VTD_PERM_WRITE; VTD_PERM_NONE asks
+ * for whatever the mapping allows, as QEMU's notifier replay does).
+ *
+ * Returns VTD_FR_NONE and fills `out` on success.  Otherwise returns the
+ * fault reason; when `record_fault` is true and the context does not set FPD
+ * the fault is recorded and signalled as the specification requires.
+ * With translation disabled (GSTS.TES clear) every address maps to itself
+ * with VTD_PERM_RW. */
+VtdFaultReason vtd_engine_translate(VtdEngine *e, uint16_t sid, uint64_t addr,
+                                    unsigned access, bool record_fault,
+                                    VtdTranslation *out);
+
+/* Whether DMA remapping is enabled (GSTS.TES) and, if so, whether `sid` is
+ * currently in a pass-through context (so the host may bypass translation). */
+bool vtd_engine_translation_enabled(VtdEngine *e);
+bool vtd_engine_is_pass_through(VtdEngine *e, uint16_t sid);
+
+/* Walk the present mappings of `sid` in [start, end), calling `cb` for each
+ * leaf (for MAP-notifier replay).  Reads tables without touching the IOTLB
+ * or recording faults.  Returns 0, or a fault reason if the context itself is
+ * unusable. */
+typedef void (*VtdWalkFn)(void *ctx, const VtdTranslation *t);
+int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end,
+                    VtdWalkFn cb, void *ctx);
+
+/* Statistics (device-wide and per domain) as a JSON document; the schema is
+ * in docs/statistics.rst.  Returns a malloc()ed NUL-terminated string that the
+ * caller frees with free(). */
+char *vtd_engine_stats_json(VtdEngine *e);
+void vtd_engine_stats_reset(VtdEngine *e);
+
+/* Migration.  The architectural state (registers, fault records, queue
+ * position) is serialized into an opaque, versioned, little-endian blob.
+ * Caches are not part of it: they refill from the guest's tables.
+ * vtd_engine_save() returns a malloc()ed buffer (free with free()) and sets
+ * *len.  vtd_engine_load() returns 0, or -1 if the blob is malformed (the
+ * engine is then reset, never left half-loaded). */
+uint8_t *vtd_engine_save(VtdEngine *e, size_t *len);
+int vtd_engine_load(VtdEngine *e, const uint8_t *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VIOMMU_VTD_H */

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Install what viommu-lab needs from Debian's archive, idempotently.
+#
+#   setup-host.sh standalone   compilers, meson, GoogleTest, Google Benchmark
+#   setup-host.sh qemu         + QEMU 10.0 build dependencies and deb-src entries
+#   setup-host.sh guest        + guest kernel, busybox, firmware, workloads
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+level=${1:-standalone}
+case $level in standalone|qemu|guest) ;; *) die "unknown setup level '$level' (use standalone, qemu or guest)." ;; esac
+
+. /etc/os-release
+codename=${VERSION_CODENAME:-}
+case $codename in
+    bookworm|trixie) ;;
+    *) die "viommu-lab supports Debian bookworm and trixie; this is '${PRETTY_NAME:-unknown}'." ;;
+esac
+
+# The archive URI(s) of the machine's own Debian entries, never hard-coded.
+archive_uris() {
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        awk 'BEGIN{RS=""; FS="\n"}
+             { types=""; uris=""; suites="";
+               for (i=1;i<=NF;i++) {
+                 if ($i ~ /^Types:/)  types=$i;
+                 if ($i ~ /^URIs:/)   uris=$i;
+                 if ($i ~ /^Suites:/) suites=$i; }
+               if (types ~ /deb/ && suites ~ /(bookworm|trixie)/ && suites !~ /security/) {
+                 sub(/^URIs:[ \t]*/, "", uris); print uris } }' "$f"
+    done
+    if [ -f /etc/apt/sources.list ]; then
+        awk '$1=="deb" && $0 !~ /security/ && $0 ~ /(bookworm|trixie)/ {
+               for (i=2;i<=NF;i++) if ($i ~ /:\/\//) { print $i; break } }' /etc/apt/sources.list
+    fi
+}
+
+apt_stamp=/var/lib/viommu-lab/apt-updated
+ensure_sources() {
+    local uris file=/etc/apt/sources.list.d/viommu-lab.sources tmp
+    uris=$(archive_uris | tr ' ' '\n' | awk 'NF && !seen[$0]++' | tr '\n' ' ')
+    [ -n "$uris" ] || die "found no Debian archive entry in /etc/apt/sources.list*; add your mirror's 'deb' entry first."
+    tmp=$(mktemp)
+    {
+        echo "# Written by viommu-lab scripts/setup-host.sh from this machine's own entries."
+        echo "Types: deb-src"
+        echo "URIs: $uris"
+        if [ "$codename" = bookworm ]; then
+            echo "Suites: bookworm bookworm-updates bookworm-backports trixie"
+        else
+            echo "Suites: trixie trixie-updates"
+        fi
+        echo "Components: main"
+        echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+        if [ "$codename" = bookworm ]; then
+            echo
+            echo "Types: deb"
+            echo "URIs: $uris"
+            echo "Suites: bookworm-backports"
+            echo "Components: main"
+            echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+        fi
+    } > "$tmp"
+    if ! cmp -s "$tmp" "$file" 2>/dev/null; then
+        say "adding deb-src entries (and backports on bookworm) derived from the machine's Debian sources"
+        as_root install -m 0644 "$tmp" "$file"
+        as_root rm -f "$apt_stamp"
+    fi
+    rm -f "$tmp"
+    if [ ! -f "$apt_stamp" ]; then
+        say "apt-get update"
+        as_root apt-get update -q >/dev/null || die "apt-get update failed: is Debian's package archive reachable from this machine?"
+        as_root mkdir -p "$(dirname "$apt_stamp")"
+        as_root touch "$apt_stamp"
+    fi
+}
+
+missing() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || echo "$p"
+    done
+}
+
+install_pkgs() {
+    local what=$1; shift
+    local need
+    need=$(missing "$@")
+    if [ -n "$need" ]; then
+        say "installing $what: $(echo $need)"
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends $need >/dev/null \
+            || die "apt-get install failed for: $(echo $need). Check the archive is reachable and the packages exist for $codename."
+    fi
+}
+
+meson_ok() {
+    command -v meson >/dev/null || return 1
+    local v; v=$(meson --version)
+    [ "$(printf '%s\n1.5.0\n' "$v" | sort -V | head -1)" = 1.5.0 ]
+}
+
+ensure_sources
+install_pkgs "build tools" build-essential g++ pkg-config ninja-build ccache python3 python3-venv \
+    libgtest-dev libgmock-dev googletest libbenchmark-dev dpkg-dev git
+if ! meson_ok; then
+    if [ "$codename" = bookworm ]; then
+        say "installing meson >= 1.5 from bookworm-backports (QEMU 10.0 needs it)"
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q -t bookworm-backports meson >/dev/null \
+            || die "could not install meson from bookworm-backports."
+    else
+        install_pkgs "meson" meson
+    fi
+fi
+meson_ok || die "meson >= 1.5 is required; found $(meson --version 2>/dev/null || echo none)."
+
+if [ "$level" = qemu ] || [ "$level" = guest ]; then
+    install_pkgs "QEMU build dependencies" libglib2.0-dev libfdt-dev libslirp-dev libpixman-1-dev \
+        zlib1g-dev flex bison python3-setuptools quilt
+    install_pkgs "firmware" seabios ipxe-qemu qemu-system-data
+fi
+if [ "$level" = guest ]; then
+    install_pkgs "guest image inputs" linux-image-amd64 busybox-static cpio kmod xz-utils zstd
+fi
+say "host setup ($level) complete"
