@@ -34,8 +34,9 @@ fi
 
 bins=()
 for t in ${TARGETS//,/ }; do bins+=("qemu-system-${t%-softmmu}"); done
-if ninja -C "$obj" -n "${bins[@]}" 2>/dev/null | grep -q '^\[1/'; then
-    say "building ${bins[*]} (a first build takes about 4 minutes on 2 cores)"
+steps=$(ninja -C "$obj" -n "${bins[@]}" "$@" 2>/dev/null | grep -c '^\[' || true)
+if [ "$steps" -gt 0 ]; then
+    say "building ${bins[*]} $* ($steps steps; a first build takes about 4 minutes on 2 cores)"
 fi
 ninja -C "$obj" "${bins[@]}" "$@" > "$obj/ninja.log" 2>&1 \
     || { grep -E 'error|Error' -m 20 "$obj/ninja.log" >&2 || tail -20 "$obj/ninja.log" >&2; die "QEMU build failed; the full log is build/qemu/ninja.log."; }

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# viommu-lab: a thin wrapper over scripts/.  Every target does its own setup.
+#
+#   make run     the main job (see README.md)
+#   make check   all tests; last line "N passed, N failed"
+#   make bench   benchmarks (reports, not pass/fail)
+#   make qemu    only build build/qemu-system-x86_64
+#
+# Variables: SUITES="unit qtest glue guest" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
+# QEMU_ARGS="..." extra QEMU options (run).
+
+SHELL := /bin/bash
+IOMMU ?= viommu-vtd
+SUITES ?= unit qtest glue guest
+export IOMMU SUITES QEMU_ARGS
+
+.PHONY: run check bench qemu standalone setup report clean help
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+
+setup:
+	@bash scripts/setup-host.sh guest
+
+standalone:
+	@bash scripts/setup-host.sh standalone
+	@bash scripts/build-standalone.sh
+
+qemu:
+	@bash scripts/setup-host.sh qemu
+	@bash scripts/fetch-qemu.sh
+	@bash scripts/build-qemu.sh
+
+run:
+	@bash scripts/run.sh
+
+check:
+	@bash scripts/check.sh
+
+bench:
+	@bash scripts/bench.sh
+
+clean:
+	rm -rf build

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# make check: set up, build, run every suite, print one summary line.
+#
+#   SUITES="unit qtest glue guest"   which suites to run (default: all)
+#
+# Each suite's results are counted case by case (GoogleTest cases, TAP lines);
+# the last line is "N passed, N failed" (", N skipped" when any were skipped),
+# and the exit status is non-zero when anything failed.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+all_suites="unit qtest glue guest"
+SUITES=${SUITES:-$all_suites}
+for s in $SUITES; do
+    case " $all_suites " in *" $s "*) ;; *) die "unknown suite '$s' in SUITES (known: $all_suites)." ;; esac
+done
+wants() { case " $SUITES " in *" $1 "*) return 0 ;; esac; return 1; }
+
+logs=$BUILD/check-logs
+rm -rf "$logs"; mkdir -p "$logs"
+passed=0 failed=0 skipped=0
+declare -a report
+
+count() {  # count SUITE KIND FILE...
+    local suite=$1 kind=$2; shift 2
+    local p f s
+    read -r p f s < <(python3 "$TOP/scripts/tally.py" "$kind" "$@")
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    report+=("$(printf '  %-6s %5d passed, %d failed, %d skipped' "$suite" "$p" "$f" "$s")")
+}
+
+fail_setup() {  # a suite that could not even start counts as one failure
+    say "$1"
+    failed=$((failed + 1))
+    report+=("$(printf '  %-6s setup failed: %s' "$2" "$1")")
+}
+
+level=standalone
+if wants qtest || wants glue || wants guest; then level=qemu; fi
+if wants guest; then level=guest; fi
+bash "$TOP/scripts/setup-host.sh" "$level" || exit 1
+
+if wants unit; then
+    say "unit tests: building the standalone tree (engine, allocator, simulator)"
+    if bash "$TOP/scripts/build-standalone.sh"; then
+        say "unit tests: running"
+        meson test -C "$BUILD/standalone" --no-rebuild --print-errorlogs --no-suite bench \
+            >"$logs/unit.log" 2>&1
+        tail -n 12 "$logs/unit.log" | sed 's/^/    /'
+        count unit junit "$BUILD/standalone/meson-logs/testlog.junit.xml"
+    else
+        fail_setup "the standalone build failed (see above)" unit
+    fi
+fi
+
+if wants qtest || wants glue || wants guest; then
+    if bash "$TOP/scripts/fetch-qemu.sh" && bash "$TOP/scripts/build-qemu.sh" $(bash "$TOP/scripts/qtest-targets.sh"); then
+        qemu_ok=1
+    else
+        qemu_ok=0
+    fi
+fi
+
+if wants qtest; then
+    if [ "$qemu_ok" = 1 ]; then
+        if [ -n "$(bash "$TOP/scripts/qtest-targets.sh")" ]; then
+            say "qtests: running suite viommu"
+            meson test -C "$BUILD/qemu" --no-rebuild --print-errorlogs --suite viommu \
+                >"$logs/qtest.log" 2>&1
+            tail -n 12 "$logs/qtest.log" | sed 's/^/    /'
+            count qtest junit "$BUILD/qemu/meson-logs/testlog.junit.xml"
+        else
+            fail_setup "no qtest is registered in suite viommu" qtest
+        fi
+    else
+        fail_setup "the QEMU build failed (see above)" qtest
+    fi
+fi
+
+run_tap_suite() {  # run_tap_suite NAME SCRIPT
+    local name=$1 script=$2
+    if [ "$qemu_ok" != 1 ]; then fail_setup "the QEMU build failed (see above)" "$name"; return; fi
+    if [ ! -f "$script" ]; then fail_setup "$script is missing" "$name"; return; fi
+    say "$name tests: running $(basename "$(dirname "$script")")/$(basename "$script")"
+    bash "$script" 2>&1 | tee "$logs/$name.tap" | sed 's/^/    /'
+    count "$name" tap "$logs/$name.tap"
+}
+wants glue && run_tap_suite glue "$TOP/tests/glue/run.sh"
+wants guest && run_tap_suite guest "$TOP/tests/guest/run.sh"
+
+say "summary (logs in build/check-logs):"
+printf '%s\n' "${report[@]}"
+line="$passed passed, $failed failed"
+[ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
+echo "$line"
+[ "$failed" -eq 0 ]
