@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * viommu-dma: a PCI DMA engine for IOMMU tests and benchmarks
+ *
+ * The device has several queues; each is a ring of descriptors in guest
+ * memory (addressed by IOVA) with a doorbell register.  Descriptors copy,
+ * fill or compare guest memory between IOVAs of any length and alignment.
+ * All DMA goes through the PCI DMA API, so an IOMMU in front of the device
+ * translates it, and a failed translation becomes a per-descriptor error
+ * status.  The register and descriptor layout is in
+ * include/viommu/viommu-dma.h.
+ *
+ * Work is done in a bottom half with a bounded budget per run, so a hostile
+ * ring (huge, looping, unmapped) can never stall the main loop.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "system/dma.h"
+#include "viommu/viommu-dma.h"
+#include "trace.h"
+
+#define TYPE_VIOMMU_DMA "viommu-dma"
+OBJECT_DECLARE_SIMPLE_TYPE(ViommuDmaState, VIOMMU_DMA)
+
+/* Bounds on the work done by one bottom-half run. */
+#define VDMA_BUDGET_DESCS   64
+#define VDMA_BUDGET_BYTES   (4 * MiB)
+#define VDMA_CHUNK          4096
+
+typedef struct VDMAQueue {
+    uint64_t ring;
+    uint32_t size;
+    uint32_t ctrl;
+    uint32_t head;
+    uint32_t tail;
+    uint32_t status;
+    uint32_t isr;
+    uint32_t done;
+    uint32_t errs;
+} VDMAQueue;
+
+struct ViommuDmaState {
+    PCIDevice parent_obj;
+
+    MemoryRegion mmio;
+    QEMUBH *bh;
+    uint32_t next_queue;        /* round-robin start for the next run */
+
+    VDMAQueue q[VIOMMU_DMA_MAX_QUEUES];
+    uint64_t descs;
+    uint64_t errors;
+    uint64_t bytes;
+    uint64_t faults;
+
+    uint8_t buf[2][VDMA_CHUNK];
+
+    /* properties */
+    uint32_t nqueues;
+    uint32_t maxlen;
+};
+
+static bool vdma_queue_active(VDMAQueue *q)
+{
+    return (q->ctrl & VIOMMU_DMA_QCTRL_ENABLE) &&
+           !(q->status & (VIOMMU_DMA_QSTS_HALTED | VIOMMU_DMA_QSTS_BADRING)) &&
+           q->head != q->tail;
+}
+
+static void vdma_update_intx(ViommuDmaState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    int level = 0;
+
+    if (msix_enabled(pdev)) {
+        return;
+    }
+    for (uint32_t i = 0; i < s->nqueues; i++) {
+        level |= !!s->q[i].isr;
+    }
+    pci_set_irq(pdev, level);
+}
+
+static void vdma_raise(ViommuDmaState *s, uint32_t qi)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    s->q[qi].isr |= 1;
+    trace_viommu_dma_irq(qi, msix_enabled(pdev));
+    if (msix_enabled(pdev)) {
+        msix_notify(pdev, qi);
+    } else {
+        vdma_update_intx(s);
+    }
+}
+
+static bool vdma_range_ok(uint64_t addr, uint32_t len)
+{
+    return addr + len >= addr || addr + len == 0;
+}
+
+/*
+ * Run one operation.  Returns the completion status and stores in *result
+ * the offset at which it stopped.  Chunks never cross a 4 KiB boundary of
+ * either address, so a fault offset is exact to the page.
+ */
+static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
+                             uint64_t src, uint64_t dst, uint64_t pattern,
+                             uint32_t *result)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t off = 0;
+
+    *result = 0;
+    if (op == VIOMMU_DMA_OP_NOP) {
+        return VIOMMU_DMA_ST_OK;
+    }
+    if (op > VIOMMU_DMA_OP_MAX) {
+        return VIOMMU_DMA_ST_BAD_OP;
+    }
+    if (len == 0 || len > s->maxlen) {
+        return VIOMMU_DMA_ST_BAD_LEN;
+    }
+    if (!vdma_range_ok(dst, len) ||
+        (op != VIOMMU_DMA_OP_FILL && !vdma_range_ok(src, len))) {
+        return VIOMMU_DMA_ST_BAD_ADDR;
+    }
+
+    if (op == VIOMMU_DMA_OP_FILL) {
+        for (uint32_t i = 0; i < 8; i++) {
+            s->buf[0][i] = pattern >> (8 * i);
+        }
+    }
+
+    while (off < len) {
+        uint64_t d = dst + off, sa = src + off;
+        uint32_t n = MIN(len - off, VDMA_CHUNK - (d & (VDMA_CHUNK - 1)));
+
+        if (op != VIOMMU_DMA_OP_FILL) {
+            n = MIN(n, VDMA_CHUNK - (sa & (VDMA_CHUNK - 1)));
+        }
+        *result = off;
+
+        switch (op) {
+        case VIOMMU_DMA_OP_COPY:
+            if (pci_dma_read(pdev, sa, s->buf[0], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_READ_FAULT;
+            }
+            if (pci_dma_write(pdev, d, s->buf[0], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_WRITE_FAULT;
+            }
+            break;
+        case VIOMMU_DMA_OP_FILL: {
+            /* keep the pattern phase relative to the start of dst */
+            for (uint32_t i = 0; i < n; i++) {
+                s->buf[1][i] = s->buf[0][(off + i) % 8];
+            }
+            if (pci_dma_write(pdev, d, s->buf[1], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_WRITE_FAULT;
+            }
+            break;
+        }
+        case VIOMMU_DMA_OP_COMPARE:
+            if (pci_dma_read(pdev, sa, s->buf[0], n) != MEMTX_OK ||
+                pci_dma_read(pdev, d, s->buf[1], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_READ_FAULT;
+            }
+            if (memcmp(s->buf[0], s->buf[1], n)) {
+                uint32_t i = 0;
+                while (s->buf[0][i] == s->buf[1][i]) {
+                    i++;
+                }
+                *result = off + i;
+                return VIOMMU_DMA_ST_MISMATCH;
+            }
+            break;
+        }
+        off += n;
+    }
+    *result = len;
+    s->bytes += len;
+    return VIOMMU_DMA_ST_OK;
+}
+
+/* Process one descriptor of queue qi; returns the bytes it asked for. */
+static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    VDMAQueue *q = &s->q[qi];
+    uint64_t addr = q->ring + (uint64_t)q->head * VIOMMU_DMA_DESC_SIZE;
+    uint8_t desc[VIOMMU_DMA_DESC_SIZE];
+    uint8_t op, flags;
+    uint32_t len, status, result;
+    uint64_t src, dst, pattern;
+    uint8_t done[8];
+
+    if (pci_dma_read(pdev, addr, desc, sizeof(desc)) != MEMTX_OK) {
+        s->faults++;
+        q->status |= VIOMMU_DMA_QSTS_HALTED;
+        trace_viommu_dma_queue_halt(qi, q->head, addr);
+        return 0;
+    }
+    op = desc[VIOMMU_DMA_DESC_OP];
+    flags = desc[VIOMMU_DMA_DESC_FLAGS];
+    len = ldl_le_p(desc + VIOMMU_DMA_DESC_LEN);
+    src = ldq_le_p(desc + VIOMMU_DMA_DESC_SRC);
+    dst = ldq_le_p(desc + VIOMMU_DMA_DESC_DST);
+    pattern = ldq_le_p(desc + VIOMMU_DMA_DESC_PATTERN);
+    trace_viommu_dma_desc(qi, q->head, op, flags, len, src, dst);
+
+    if (flags & ~VIOMMU_DMA_FLAG_IRQ) {
+        status = VIOMMU_DMA_ST_BAD_FLAGS;
+        result = 0;
+    } else {
+        status = vdma_execute(s, op, len, src, dst, pattern, &result);
+    }
+
+    stl_le_p(done, status);
+    stl_le_p(done + 4, result);
+    if (pci_dma_write(pdev, addr + VIOMMU_DMA_DESC_STATUS, done,
+                      sizeof(done)) != MEMTX_OK) {
+        s->faults++;
+        q->status |= VIOMMU_DMA_QSTS_HALTED;
+        trace_viommu_dma_queue_halt(qi, q->head, addr);
+        return 0;
+    }
+    trace_viommu_dma_desc_done(qi, q->head, status, result);
+
+    q->head = (q->head + 1) & (q->size - 1);
+    q->done++;
+    s->descs++;
+    if (status != VIOMMU_DMA_ST_OK) {
+        q->errs++;
+        s->errors++;
+    }
+    if (flags & VIOMMU_DMA_FLAG_IRQ) {
+        vdma_raise(s, qi);
+    }
+    return op == VIOMMU_DMA_OP_NOP ? 0 : MIN(len, s->maxlen);
+}
+
+static void vdma_bh(void *opaque)
+{
+    ViommuDmaState *s = opaque;
+    unsigned descs = 0;
+    uint64_t bytes = 0;
+    bool more = true;
+
+    /* Round-robin over queues, one descriptor each, within the budget. */
+    while (more && descs < VDMA_BUDGET_DESCS && bytes < VDMA_BUDGET_BYTES) {
+        more = false;
+        for (uint32_t n = 0; n < s->nqueues; n++) {
+            uint32_t qi = (s->next_queue + n) % s->nqueues;
+
+            if (vdma_queue_active(&s->q[qi])) {
+                bytes += vdma_process_one(s, qi);
+                descs++;
+                more |= vdma_queue_active(&s->q[qi]);
+            }
+        }
+        s->next_queue = (s->next_queue + 1) % s->nqueues;
+    }
+    if (more) {
+        qemu_bh_schedule(s->bh);
+    }
+}
+
+static void vdma_kick(ViommuDmaState *s)
+{
+    for (uint32_t i = 0; i < s->nqueues; i++) {
+        if (vdma_queue_active(&s->q[i])) {
+            qemu_bh_schedule(s->bh);
+            return;
+        }
+    }
+}
+
+static void vdma_queue_reset(VDMAQueue *q)
+{
+    memset(q, 0, sizeof(*q));
+}
+
+static void vdma_reset_all(ViommuDmaState *s)
+{
+    for (uint32_t i = 0; i < VIOMMU_DMA_MAX_QUEUES; i++) {
+        vdma_queue_reset(&s->q[i]);
+    }
+    s->descs = s->errors = s->bytes = s->faults = 0;
+    s->next_queue = 0;
+    qemu_bh_cancel(s->bh);
+    vdma_update_intx(s);
+}
+
+static uint32_t vdma_queue_read(VDMAQueue *q, hwaddr off)
+{
+    switch (off) {
+    case VIOMMU_DMA_Q_RING_LO:
+        return q->ring;
+    case VIOMMU_DMA_Q_RING_HI:
+        return q->ring >> 32;
+    case VIOMMU_DMA_Q_RING_SIZE:
+        return q->size;
+    case VIOMMU_DMA_Q_CTRL:
+        return q->ctrl;
+    case VIOMMU_DMA_Q_HEAD:
+        return q->head;
+    case VIOMMU_DMA_Q_TAIL:
+        return q->tail;
+    case VIOMMU_DMA_Q_STATUS:
+        return q->status | (vdma_queue_active(q) ? VIOMMU_DMA_QSTS_BUSY : 0);
+    case VIOMMU_DMA_Q_ISR:
+        return q->isr;
+    case VIOMMU_DMA_Q_DONE:
+        return q->done;
+    case VIOMMU_DMA_Q_ERRS:
+        return q->errs;
+    default:
+        return 0;
+    }
+}
+
+static uint64_t vdma_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    ViommuDmaState *s = opaque;
+    uint64_t val = 0;
+
+    switch (addr) {
+    case VIOMMU_DMA_REG_ID:
+        val = VIOMMU_DMA_ID_MAGIC;
+        break;
+    case VIOMMU_DMA_REG_VERSION:
+        val = VIOMMU_DMA_VERSION;
+        break;
+    case VIOMMU_DMA_REG_NQUEUES:
+        val = s->nqueues;
+        break;
+    case VIOMMU_DMA_REG_MAXLEN:
+        val = s->maxlen;
+        break;
+    case VIOMMU_DMA_REG_DESCS ... VIOMMU_DMA_REG_FAULTS + 7: {
+        uint64_t c[] = { s->descs, s->errors, s->bytes, s->faults };
+        hwaddr i = addr - VIOMMU_DMA_REG_DESCS;
+        val = c[i / 8] >> ((i & 4) * 8);
+        val &= 0xffffffff;
+        break;
+    }
+    default:
+        if (addr >= VIOMMU_DMA_Q_BASE(0) &&
+            addr < VIOMMU_DMA_Q_BASE(s->nqueues)) {
+            hwaddr qi = (addr - VIOMMU_DMA_Q_BASE(0)) / VIOMMU_DMA_Q_SIZE;
+            val = vdma_queue_read(&s->q[qi], addr % VIOMMU_DMA_Q_SIZE);
+        }
+        break;
+    }
+    trace_viommu_dma_mmio_read(addr, val);
+    return val;
+}
+
+static void vdma_queue_write(ViommuDmaState *s, uint32_t qi, hwaddr off,
+                             uint32_t val)
+{
+    VDMAQueue *q = &s->q[qi];
+    bool enabled = q->ctrl & VIOMMU_DMA_QCTRL_ENABLE;
+
+    switch (off) {
+    case VIOMMU_DMA_Q_RING_LO:
+    case VIOMMU_DMA_Q_RING_HI:
+    case VIOMMU_DMA_Q_RING_SIZE:
+        if (enabled) {
+            qemu_log_mask(LOG_GUEST_ERROR, "viommu-dma: queue %u: ring "
+                          "register written while enabled\n", qi);
+            return;
+        }
+        if (off == VIOMMU_DMA_Q_RING_LO) {
+            q->ring = deposit64(q->ring, 0, 32, val);
+        } else if (off == VIOMMU_DMA_Q_RING_HI) {
+            q->ring = deposit64(q->ring, 32, 32, val);
+        } else {
+            q->size = val;
+        }
+        break;
+    case VIOMMU_DMA_Q_CTRL:
+        val &= VIOMMU_DMA_QCTRL_ENABLE;
+        if ((val & VIOMMU_DMA_QCTRL_ENABLE) && !enabled) {
+            q->head = q->tail = 0;
+            q->status = 0;
+            if (q->size == 0 || q->size > VIOMMU_DMA_MAX_RING_SIZE ||
+                !is_power_of_2(q->size) ||
+                (q->ring & (VIOMMU_DMA_DESC_SIZE - 1))) {
+                qemu_log_mask(LOG_GUEST_ERROR, "viommu-dma: queue %u: bad "
+                              "ring 0x%" PRIx64 " size %u\n", qi, q->ring,
+                              q->size);
+                q->status = VIOMMU_DMA_QSTS_BADRING;
+                val = 0;
+            }
+        }
+        q->ctrl = val;
+        trace_viommu_dma_queue_ctrl(qi, val, q->ring, q->size);
+        break;
+    case VIOMMU_DMA_Q_TAIL:
+        if (!enabled) {
+            qemu_log_mask(LOG_GUEST_ERROR, "viommu-dma: queue %u: doorbell "
+                          "while disabled\n", qi);
+            return;
+        }
+        q->tail = val & (q->size - 1);
+        trace_viommu_dma_doorbell(qi, q->head, q->tail);
+        vdma_kick(s);
+        break;
+    case VIOMMU_DMA_Q_STATUS:
+        q->status &= ~(val & VIOMMU_DMA_QSTS_HALTED);
+        vdma_kick(s);
+        break;
+    case VIOMMU_DMA_Q_ISR:
+        q->isr &= ~val;
+        vdma_update_intx(s);
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "viommu-dma: write to read-only "
+                      "queue register 0x%" HWADDR_PRIx "\n", off);
+        break;
+    }
+}
+
+static void vdma_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
+{
+    ViommuDmaState *s = opaque;
+
+    trace_viommu_dma_mmio_write(addr, val);
+    if (addr == VIOMMU_DMA_REG_CTRL) {
+        if (val & VIOMMU_DMA_CTRL_RESET) {
+            vdma_reset_all(s);
+        }
+    } else if (addr >= VIOMMU_DMA_Q_BASE(0) &&
+               addr < VIOMMU_DMA_Q_BASE(s->nqueues)) {
+        uint32_t qi = (addr - VIOMMU_DMA_Q_BASE(0)) / VIOMMU_DMA_Q_SIZE;
+        vdma_queue_write(s, qi, addr % VIOMMU_DMA_Q_SIZE, val);
+    } else {
+        qemu_log_mask(LOG_GUEST_ERROR, "viommu-dma: write to read-only or "
+                      "unknown register 0x%" HWADDR_PRIx "\n", addr);
+    }
+}
+
+static const MemoryRegionOps vdma_mmio_ops = {
+    .read = vdma_mmio_read,
+    .write = vdma_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 8,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static void vdma_realize(PCIDevice *pdev, Error **errp)
+{
+    ViommuDmaState *s = VIOMMU_DMA(pdev);
+
+    if (s->nqueues < 1 || s->nqueues > VIOMMU_DMA_MAX_QUEUES) {
+        error_setg(errp, "queues must be between 1 and %d",
+                   VIOMMU_DMA_MAX_QUEUES);
+        return;
+    }
+    if (s->maxlen < 1 || s->maxlen > 64 * MiB) {
+        error_setg(errp, "max-len must be between 1 and %u", (unsigned)(64 * MiB));
+        return;
+    }
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+    memory_region_init_io(&s->mmio, OBJECT(s), &vdma_mmio_ops, s,
+                          "viommu-dma-mmio", VIOMMU_DMA_BAR_SIZE);
+    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+
+    if (msix_init_exclusive_bar(pdev, s->nqueues, 1, errp)) {
+        return;
+    }
+    for (uint32_t i = 0; i < s->nqueues; i++) {
+        msix_vector_use(pdev, i);
+    }
+    s->bh = qemu_bh_new_guarded(vdma_bh, s,
+                                &DEVICE(pdev)->mem_reentrancy_guard);
+}
+
+static void vdma_exit(PCIDevice *pdev)
+{
+    ViommuDmaState *s = VIOMMU_DMA(pdev);
+
+    qemu_bh_delete(s->bh);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static void vdma_reset(DeviceState *dev)
+{
+    ViommuDmaState *s = VIOMMU_DMA(dev);
+
+    vdma_reset_all(s);
+}
+
+static int vdma_post_load(void *opaque, int version_id)
+{
+    ViommuDmaState *s = opaque;
+
+    for (uint32_t i = 0; i < VIOMMU_DMA_MAX_QUEUES; i++) {
+        VDMAQueue *q = &s->q[i];
+
+        if (i >= s->nqueues) {
+            vdma_queue_reset(q);
+            continue;
+        }
+        if (q->ctrl & VIOMMU_DMA_QCTRL_ENABLE) {
+            if (q->size == 0 || q->size > VIOMMU_DMA_MAX_RING_SIZE ||
+                !is_power_of_2(q->size) || q->head >= q->size ||
+                q->tail >= q->size) {
+                return -EINVAL;
+            }
+        }
+    }
+    vdma_kick(s);
+    return 0;
+}
+
+static const VMStateDescription vmstate_vdma_queue = {
+    .name = "viommu-dma-queue",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(ring, VDMAQueue),
+        VMSTATE_UINT32(size, VDMAQueue),
+        VMSTATE_UINT32(ctrl, VDMAQueue),
+        VMSTATE_UINT32(head, VDMAQueue),
+        VMSTATE_UINT32(tail, VDMAQueue),
+        VMSTATE_UINT32(status, VDMAQueue),
+        VMSTATE_UINT32(isr, VDMAQueue),
+        VMSTATE_UINT32(done, VDMAQueue),
+        VMSTATE_UINT32(errs, VDMAQueue),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_vdma = {
+    .name = TYPE_VIOMMU_DMA,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = vdma_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, ViommuDmaState),
+        VMSTATE_MSIX(parent_obj, ViommuDmaState),
+        VMSTATE_UINT32_EQUAL(nqueues, ViommuDmaState, NULL),
+        VMSTATE_UINT32(next_queue, ViommuDmaState),
+        VMSTATE_STRUCT_ARRAY(q, ViommuDmaState, VIOMMU_DMA_MAX_QUEUES, 1,
+                             vmstate_vdma_queue, VDMAQueue),
+        VMSTATE_UINT64(descs, ViommuDmaState),
+        VMSTATE_UINT64(errors, ViommuDmaState),
+        VMSTATE_UINT64(bytes, ViommuDmaState),
+        VMSTATE_UINT64(faults, ViommuDmaState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const Property vdma_properties[] = {
+    DEFINE_PROP_UINT32("queues", ViommuDmaState, nqueues, 4),
+    DEFINE_PROP_UINT32("max-len", ViommuDmaState, maxlen, 1 * MiB),
+};
+
+static void vdma_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = vdma_realize;
+    k->exit = vdma_exit;
+    k->vendor_id = VIOMMU_DMA_VENDOR_ID;
+    k->device_id = VIOMMU_DMA_DEVICE_ID;
+    k->revision = VIOMMU_DMA_VERSION;
+    k->class_id = PCI_CLASS_SYSTEM_DMA;
+    dc->desc = "viommu-lab DMA engine for IOMMU tests";
+    dc->vmsd = &vmstate_vdma;
+    device_class_set_legacy_reset(dc, vdma_reset);
+    device_class_set_props(dc, vdma_properties);
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo vdma_info = {
+    .name          = TYPE_VIOMMU_DMA,
+    .parent        = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(ViommuDmaState),
+    .class_init    = vdma_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void vdma_register_types(void)
+{
+    type_register_static(&vdma_info);
+}
+
+type_init(vdma_register_types)
