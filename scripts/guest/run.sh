@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Boot the viommu-lab guest under TCG on q35 and run one scenario.
+#
+#   run.sh [options] [-- extra QEMU arguments]
+#     --iommu none|intel-iommu|viommu-vtd   the IOMMU in front of PCI (default intel-iommu)
+#     --mode lazy|strict      guest TLB invalidation policy (strict adds iommu.strict=1)
+#     --test NAME             guest scenario: boot, dma, fault, shell (default boot)
+#     --smp N                 vCPUs (default 2)       --mem MIB  guest RAM (default 1024)
+#     --timeout S             kill QEMU after S seconds (default 300)
+#     --qmp PATH              QMP server on the unix socket PATH
+#     --hold                  keep QEMU up after the guest powers off, until a QMP
+#                             'quit' (needs --qmp; the timeout still applies)
+#     --disk FILE             virtio-blk disk (raw) behind the IOMMU
+#     --net                   virtio-net NIC (QEMU user networking) behind the IOMMU
+#     --port N                host TCP port the guest reaches as 10.0.2.2:N
+#     --mib N                 payload size in MiB for the dma scenario (default 4)
+#     --edu                   QEMU's edu device (DMA target of the fault scenario)
+#     --intremap on|off       intel-iommu interrupt remapping (default on)
+#     --append ARGS           extra kernel command line
+#     --log FILE              console log (default build/guest-logs/<time>-<test>-<iommu>-<mode>.log)
+#     --quiet                 no progress lines, only the result
+# Exit status: 0 when the guest reported "pass" and QEMU exited cleanly, 1 when
+# a check failed or QEMU failed, 124 on timeout.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+
+iommu=intel-iommu mode=lazy test=boot smp=2 mem=1024 timeout_s=300 qmp= hold=0
+disk= net=0 port= mib=4 edu=0 intremap=on append= log= quiet=0
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+need() { [ $# -ge 2 ] || die "run.sh: option $1 needs a value."; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        --iommu) need "$@"; iommu=$2; shift 2 ;;
+        --mode) need "$@"; mode=$2; shift 2 ;;
+        --test) need "$@"; test=$2; shift 2 ;;
+        --smp) need "$@"; smp=$2; shift 2 ;;
+        --mem) need "$@"; mem=$2; shift 2 ;;
+        --timeout) need "$@"; timeout_s=$2; shift 2 ;;
+        --qmp) need "$@"; qmp=$2; shift 2 ;;
+        --hold) hold=1; shift ;;
+        --disk) need "$@"; disk=$2; shift 2 ;;
+        --net) net=1; shift ;;
+        --port) need "$@"; port=$2; shift 2 ;;
+        --mib) need "$@"; mib=$2; shift 2 ;;
+        --edu) edu=1; shift ;;
+        --intremap) need "$@"; intremap=$2; shift 2 ;;
+        --append) need "$@"; append=$2; shift 2 ;;
+        --log) need "$@"; log=$2; shift 2 ;;
+        --quiet) quiet=1; shift ;;
+        -h|--help) usage; exit 0 ;;
+        --) shift; break ;;
+        *) die "run.sh: unknown option '$1' (see --help)." ;;
+    esac
+done
+case $iommu in none|intel-iommu|viommu-vtd) ;; *) die "run.sh: --iommu must be none, intel-iommu or viommu-vtd, not '$iommu'." ;; esac
+case $mode in lazy|strict) ;; *) die "run.sh: --mode must be lazy or strict, not '$mode'." ;; esac
+case $intremap in on|off) ;; *) die "run.sh: --intremap must be on or off." ;; esac
+[[ $timeout_s =~ ^[0-9]+$ ]] || die "run.sh: --timeout takes whole seconds."
+[ "$hold" = 0 ] || [ -n "$qmp" ] || die "run.sh: --hold needs --qmp (QEMU is then stopped with a QMP 'quit')."
+[ -z "$disk" ] || [ -f "$disk" ] || die "run.sh: disk image '$disk' does not exist."
+progress() { [ "$quiet" = 1 ] || say "$*"; }
+
+qemu=${QEMU:-$BUILD/qemu-system-x86_64}
+[ -x "$qemu" ] || die "no QEMU at $qemu; run 'bash scripts/fetch-qemu.sh && bash scripts/build-qemu.sh' first."
+if [ "$iommu" != none ]; then
+    "$qemu" -device help 2>/dev/null | grep -q "name \"$iommu\"" \
+        || die "$qemu has no '-device $iommu'; rebuild QEMU (scripts/build-qemu.sh) or pick another --iommu."
+fi
+if [ "$edu" = 1 ]; then
+    "$qemu" -device help 2>/dev/null | grep -q 'name "edu"' || die "$qemu has no '-device edu' (CONFIG_EDU)."
+fi
+
+img=$(bash "$TOP/scripts/guest/build-image.sh" --print) || die "building the guest image failed (see above)."
+mkdir -p "$BUILD/guest-logs"
+[ -n "$log" ] || log=$BUILD/guest-logs/$(date +%Y%m%d-%H%M%S)-$test-$iommu-$mode.log
+mkdir -p "$(dirname "$log")"
+: > "$log"
+
+cmdline="console=ttyS0 panic=-1 viommu.test=$test viommu.mode=$mode viommu.iommu=$iommu viommu.mib=$mib"
+[ -n "$port" ] && cmdline+=" viommu.port=$port"
+[ "$iommu" != none ] && cmdline+=" intel_iommu=on"
+[ "$mode" = strict ] && cmdline+=" iommu.strict=1"
+[ -n "$append" ] && cmdline+=" $append"
+
+args=(-accel tcg -M q35,kernel-irqchip=split -m "$mem" -smp "$smp"
+      -nodefaults -display none -no-reboot
+      -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu
+      -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$cmdline")
+if [ "$test" = shell ]; then
+    args+=(-serial mon:stdio)
+else
+    args+=(-chardev "file,id=con0,path=$log" -serial chardev:con0)
+fi
+if [ -n "$qmp" ]; then
+    rm -f "$qmp"
+    args+=(-qmp "unix:$qmp,server=on,wait=off")
+fi
+[ "$hold" = 1 ] && args+=(-no-shutdown)
+# The IOMMU comes first, before any PCI device it translates for.
+case $iommu in
+    intel-iommu) args+=(-device "intel-iommu,intremap=$intremap,id=iommu0") ;;
+    viommu-vtd)  args+=(-device "viommu-vtd,id=viommu0") ;;
+esac
+[ -n "$disk" ] && args+=(-drive "file=$disk,format=raw,if=none,id=disk0,cache=none,aio=threads"
+                         -device "virtio-blk-pci,drive=disk0,iommu_platform=on,disable-legacy=on")
+[ "$net" = 1 ] && args+=(-netdev "user,id=net0,restrict=off"
+                         -device "virtio-net-pci,netdev=net0,iommu_platform=on,disable-legacy=on,romfile=")
+[ "$edu" = 1 ] && args+=(-device edu)
+args+=("$@")
+
+progress "booting the guest: test=$test iommu=$iommu mode=$mode smp=$smp (TCG, about 40-60 s per boot; timeout ${timeout_s}s)"
+progress "console log: $log"
+printf '%q ' "$qemu" "${args[@]}" > "$log.cmd"; echo >> "$log.cmd"
+
+rc=0
+if [ "$test" = shell ]; then
+    timeout -k 10 "$timeout_s" "$qemu" "${args[@]}" 2>"$log.stderr" || rc=$?
+else
+    timeout -k 10 "$timeout_s" "$qemu" "${args[@]}" 2>"$log.stderr" </dev/null &
+    qpid=$!
+    if [ "$quiet" = 0 ]; then
+        # Show the guest's result lines as they arrive; tail ends with QEMU.
+        tail --pid="$qpid" -n +1 -F "$log" 2>/dev/null \
+            | grep --line-buffered -E '^VIOMMU-(TEST|CHECK|DATA)' | sed -u 's/^/    guest: /' || true
+    fi
+    wait "$qpid" || rc=$?
+fi
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    tail -n 15 "$log" | sed 's/^/    console: /' >&2
+    say "error: the guest did not finish within ${timeout_s}s (test=$test, iommu=$iommu); console log kept in $log." >&2
+    exit 124
+fi
+if [ "$rc" != 0 ]; then
+    sed 's/^/    qemu: /' "$log.stderr" | tail -n 10 >&2
+    say "error: QEMU exited with status $rc (test=$test, iommu=$iommu); console log kept in $log, QEMU's stderr in $log.stderr." >&2
+    exit 1
+fi
+[ "$test" = shell ] && exit 0
+result=$(sed -n 's/^VIOMMU-TEST: end [^ ]* \([a-z]*\).*/\1/p' "$log" | tail -1)
+case $result in
+    pass) progress "guest scenario '$test' passed (console log: $log)"; exit 0 ;;
+    fail) say "error: guest scenario '$test' reported failed checks; console log kept in $log." >&2; exit 1 ;;
+    *) tail -n 15 "$log" | sed 's/^/    console: /' >&2
+       say "error: the guest powered off without reporting a result (test=$test); console log kept in $log." >&2; exit 1 ;;
+esac
