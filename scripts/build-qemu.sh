@@ -19,6 +19,8 @@ obj=$BUILD/qemu
 [ -d "$src" ] || die "no QEMU source in build/qemu-src; run scripts/fetch-qemu.sh first."
 
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
+# Paths relative to the checkout, so a fresh clone elsewhere hits the same cache.
+export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1
 as_root mkdir -p "$CCACHE_DIR"
 ccache_wrap=""
 command -v ccache >/dev/null && ccache_wrap="ccache "
