@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Checks of viommu-vtd's QEMU glue, as TAP.  Run through tests/glue/run.sh.
+
+Each case starts QEMU (q35, qtest accelerator: no guest code runs) and drives
+it over QMP and the qtest protocol: register reads and writes reach the engine
+exactly as guest MMIO would.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+QEMU = os.environ["QEMU"]
+TOP = os.environ["TOP"]
+FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
+TIMEOUT = 60
+BASE = 0xfed90000
+
+# VT-d register offsets and bits (VT-d specification, chapter 11)
+VER, CAP, ECAP, GCMD, GSTS, RTADDR = 0x00, 0x08, 0x10, 0x18, 0x1c, 0x20
+FECTL, FEDATA, FEADDR, IQA = 0x38, 0x3c, 0x40, 0x90
+GCMD_TE, GCMD_SRTP = 1 << 31, 1 << 30
+CAP_CM = 1 << 7
+ECAP_DT, ECAP_PT = 1 << 2, 1 << 6
+
+
+def cap_mgaw(cap):
+    return ((cap >> 16) & 0x3f) + 1
+
+
+def cap_sagaw(cap):
+    return (cap >> 8) & 0x1f
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Line:
+    """A newline-delimited socket protocol (QMP and qtest both are)."""
+
+    def __init__(self, path):
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.settimeout(TIMEOUT)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise Fail("cannot connect to %s" % path)
+                time.sleep(0.05)
+        self.buf = b""
+
+    def readline(self):
+        while b"\n" not in self.buf:
+            data = self.sock.recv(65536)
+            if not data:
+                raise Fail("QEMU closed the connection")
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    def send(self, text):
+        self.sock.sendall(text.encode() + b"\n")
+
+
+class VM:
+    def __init__(self, devargs, extra=(), incoming=None):
+        self.dir = tempfile.mkdtemp(prefix="viommu-glue-")
+        self.qmp_path = os.path.join(self.dir, "qmp.sock")
+        self.qtest_path = os.path.join(self.dir, "qtest.sock")
+        self.tool_path = os.path.join(self.dir, "qmp-tool.sock")  # for viommu-stats
+        self.log = os.path.join(self.dir, "qemu.log")
+        args = [QEMU] + FIRMWARE + [
+            "-M", "q35,kernel-irqchip=split", "-accel", "qtest", "-m", "128",
+            "-display", "none", "-nodefaults", "-serial", "none", "-monitor", "none",
+            "-qmp", "unix:%s,server=on,wait=off" % self.qmp_path,
+            "-qmp", "unix:%s,server=on,wait=off" % self.tool_path,
+            "-qtest", "unix:%s,server=on,wait=off" % self.qtest_path,
+            "-device", devargs] + list(extra)
+        if incoming:
+            args += ["-incoming", incoming]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                     stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        try:
+            self.qmp = Line(self.qmp_path)
+            check("QMP" in json.loads(self.qmp.readline()), "no QMP greeting")
+            self.cmd("qmp_capabilities")
+            self.qt = Line(self.qtest_path)
+        except Fail:
+            self.kill()
+            raise Fail("QEMU did not come up: %s" % self.output())
+
+    def output(self):
+        with open(self.log) as f:
+            return f.read().strip().replace("\n", " | ")
+
+    def cmd(self, name, **args):
+        req = {"execute": name}
+        if args:
+            req["arguments"] = args
+        self.qmp.send(json.dumps(req))
+        while True:
+            msg = json.loads(self.qmp.readline())
+            if "event" in msg:
+                continue
+            if "error" in msg:
+                raise Fail("QMP %s: %s" % (name, msg["error"]["desc"]))
+            return msg["return"]
+
+    def qtest(self, line):
+        self.qt.send(line)
+        while True:
+            r = self.qt.readline()
+            if r.startswith("IRQ"):
+                continue
+            check(r.startswith("OK"), "qtest '%s': %s" % (line, r))
+            return r
+
+    def readl(self, off):
+        return int(self.qtest("readl 0x%x" % (BASE + off)).split()[1], 16)
+
+    def readq(self, off):
+        return int(self.qtest("readq 0x%x" % (BASE + off)).split()[1], 16)
+
+    def writel(self, off, val):
+        self.qtest("writel 0x%x 0x%x" % (BASE + off, val))
+
+    def writeq(self, off, val):
+        self.qtest("writeq 0x%x 0x%x" % (BASE + off, val))
+
+    def quit(self):
+        self.cmd("quit")
+        try:
+            rc = self.proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise Fail("QEMU did not exit after quit")
+        check(rc == 0, "QEMU exited with %d after quit: %s" % (rc, self.output()))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_fail(devargs):
+    """Start QEMU expecting realize to fail; return (exit code, output)."""
+    p = subprocess.run([QEMU] + FIRMWARE + [
+        "-M", "q35,kernel-irqchip=split", "-accel", "qtest", "-display", "none",
+        "-nodefaults", "-serial", "none", "-monitor", "none", "-qtest", "null",
+        "-device", devargs], stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=TIMEOUT)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def stats_tool(vm, *extra):
+    p = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "viommu-stats"),
+                        "--qmp", vm.tool_path] + list(extra),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, "viommu-stats failed: %s" % p.stderr.strip())
+    return p.stdout
+
+
+# ---- cases -----------------------------------------------------------------
+
+def t_listed():
+    out = subprocess.run([QEMU, "-device", "help"], capture_output=True, text=True,
+                         timeout=TIMEOUT).stdout
+    check(re.search(r'^name "viommu-vtd", bus System', out, re.M),
+          "viommu-vtd missing from -device help")
+
+
+def t_properties():
+    out = subprocess.run([QEMU, "-device", "viommu-vtd,help"], capture_output=True,
+                         text=True, timeout=TIMEOUT).stdout
+    for p in ("iotlb-entries", "context-entries", "fault-records", "superpage-1g",
+              "stats", "caching-mode", "device-iotlb", "pt", "aw-bits"):
+        check(re.search(r"^\s+%s=" % re.escape(p), out, re.M), "property %s not listed" % p)
+
+
+REJECTED = [
+    ("intremap=on", "interrupt remapping is not implemented"),
+    ("eim=on", "interrupt remapping"),
+    ("x-scalable-mode=on", "scalable mode"),
+    ("x-flts=on", "first-stage"),
+    ("x-pasid-mode=on", "PASID"),
+    ("snoop-control=on", "snoop control"),
+    ("stale-tm=on", "transient"),
+    ("x-buggy-eim=on", "interrupt remapping"),
+    ("dma-drain=off", "draining"),
+    ("dma-translation=off", "DMA translation"),
+    ("fs1gp=off", "first-stage"),
+    ("version=1", "VER_REG"),
+    ("aw-bits=57", "supported values are 39 and 48"),
+]
+
+
+def t_rejected(prop, why):
+    def t():
+        rc, out = run_fail("viommu-vtd," + prop)
+        check(rc != 0, "QEMU accepted viommu-vtd,%s" % prop)
+        name = prop.split("=")[0]
+        check("viommu-vtd does not support %s" % prop in out and why in out,
+              "unclear error for %s: %s" % (name, out))
+    return t
+
+
+def t_bad_engine_config():
+    rc, out = run_fail("viommu-vtd,fault-records=300")
+    check(rc != 0, "QEMU accepted fault-records=300")
+    check("viommu-vtd" in out, "error does not name the device: %s" % out)
+
+
+def t_cap_reflects_config():
+    for devargs, aw, cm, dt, pt in (("viommu-vtd", 48, False, False, True),
+                                    ("viommu-vtd,aw-bits=39,caching-mode=on,"
+                                     "device-iotlb=on,pt=off", 39, True, True, False)):
+        vm = VM(devargs)
+        try:
+            cap, ecap = vm.readq(CAP), vm.readq(ECAP)
+            check(cap_mgaw(cap) == aw, "%s: CAP.MGAW %d, want %d" % (devargs, cap_mgaw(cap), aw))
+            want_sagaw = 0x4 if aw == 48 else 0x2
+            check(cap_sagaw(cap) & want_sagaw, "%s: CAP.SAGAW 0x%x lacks %d-bit"
+                  % (devargs, cap_sagaw(cap), aw))
+            check(bool(cap & CAP_CM) == cm, "%s: CAP.CM %d" % (devargs, bool(cap & CAP_CM)))
+            check(bool(ecap & ECAP_DT) == dt, "%s: ECAP.DT %d" % (devargs, bool(ecap & ECAP_DT)))
+            check(bool(ecap & ECAP_PT) == pt, "%s: ECAP.PT %d" % (devargs, bool(ecap & ECAP_PT)))
+            vm.quit()
+        finally:
+            vm.kill()
+
+
+def t_stats_json():
+    vm = VM("viommu-vtd,id=iommu0")
+    try:
+        raw = vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats")
+        doc = json.loads(raw)
+        check(isinstance(doc, dict) and doc, "stats is not a JSON object: %r" % raw)
+        tool = json.loads(stats_tool(vm, "--json"))
+        check(set(tool) == set(doc), "viommu-stats --json differs from qom-get")
+        text = stats_tool(vm)
+        check("viommu-vtd statistics" in text and len(text.splitlines()) > 1,
+              "viommu-stats printed no table")
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def t_stats_anonymous():
+    vm = VM("viommu-vtd")
+    try:
+        doc = json.loads(stats_tool(vm, "--json"))
+        check(isinstance(doc, dict), "stats of an anonymous device unreadable")
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def t_stats_count_mmio():
+    """The statistics document must change when the guest touches the unit."""
+    vm = VM("viommu-vtd,id=iommu0")
+    try:
+        before = vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats")
+        for _ in range(4):
+            vm.readl(GSTS)
+        vm.writeq(RTADDR, 0x100000)
+        vm.writel(GCMD, GCMD_SRTP)
+        after = vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats")
+        check(json.loads(before) != json.loads(after), "stats unchanged by register accesses")
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def t_starts_quits():
+    vm = VM("viommu-vtd,id=iommu0", extra=["-device", "virtio-net-pci,netdev=n0",
+                                           "-netdev", "user,id=n0"])
+    try:
+        check(vm.readl(VER) != 0, "VER_REG reads 0: register window not mapped")
+        check(vm.cmd("query-status")["status"] in ("running", "prelaunch"), "not running")
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def program(vm):
+    """Architectural state the migration must carry."""
+    vm.writeq(RTADDR, 0x100000)
+    vm.writel(GCMD, GCMD_SRTP)
+    vm.writel(GCMD, GCMD_TE)
+    vm.writel(FEDATA, 0x4041)
+    vm.writel(FEADDR, 0xfee00000)
+    vm.writeq(IQA, 0x200000)
+    return {name: read(off) for name, read, off in (
+        ("GSTS", vm.readl, GSTS), ("RTADDR", vm.readq, RTADDR), ("FEDATA", vm.readl, FEDATA),
+        ("FEADDR", vm.readl, FEADDR), ("IQA", vm.readq, IQA), ("FECTL", vm.readl, FECTL))}
+
+
+def wait_migration(vm):
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        st = vm.cmd("query-migrate").get("status")
+        if st == "completed":
+            return
+        check(st not in ("failed", "cancelled"), "migration %s" % st)
+        time.sleep(0.1)
+    raise Fail("migration did not complete")
+
+
+def t_migration():
+    src = VM("viommu-vtd,id=iommu0,caching-mode=on")
+    img = os.path.join(src.dir, "state")
+    try:
+        regs = program(src)
+        check(regs["GSTS"] & GCMD_TE, "GSTS.TES not set after GCMD.TE (0x%x)" % regs["GSTS"])
+        src.cmd("stop")
+        src.cmd("migrate", uri="exec:cat > %s" % img)
+        wait_migration(src)
+        src.quit()
+    finally:
+        src.kill()
+    dst = VM("viommu-vtd,id=iommu0,caching-mode=on", incoming="exec:cat %s" % img)
+    try:
+        wait_migration(dst)
+        got = {k: (dst.readl if k in ("GSTS", "FEDATA", "FEADDR", "FECTL") else dst.readq)(off)
+               for k, off in (("GSTS", GSTS), ("RTADDR", RTADDR), ("FEDATA", FEDATA),
+                              ("FEADDR", FEADDR), ("IQA", IQA), ("FECTL", FECTL))}
+        check(got == regs, "registers after migration %s, before %s" % (
+            {k: hex(v) for k, v in got.items()}, {k: hex(v) for k, v in regs.items()}))
+        json.loads(dst.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats"))
+        dst.quit()
+    finally:
+        dst.kill()
+
+
+def t_migration_section():
+    """The device state is in the stream (a vmstate without the device would still "migrate")."""
+    src = VM("viommu-vtd,id=iommu0")
+    img = os.path.join(src.dir, "state")
+    try:
+        src.cmd("stop")
+        src.cmd("migrate", uri="exec:cat > %s" % img)
+        wait_migration(src)
+        src.quit()
+    finally:
+        src.kill()
+    with open(img, "rb") as f:
+        data = f.read()
+    check(b"viommu-vtd" in data, "no viommu-vtd section in the migration stream")
+
+
+def t_system_reset():
+    vm = VM("viommu-vtd,id=iommu0")
+    try:
+        program(vm)
+        check(vm.readl(GSTS) & GCMD_TE, "GSTS.TES not set")
+        vm.cmd("system_reset")
+        deadline = time.monotonic() + TIMEOUT
+        while vm.readl(GSTS) != 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(vm.readl(GSTS) == 0, "GSTS 0x%x after reset" % vm.readl(GSTS))
+        check(vm.readq(RTADDR) == 0, "RTADDR 0x%x after reset" % vm.readq(RTADDR))
+        check(vm.readl(VER) != 0, "register window gone after reset")
+        json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats"))
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+CASES = [
+    ("device listed by -device help", t_listed),
+    ("properties listed by -device viommu-vtd,help", t_properties),
+] + [("rejects %s with a reason" % p, t_rejected(p, w)) for p, w in REJECTED] + [
+    ("engine configuration errors fail realize", t_bad_engine_config),
+    ("CAP/ECAP reflect aw-bits, caching-mode, device-iotlb, pt", t_cap_reflects_config),
+    ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
+    ("viommu-stats finds a device without id", t_stats_anonymous),
+    ("stats change with register traffic", t_stats_count_mmio),
+    ("machine with the device and a PCI NIC starts and quits cleanly", t_starts_quits),
+    ("migration round-trip keeps the register state", t_migration),
+    ("migration stream carries a viommu-vtd section", t_migration_section),
+    ("system_reset returns the unit to its reset state", t_system_reset),
+]
+
+
+def main():
+    only = sys.argv[1:]
+    cases = [c for c in CASES if not only or any(o in c[0] for o in only)]
+    print("1..%d" % len(cases), flush=True)
+    failed = 0
+    for i, (name, fn) in enumerate(cases, 1):
+        try:
+            fn()
+            print("ok %d - %s" % (i, name), flush=True)
+        except Exception as e:  # any exception is that case's failure
+            failed += 1
+            print("not ok %d - %s" % (i, name), flush=True)
+            print("# %s: %s" % (type(e).__name__, e), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
