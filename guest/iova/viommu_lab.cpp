@@ -140,12 +140,12 @@ private:
     };
 
     unsigned zone_of(Pfn pfn) const { return pfn > dma32_ ? 1 : 0; }
-    Pfn zone_limit(unsigned z) const { return z ? cfg_.end_pfn - 1 : dma32_; }
+    Pfn zone_limit(unsigned z) const { return z ? cfg_.end_pfn - 1 : std::min(dma32_, cfg_.end_pfn - 1); }
     Depot &depot(unsigned z, unsigned cls) { return *depots_[z * classes + cls]; }
 
     AllocResult try_alloc(unsigned c, std::uint64_t pages, Pfn limit)
     {
-        bool small = Rcache::cacheable(pages, classes) && limit >= dma32_;
+        bool small = Rcache::cacheable(pages, classes) && limit >= zone_limit(0);
         if (small) {
             unsigned cls = std::bit_width(pages) - 1;
             Cpu &cpu = *cpus_[c];

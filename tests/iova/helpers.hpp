@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Shared by the iova tests: a reference model of live ranges. */
+#ifndef VIOMMU_TESTS_IOVA_HELPERS_HPP
+#define VIOMMU_TESTS_IOVA_HELPERS_HPP
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "iova.hpp"
+
+namespace viommu::iova::test {
+
+/* Live ranges; the allocator under test must agree with it. */
+class Model {
+public:
+    /* Empty string if [pfn, pfn + pages) overlaps nothing live. */
+    std::string add(Pfn pfn, std::uint64_t pages)
+    {
+        auto next = live_.lower_bound(pfn);
+        if (next != live_.end() && next->first < pfn + pages)
+            return "overlaps the range at " + std::to_string(next->first);
+        if (next != live_.begin()) {
+            auto prev = std::prev(next);
+            if (prev->first + prev->second > pfn)
+                return "overlaps the range at " + std::to_string(prev->first);
+        }
+        live_.emplace(pfn, pages);
+        order_.push_back({pfn, pages});
+        return {};
+    }
+    bool empty() const { return order_.empty(); }
+    std::size_t size() const { return order_.size(); }
+    std::uint64_t pages() const
+    {
+        std::uint64_t n = 0;
+        for (auto &[p, s] : live_)
+            n += s;
+        return n;
+    }
+    /* Removes and returns the i-th live range (any order). */
+    Range take(std::size_t i)
+    {
+        Range r = order_[i];
+        order_[i] = order_.back();
+        order_.pop_back();
+        live_.erase(r.pfn);
+        return r;
+    }
+
+private:
+    std::map<Pfn, std::uint64_t> live_;
+    std::vector<Range> order_;
+};
+
+inline std::uint64_t counter(const Allocator &a, Counter c) { return a.stats().total(c); }
+
+inline const SiteLockStats &site_stats(const Allocator &a, std::string_view lock, Site s,
+                                       SiteLockStats &sum)
+{
+    sum = {};
+    for (const InstrumentedLock *l : a.locks())
+        if (l->name() == lock)
+            sum.merge(l->stats()[static_cast<unsigned>(s)]);
+    return sum;
+}
+
+} // namespace viommu::iova::test
+
+#endif
