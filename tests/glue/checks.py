@@ -24,7 +24,8 @@ BASE = 0xfed90000
 
 # VT-d register offsets and bits (VT-d specification, chapter 11)
 VER, CAP, ECAP, GCMD, GSTS, RTADDR = 0x00, 0x08, 0x10, 0x18, 0x1c, 0x20
-FECTL, FEDATA, FEADDR, IQA = 0x38, 0x3c, 0x40, 0x90
+CCMD, FECTL, FEDATA, FEADDR, IQA = 0x28, 0x38, 0x3c, 0x40, 0x90
+CCMD_ICC, CCMD_GLOBAL = 1 << 63, 1 << 61
 GCMD_TE, GCMD_SRTP = 1 << 31, 1 << 30
 CAP_CM = 1 << 7
 ECAP_DT, ECAP_PT = 1 << 2, 1 << 6
@@ -271,17 +272,21 @@ def t_stats_anonymous():
         vm.kill()
 
 
-def t_stats_count_mmio():
-    """The statistics document must change when the guest touches the unit."""
+def t_stats_count_invalidation():
+    """A register-based global context-cache invalidation is counted."""
     vm = VM("viommu-vtd,id=iommu0")
     try:
-        before = vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats")
-        for _ in range(4):
-            vm.readl(GSTS)
+        def count():
+            doc = json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0",
+                                    property="stats"))
+            return doc["invalidations"]["register_based"]["context"]
+        before = count()
         vm.writeq(RTADDR, 0x100000)
         vm.writel(GCMD, GCMD_SRTP)
-        after = vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats")
-        check(json.loads(before) != json.loads(after), "stats unchanged by register accesses")
+        vm.writeq(CCMD, CCMD_ICC | CCMD_GLOBAL)
+        check(not vm.readq(CCMD) & CCMD_ICC, "CCMD.ICC still set")
+        check(count() == before + 1, "context invalidations %d -> %d, want +1"
+              % (before, count()))
         vm.quit()
     finally:
         vm.kill()
@@ -390,7 +395,7 @@ CASES = [
     ("CAP/ECAP reflect aw-bits, caching-mode, device-iotlb, pt", t_cap_reflects_config),
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),
-    ("stats change with register traffic", t_stats_count_mmio),
+    ("stats count a register-based context invalidation", t_stats_count_invalidation),
     ("machine with the device and a PCI NIC starts and quits cleanly", t_starts_quits),
     ("migration round-trip keeps the register state", t_migration),
     ("migration stream carries a viommu-vtd section", t_migration_section),
