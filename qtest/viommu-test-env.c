@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Machine setup shared by the viommu qtests and the benchmark.
+ */
+#include "qemu/osdep.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "viommu-test-env.h"
+
+const char *vt_iommu_name(void)
+{
+    const char *s = getenv("VIOMMU_TEST_IOMMU");
+
+    return s && *s ? s : "viommu-vtd";
+}
+
+bool vt_iommu_is(const char *name)
+{
+    return !strcmp(vt_iommu_name(), name);
+}
+
+bool vt_have_device(const char *name)
+{
+    QTestState *qts = qtest_init("-M none");
+    QDict *resp = qtest_qmp(qts, "{'execute': 'qom-list-types',"
+                            " 'arguments': {'implements': 'device'}}");
+    QList *l = qdict_get_qlist(resp, "return");
+    QListEntry *ent;
+    bool found = false;
+
+    QLIST_FOREACH_ENTRY(l, ent) {
+        QDict *t = qobject_to(QDict, qlist_entry_obj(ent));
+        if (!strcmp(qdict_get_str(t, "name"), name)) {
+            found = true;
+        }
+    }
+    qobject_unref(resp);
+    qtest_quit(qts);
+    return found;
+}
+
+/*
+ * The +ds QEMU source has no firmware; Debian ships SeaBIOS and friends.
+ * $VIOMMU_TEST_FIRMWARE_DIRS (colon-separated) overrides the search path.
+ */
+static void vt_append_firmware(GString *s)
+{
+    const char *dirs = getenv("VIOMMU_TEST_FIRMWARE_DIRS");
+    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
+        "/usr/share/seabios:/usr/lib/ipxe/qemu:/usr/share/qemu", ":", -1);
+
+    for (int i = 0; v[i]; i++) {
+        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
+            g_string_append_printf(s, " -L %s", v[i]);
+        }
+    }
+}
+
+uint16_t vt_sid(int i)
+{
+    return (VT_FIRST_SLOT + i) << 3;
+}
+
+char *vt_cmdline(const char *iommu, const char *iommu_opts, int ndma,
+                 uint64_t ram_mb, const char *extra)
+{
+    GString *s = g_string_new(NULL);
+
+    g_string_append_printf(s, "-M q35,kernel-irqchip=split -m %" PRIu64 "M "
+                           "-nodefaults", ram_mb);
+    if (iommu) {
+        g_string_append_printf(s, " -device %s%s", iommu,
+                               iommu_opts ? iommu_opts : "");
+    }
+    for (int i = 0; i < ndma; i++) {
+        g_string_append_printf(s, " -device viommu-dma,addr=%02x.0",
+                               VT_FIRST_SLOT + i);
+    }
+    if (extra) {
+        g_string_append_printf(s, " %s", extra);
+    }
+    vt_append_firmware(s);
+    return g_string_free(s, false);
+}
+
+static void vt_setup(VtEnv *e, bool fresh)
+{
+    e->bus = qpci_new_pc(e->qts, NULL);
+    if (fresh) {
+        vtd_guest_init(&e->g, e->qts, VT_MEM_START, e->ram);
+    }
+    for (int i = 0; i < e->ndma; i++) {
+        vdma_init(&e->dma[i], e->bus, vt_sid(i));
+        if (fresh) {
+            e->ring[i] = vtd_alloc(&e->g, VT_RING_SIZE * VIOMMU_DMA_DESC_SIZE,
+                                   4096);
+            g_assert_true(vdma_queue_setup(&e->dma[i], 0, e->ring[i],
+                                           e->ring[i], VT_RING_SIZE));
+        }
+    }
+}
+
+void vt_start(VtEnv *e, const char *iommu, const char *iommu_opts, int ndma,
+              uint64_t ram_mb, const char *extra)
+{
+    g_autofree char *cmd = vt_cmdline(iommu, iommu_opts, ndma, ram_mb, extra);
+
+    g_assert_cmpint(ndma, <=, VT_MAX_DMA);
+    memset(e, 0, sizeof(*e));
+    e->iommu = iommu;
+    e->ram = ram_mb << 20;
+    e->ndma = ndma;
+    e->qts = qtest_init(cmd);
+    vt_setup(e, true);
+}
+
+void vt_attach(VtEnv *e, QTestState *qts)
+{
+    e->qts = qts;
+    e->g.qts = qts;
+    e->bus = qpci_new_pc(qts, NULL);
+    for (int i = 0; i < e->ndma; i++) {
+        VdmaDev saved = e->dma[i];
+        vdma_init(&e->dma[i], e->bus, vt_sid(i));
+        memcpy(e->dma[i].q, saved.q, sizeof(saved.q));
+    }
+}
+
+void vt_stop(VtEnv *e)
+{
+    for (int i = 0; i < e->ndma; i++) {
+        vdma_free(&e->dma[i]);
+    }
+    if (e->bus) {
+        qpci_free_pc(e->bus);
+        e->bus = NULL;
+    }
+    if (e->qts) {
+        qtest_quit(e->qts);
+        e->qts = NULL;
+    }
+}
+
+void vt_map_rings(VtEnv *e, VtdDomain *d, int i)
+{
+    vtd_map(d, e->ring[i], e->ring[i],
+            ROUND_UP(VT_RING_SIZE * VIOMMU_DMA_DESC_SIZE, 4096), VTD_PTE_RW,
+            VTD_PAGE_4K);
+}
