@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The extern "C" boundary (include/viommu/vtd.h).  No exception crosses it:
+// the only throwing operations are allocations, caught here.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "engine.hpp"
+#include "viommu/vtd.h"
+
+using viommu::vtd::Engine;
+
+struct VtdEngine {
+    std::unique_ptr<Engine> engine;
+};
+
+static void copy_error(char *err, size_t err_len, const char *msg)
+{
+    if (err && err_len) {
+        std::strncpy(err, msg, err_len - 1);
+        err[err_len - 1] = '\0';
+    }
+}
+
+extern "C" {
+
+void vtd_config_default(VtdConfig *cfg)
+{
+    if (!cfg)
+        return;
+    *cfg = {};
+    cfg->aw_bits = 48;
+    cfg->pass_through = true;
+    cfg->caching_mode = false;
+    cfg->device_iotlb = false;
+    cfg->superpage_1g = true;
+}
+
+VtdEngine *vtd_engine_new(const VtdConfig *cfg, const VtdHostOps *ops, void *opaque, char *err,
+                          size_t err_len)
+{
+    if (!cfg || !ops) {
+        copy_error(err, err_len, "config and host ops are mandatory");
+        return nullptr;
+    }
+    try {
+        std::string why;
+        auto engine = Engine::create(*cfg, *ops, opaque, why);
+        if (!engine) {
+            copy_error(err, err_len, why.c_str());
+            return nullptr;
+        }
+        return std::make_unique<VtdEngine>(VtdEngine{std::move(engine)}).release();
+    } catch (const std::bad_alloc &) {
+        copy_error(err, err_len, "out of memory");
+        return nullptr;
+    }
+}
+
+void vtd_engine_free(VtdEngine *e)
+{
+    std::unique_ptr<VtdEngine> owned(e);
+}
+
+void vtd_engine_reset(VtdEngine *e)
+{
+    e->engine->reset();
+}
+
+uint64_t vtd_engine_mmio_read(VtdEngine *e, uint64_t offset, unsigned size)
+{
+    return e->engine->mmio_read(offset, size);
+}
+
+void vtd_engine_mmio_write(VtdEngine *e, uint64_t offset, uint64_t value, unsigned size)
+{
+    e->engine->mmio_write(offset, value, size);
+}
+
+VtdFaultReason vtd_engine_translate(VtdEngine *e, uint16_t sid, uint64_t addr, unsigned access,
+                                    bool record_fault, VtdTranslation *out)
+{
+    VtdTranslation t{};
+    VtdFaultReason r = e->engine->translate(sid, addr, access, record_fault, t);
+    if (out)
+        *out = t;
+    return r;
+}
+
+bool vtd_engine_translation_enabled(VtdEngine *e)
+{
+    return e->engine->translation_enabled();
+}
+
+bool vtd_engine_is_pass_through(VtdEngine *e, uint16_t sid)
+{
+    return e->engine->is_pass_through(sid);
+}
+
+int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb,
+                    void *ctx)
+{
+    return e->engine->walk(sid, start, end, cb, ctx);
+}
+
+static char *to_c_string(const std::string &s)
+{
+    char *p = static_cast<char *>(std::malloc(s.size() + 1));
+    if (p)
+        std::memcpy(p, s.c_str(), s.size() + 1);
+    return p;
+}
+
+char *vtd_engine_stats_json(VtdEngine *e)
+{
+    try {
+        return to_c_string(e->engine->stats_json());
+    } catch (const std::bad_alloc &) {
+        return nullptr;
+    }
+}
+
+void vtd_engine_stats_reset(VtdEngine *e)
+{
+    e->engine->stats_reset();
+}
+
+uint8_t *vtd_engine_save(VtdEngine *e, size_t *len)
+{
+    try {
+        auto blob = e->engine->save();
+        auto *p = static_cast<uint8_t *>(std::malloc(blob.size()));
+        if (p)
+            std::memcpy(p, blob.data(), blob.size());
+        if (len)
+            *len = p ? blob.size() : 0;
+        return p;
+    } catch (const std::bad_alloc &) {
+        if (len)
+            *len = 0;
+        return nullptr;
+    }
+}
+
+int vtd_engine_load(VtdEngine *e, const uint8_t *buf, size_t len)
+{
+    if (!buf && len) {
+        e->engine->reset();
+        return -1;
+    }
+    return e->engine->load({buf, len}) ? 0 : -1;
+}
+
+}  // extern "C"

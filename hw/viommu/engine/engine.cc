@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "engine.hpp"
+
+#include "page_walk.hpp"
+#include "root_context.hpp"
+
+namespace viommu::vtd {
+
+std::unique_ptr<Engine> Engine::create(const VtdConfig &cfg, const VtdHostOps &ops, void *opaque,
+                                       std::string &err)
+{
+    if (!ops.mem_read || !ops.mem_write || !ops.msi) {
+        err = "mem_read, mem_write and msi callbacks are mandatory";
+        return nullptr;
+    }
+    auto f = Features::from_config(cfg, err);
+    if (!f)
+        return nullptr;
+    return std::make_unique<Engine>(*f, ops, opaque);
+}
+
+Engine::Engine(const Features &f, const VtdHostOps &ops, void *opaque)
+    : f_(f), host_(ops, opaque), faults_(host_, stats_, f_.fault_records),
+      queue_(host_, f_, stats_, faults_, *this), iotlb_(f_.iotlb_entries),
+      contexts_(f_.context_entries)
+{
+    reset();
+}
+
+void Engine::reset()
+{
+    te_.store(false);
+    root_table_.store(0);
+    gsts_ = 0;
+    rtaddr_ = ccmd_ = iva_ = iotlb_reg_ = 0;
+    faults_.reset();
+    queue_.reset();
+    flush_caches();
+}
+
+void Engine::flush_caches()
+{
+    contexts_.invalidate_all();
+    iotlb_.invalidate_all();
+}
+
+ContextLookup Engine::resolve_context(uint16_t sid)
+{
+    if (auto ctx = contexts_.lookup(sid)) {
+        stats_.add(Counter::ContextHits);
+        ContextLookup r;
+        r.fpd = ctx->fpd;
+        r.ctx = *ctx;
+        return r;
+    }
+    stats_.add(Counter::ContextMisses);
+    uint64_t gen = contexts_.generation();
+    ContextLookup r = load_context(host_, f_, root_table_.load(std::memory_order_acquire), sid);
+    stats_.add(Counter::ContextEntriesRead, r.entries_read);
+    if (r.fault == VTD_FR_NONE) {
+        if (contexts_.insert(sid, r.ctx, gen))
+            stats_.add(Counter::ContextEvictions);
+        if (r.ctx.tt != TranslationType::PassThrough) {
+            DomainStats &ds = stats_.domain(r.ctx.did);
+            ds.slptptr.store(r.ctx.slptptr, std::memory_order_relaxed);
+            ds.levels.store(r.ctx.levels, std::memory_order_relaxed);
+        }
+    }
+    return r;
+}
+
+VtdFaultReason Engine::fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                             VtdFaultReason reason, bool fpd, DomainStats *ds)
+{
+    stats_.fault(reason);
+    if (ds)
+        ds->faults.fetch_add(1, std::memory_order_relaxed);
+    if (!record)
+        stats_.add(Counter::FaultsNotRecorded);
+    else if (fpd)
+        stats_.add(Counter::FaultsSuppressedFpd);
+    else
+        faults_.record(sid, addr, reason, access & VTD_PERM_WRITE);
+    return reason;
+}
+
+static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
+{
+    out = {addr & ~(PAGE_SIZE - 1), addr & ~(PAGE_SIZE - 1), PAGE_SIZE - 1, VTD_PERM_RW, did};
+}
+
+VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                                 VtdTranslation &out)
+{
+    stats_.add(Counter::Translations);
+    access &= VTD_PERM_RW;
+    if (!translation_enabled()) {
+        stats_.add(Counter::TranslationDisabled);
+        identity(addr, 0, out);
+        return VTD_FR_NONE;
+    }
+    ContextLookup cl = resolve_context(sid);
+    if (cl.fault != VTD_FR_NONE)
+        return fault(sid, addr, access, record, cl.fault, cl.fpd, nullptr);
+    const Context &ctx = cl.ctx;
+    DomainStats &ds = stats_.domain(ctx.did);
+    ds.translations.fetch_add(1, std::memory_order_relaxed);
+    if (ctx.tt == TranslationType::PassThrough) {
+        stats_.add(Counter::PassThrough);
+        identity(addr, ctx.did, out);
+        return VTD_FR_NONE;
+    }
+    if (addr >> level_aw(ctx.levels))
+        return fault(sid, addr, access, record, VTD_FR_ADDR_BEYOND_MGAW, ctx.fpd, &ds);
+
+    auto leaf = iotlb_.lookup(ctx.did, addr);
+    if (leaf) {
+        stats_.add(Counter::IotlbHits);
+        ds.iotlb_hits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        stats_.add(Counter::IotlbMisses);
+        ds.iotlb_misses.fetch_add(1, std::memory_order_relaxed);
+        uint64_t gen = iotlb_.generation();
+        WalkResult w = walk_address(host_, f_, ctx, addr, access);
+        stats_.add(Counter::PageWalks);
+        stats_.add(Counter::WalkLevelsRead, w.levels_read);
+        ds.page_walks.fetch_add(1, std::memory_order_relaxed);
+        if (w.fault != VTD_FR_NONE)
+            return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
+        leaf = w.leaf;
+        auto ins = iotlb_.insert(ctx.did, addr, *leaf, gen);
+        if (ins.inserted)
+            stats_.add(Counter::IotlbInserts);
+        if (ins.evicted)
+            stats_.add(Counter::IotlbEvictions);
+    }
+    if (VtdFaultReason r = check_access(leaf->perm, access); r != VTD_FR_NONE)
+        return fault(sid, addr, access, record, r, ctx.fpd, &ds);
+    uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
+    out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
+    return VTD_FR_NONE;
+}
+
+bool Engine::is_pass_through(uint16_t sid)
+{
+    if (!translation_enabled())
+        return false;
+    ContextLookup cl = resolve_context(sid);
+    return cl.fault == VTD_FR_NONE && cl.ctx.tt == TranslationType::PassThrough;
+}
+
+int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *cb_ctx)
+{
+    if (!translation_enabled() || !cb)
+        return 0;
+    stats_.add(Counter::WalksForReplay);
+    ContextLookup cl = load_context(host_, f_, root_table_.load(std::memory_order_acquire), sid);
+    if (cl.fault != VTD_FR_NONE)
+        return cl.fault;
+    if (cl.ctx.tt == TranslationType::PassThrough)
+        return 0;  // nothing to replay: the host bypasses translation
+    uint64_t leaves = 0;
+    bool complete = walk_range(host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET,
+                               [&](uint64_t iova, const Leaf &leaf) {
+                                   uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
+                                   VtdTranslation t{iova, leaf.phys, size_mask, leaf.perm, cl.ctx.did};
+                                   leaves++;
+                                   cb(cb_ctx, &t);
+                               });
+    stats_.add(Counter::ReplayLeaves, leaves);
+    if (!complete)
+        stats_.add(Counter::ReplayTruncated);
+    return 0;
+}
+
+void Engine::invalidate_context(const ContextInvalidation &req)
+{
+    size_t dropped = 0;
+    switch (req.granularity) {
+    case Granularity::Global:
+        stats_.add(Counter::CcGlobal);
+        dropped = contexts_.invalidate_all();
+        host_.context_invalidated(true, 0, 0);
+        break;
+    case Granularity::Domain:
+        // Which source-ids use the domain is known only for cached
+        // contexts, so the host re-evaluates every device.
+        stats_.add(Counter::CcDomain);
+        dropped = contexts_.invalidate_domain(req.did);
+        host_.context_invalidated(true, 0, 0);
+        break;
+    case Granularity::Selective: {
+        stats_.add(Counter::CcDevice);
+        unsigned fm = req.function_mask & 3;
+        uint16_t sid_mask = ((1u << fm) - 1) << (3 - fm);
+        dropped = contexts_.invalidate_device(req.sid, sid_mask);
+        host_.context_invalidated(false, req.sid & ~sid_mask, sid_mask);
+        break;
+    }
+    case Granularity::Invalid:
+        return;
+    }
+    stats_.add(Counter::ContextEntriesDropped, dropped);
+}
+
+void Engine::invalidate_iotlb(const IotlbInvalidation &req)
+{
+    const uint64_t whole = uint64_t{1} << f_.aw_bits;
+    size_t dropped = 0;
+    switch (req.granularity) {
+    case Granularity::Global:
+        stats_.add(Counter::IotlbGlobal);
+        dropped = iotlb_.invalidate_all();
+        host_.invalidated(true, 0, 0, whole);
+        break;
+    case Granularity::Domain:
+        stats_.add(Counter::IotlbDomain);
+        stats_.domain(req.did).inv_domain.fetch_add(1, std::memory_order_relaxed);
+        dropped = iotlb_.invalidate_domain(req.did);
+        host_.invalidated(false, req.did, 0, whole);
+        break;
+    case Granularity::Selective: {
+        // IH only spares non-leaf (paging-structure) caches, which this
+        // model does not have: leaf entries are dropped either way.
+        uint64_t pages = uint64_t{1} << req.am;
+        stats_.add(Counter::IotlbPage);
+        stats_.add(Counter::IotlbPagesInvalidated, pages);
+        stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
+        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages);
+        classify_pages(req.did, req.addr, pages);
+        host_.invalidated(false, req.did, req.addr, pages << PAGE_SHIFT);
+        break;
+    }
+    case Granularity::Invalid:
+        return;
+    }
+    stats_.add(Counter::IotlbEntriesDropped, dropped);
+}
+
+// A page-selective invalidation follows a map (caching mode) or an unmap.
+// Tell them apart by whether the range's first page is mapped now.
+void Engine::classify_pages(uint16_t did, uint64_t addr, uint64_t pages)
+{
+    DomainStats &ds = stats_.domain(did);
+    Context ctx;
+    ctx.levels = ds.levels.load(std::memory_order_relaxed);
+    ctx.slptptr = ds.slptptr.load(std::memory_order_relaxed);
+    ctx.did = did;
+    if (ctx.levels < 3)
+        return;  // never translated through: nothing to compare against
+    bool mapped = walk_address(host_, f_, ctx, addr, VTD_PERM_NONE).fault == VTD_FR_NONE;
+    stats_.add(mapped ? Counter::PagesMapped : Counter::PagesUnmapped, pages);
+    (mapped ? ds.pages_mapped : ds.pages_unmapped).fetch_add(pages, std::memory_order_relaxed);
+}
+
+std::string Engine::stats_json()
+{
+    return stats_.to_json({f_.aw_bits, f_.caching_mode, iotlb_.capacity(), iotlb_.size(),
+                           contexts_.capacity(), contexts_.size(), f_.fault_records});
+}
+
+}  // namespace viommu::vtd

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One VT-d remapping unit: ties the register file, the caches, page walks,
+// invalidation and fault recording together behind the C ABI in
+// include/viommu/vtd.h.
+//
+// Threading: translate(), walk() and is_pass_through() run on any number of
+// threads concurrently with one MMIO thread.  State they share with MMIO is
+// either atomic (TES, the active root table address), in the caches (own
+// sharded locks) or in the fault recorder (own lock).  The remaining
+// registers belong to the MMIO thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "context_cache.hpp"
+#include "fault_recording.hpp"
+#include "features.hpp"
+#include "host.hpp"
+#include "invalidation_queue.hpp"
+#include "iotlb.hpp"
+#include "stats.hpp"
+
+namespace viommu::vtd {
+
+class Engine final : private Invalidator {
+public:
+    static std::unique_ptr<Engine> create(const VtdConfig &cfg, const VtdHostOps &ops,
+                                          void *opaque, std::string &err);
+    Engine(const Features &f, const VtdHostOps &ops, void *opaque);
+
+    void reset();
+
+    uint64_t mmio_read(uint64_t offset, unsigned size);
+    void mmio_write(uint64_t offset, uint64_t value, unsigned size);
+
+    VtdFaultReason translate(uint16_t sid, uint64_t addr, unsigned access, bool record_fault,
+                             VtdTranslation &out);
+    bool translation_enabled() const { return te_.load(std::memory_order_acquire); }
+    bool is_pass_through(uint16_t sid);
+    int walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *ctx);
+
+    std::string stats_json();
+    void stats_reset() { stats_.reset(); }
+    const Stats &stats() const { return stats_; }
+
+    std::vector<uint8_t> save() const;
+    bool load(std::span<const uint8_t> blob);  // false: malformed, engine reset
+
+        // Entries one replay walk may read: 64 GiB of 4 KiB mappings.
+    static constexpr uint64_t REPLAY_ENTRY_BUDGET = uint64_t{1} << 24;
+
+private:
+    uint32_t read32(uint32_t offset);
+    void write32(uint32_t offset, uint32_t value);
+    void global_command(uint32_t value);
+    void run_context_command();
+    void run_iotlb_command();
+
+    ContextLookup resolve_context(uint16_t sid);
+    VtdFaultReason fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                         VtdFaultReason reason, bool fpd, DomainStats *ds);
+    void flush_caches();
+
+    void invalidate_context(const ContextInvalidation &req) override;
+    void invalidate_iotlb(const IotlbInvalidation &req) override;
+    void classify_pages(uint16_t did, uint64_t addr, uint64_t pages);
+
+    const Features f_;
+    const Host host_;
+    Stats stats_;
+    FaultRecorder faults_;
+    InvalidationQueue queue_;
+    Iotlb iotlb_;
+    ContextCache contexts_;
+
+    std::atomic<bool> te_{false};
+    std::atomic<uint64_t> root_table_{0};  // latched by GCMD.SRTP
+    uint32_t gsts_ = 0;
+    uint64_t rtaddr_ = 0, ccmd_ = 0, iva_ = 0, iotlb_reg_ = 0;
+};
+
+}  // namespace viommu::vtd

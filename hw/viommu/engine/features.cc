@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "features.hpp"
+
+#include "registers.hpp"
+
+namespace viommu::vtd {
+
+static constexpr uint32_t DEFAULT_IOTLB_ENTRIES = 4096;
+static constexpr uint32_t DEFAULT_CONTEXT_ENTRIES = 1024;
+static constexpr unsigned DEFAULT_FAULT_RECORDS = 8;
+static constexpr unsigned MAX_FAULT_RECORDS = (VTD_MMIO_SIZE - reg::FRCD) / reg::FRCD_LEN;
+static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
+static constexpr unsigned DOMAIN_ID_BITS = 16;
+
+uint64_t Features::above_haw() const { return mask(63, aw_bits); }
+
+unsigned Features::max_levels() const
+{
+    for (unsigned levels = 5; levels >= 3; levels--)
+        if (levels_supported(levels))
+            return levels;
+    return 3;
+}
+
+std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string &err)
+{
+    Features f;
+    switch (cfg.aw_bits) {
+    case 39: f.sagaw = cap::SAGAW_39; break;
+    case 48: f.sagaw = cap::SAGAW_39 | cap::SAGAW_48; break;
+    case 57: f.sagaw = cap::SAGAW_39 | cap::SAGAW_48 | cap::SAGAW_57; break;
+    default:
+        err = "aw_bits must be 39, 48 or 57";
+        return std::nullopt;
+    }
+    // Bits of SAGAW: 1 = 3-level, 2 = 4-level, 3 = 5-level; levels_supported
+    // indexes them as (levels - 2).
+    f.aw_bits = cfg.aw_bits;
+    f.pass_through = cfg.pass_through;
+    f.caching_mode = cfg.caching_mode;
+    f.device_iotlb = cfg.device_iotlb;
+    f.superpage_1g = cfg.superpage_1g;
+    f.iotlb_entries = cfg.iotlb_entries ? cfg.iotlb_entries : DEFAULT_IOTLB_ENTRIES;
+    f.context_entries = cfg.context_entries ? cfg.context_entries : DEFAULT_CONTEXT_ENTRIES;
+    f.fault_records = cfg.fault_records ? cfg.fault_records : DEFAULT_FAULT_RECORDS;
+    if (f.fault_records > MAX_FAULT_RECORDS) {
+        err = "fault_records must be at most " + std::to_string(MAX_FAULT_RECORDS);
+        return std::nullopt;
+    }
+    f.mamv = MAMV;
+
+    f.cap = uint64_t{(DOMAIN_ID_BITS - 4) / 2} << cap::ND
+          | uint64_t{f.caching_mode} << cap::CM
+          | uint64_t{f.sagaw} << cap::SAGAW
+          | uint64_t{f.aw_bits - 1} << cap::MGAW
+          | uint64_t{reg::FRCD / 16} << cap::FRO
+          | bit(cap::SLLPS_2M)
+          | uint64_t{f.superpage_1g} << cap::SLLPS_1G
+          | bit(cap::PSI)
+          | uint64_t{f.fault_records - 1} << cap::NFR
+          | uint64_t{f.mamv} << cap::MAMV
+          | bit(cap::DWD) | bit(cap::DRD);
+    // Page-walk coherency (C): the engine reads guest memory directly, so
+    // the guest need not flush CPU caches after editing tables.
+    f.ecap = bit(ecap::C) | bit(ecap::QI)
+           | uint64_t{f.device_iotlb} << ecap::DT
+           | uint64_t{f.pass_through} << ecap::PT
+           | uint64_t{reg::IVA / 16} << ecap::IRO;
+    return f;
+}
+
+}  // namespace viommu::vtd

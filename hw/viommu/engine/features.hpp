@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What the modelled remapping unit supports, derived once from VtdConfig:
+// the CAP/ECAP values and the limits the decoders check against.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "viommu/vtd.h"
+
+namespace viommu::vtd {
+
+struct Features {
+    unsigned aw_bits = 48;     // MGAW, also used as the host address width
+    uint8_t sagaw = 0;         // CAP.SAGAW bit set: bit (levels - 2)
+    bool pass_through = true;
+    bool caching_mode = false;
+    bool device_iotlb = false;
+    bool superpage_1g = true;
+    uint32_t iotlb_entries = 0;
+    uint32_t context_entries = 0;
+    unsigned fault_records = 8;
+    unsigned mamv = 0;         // CAP.MAMV: largest address mask for PSI
+    uint64_t cap = 0;
+    uint64_t ecap = 0;
+
+    // Bits of a table pointer or output address beyond the address width.
+    uint64_t above_haw() const;
+    bool levels_supported(unsigned levels) const { return sagaw & (1u << (levels - 2)); }
+    unsigned max_levels() const;
+
+    static std::optional<Features> from_config(const VtdConfig &cfg, std::string &err);
+};
+
+}  // namespace viommu::vtd

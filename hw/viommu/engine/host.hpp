@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine's view of its host: guest memory, interrupts and time, all
+// reached through the VtdHostOps callbacks.  Guest memory is little-endian.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "viommu/vtd.h"
+
+namespace viommu::vtd {
+
+class Host {
+public:
+    Host(const VtdHostOps &ops, void *opaque) : ops_(ops), opaque_(opaque) {}
+
+    std::optional<uint64_t> read_u64(uint64_t gpa) const
+    {
+        std::array<uint8_t, 8> b{};
+        if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
+            return std::nullopt;
+        uint64_t v = 0;
+        for (int i = 7; i >= 0; i--)
+            v = v << 8 | b[i];
+        return v;
+    }
+
+    // A 128-bit structure (root/context entry, descriptor) as {low, high}.
+    std::optional<std::array<uint64_t, 2>> read_u128(uint64_t gpa) const
+    {
+        std::array<uint8_t, 16> b{};
+        if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
+            return std::nullopt;
+        std::array<uint64_t, 2> v{};
+        for (int i = 15; i >= 0; i--)
+            v[i / 8] = v[i / 8] << 8 | b[i];
+        return v;
+    }
+
+    bool write_u32(uint64_t gpa, uint32_t v) const
+    {
+        std::array<uint8_t, 4> b{};
+        for (auto &byte : b) {
+            byte = v & 0xff;
+            v >>= 8;
+        }
+        return ops_.mem_write(opaque_, gpa, b.data(), b.size()) == 0;
+    }
+
+    void msi(uint64_t addr, uint32_t data) const { ops_.msi(opaque_, addr, data); }
+
+    void invalidated(bool all, uint16_t did, uint64_t iova, uint64_t size) const
+    {
+        if (ops_.invalidated)
+            ops_.invalidated(opaque_, all, did, iova, size);
+    }
+
+    void context_invalidated(bool all, uint16_t sid, uint16_t sid_mask) const
+    {
+        if (ops_.context_invalidated)
+            ops_.context_invalidated(opaque_, all, sid, sid_mask);
+    }
+
+    bool has_clock() const { return ops_.now_ns != nullptr; }
+    uint64_t now_ns() const { return ops_.now_ns ? ops_.now_ns(opaque_) : 0; }
+
+private:
+    VtdHostOps ops_;
+    void *opaque_;
+};
+
+}  // namespace viommu::vtd

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Invalidation requests, whether they come from the register interface
+// (CCMD, IOTLB/IVA) or from queued invalidation descriptors.
+#pragma once
+
+#include <cstdint>
+
+#include "registers.hpp"
+
+namespace viommu::vtd {
+
+struct ContextInvalidation {
+    Granularity granularity = Granularity::Global;
+    uint16_t did = 0;
+    uint16_t sid = 0;
+    uint8_t function_mask = 0;  // FM: 0..3 low bits of the function number ignored
+};
+
+struct IotlbInvalidation {
+    Granularity granularity = Granularity::Global;
+    uint16_t did = 0;
+    uint64_t addr = 0;          // page-selective: base, aligned to 2^am pages
+    uint8_t am = 0;             // address mask: 2^am pages
+    bool ih = false;            // invalidation hint: only leaf entries changed
+};
+
+class Invalidator {
+public:
+    virtual void invalidate_context(const ContextInvalidation &req) = 0;
+    virtual void invalidate_iotlb(const IotlbInvalidation &req) = 0;
+
+protected:
+    ~Invalidator() = default;
+};
+
+}  // namespace viommu::vtd

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The IOTLB: leaf translations of second-level tables, tagged by domain-id
+// and page-size level (1 = 4 KiB, 2 = 2 MiB, 3 = 1 GiB).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "clock_cache.hpp"
+
+namespace viommu::vtd {
+
+struct IotlbKey {
+    uint64_t vpn;  // input address >> level_shift(level)
+    uint16_t did;
+    uint8_t level;
+    bool operator==(const IotlbKey &) const = default;
+};
+
+struct IotlbKeyHash {
+    size_t operator()(const IotlbKey &k) const
+    {
+        uint64_t h = k.vpn ^ (uint64_t{k.did} << 48) ^ (uint64_t{k.level} << 40);
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        return static_cast<size_t>(h);
+    }
+};
+
+// A leaf mapping: the page of size 4 KiB << (9 * (level - 1)) containing
+// the input address maps to `phys` (page-aligned) with `perm`.
+struct Leaf {
+    uint64_t phys = 0;
+    uint8_t level = 1;
+    uint8_t perm = 0;
+};
+
+class Iotlb {
+public:
+    explicit Iotlb(size_t capacity) : cache_(capacity) {}
+
+    size_t capacity() const { return cache_.capacity(); }
+    size_t size() { return cache_.size(); }
+    uint64_t generation() const { return cache_.generation(); }
+
+    std::optional<Leaf> lookup(uint16_t did, uint64_t addr);
+    using InsertResult = ClockCache<IotlbKey, Leaf, IotlbKeyHash>::InsertResult;
+    InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, uint64_t gen);
+
+    // Each returns the number of entries dropped.
+    size_t invalidate_all();
+    size_t invalidate_domain(uint16_t did);
+    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages);
+
+private:
+    ClockCache<IotlbKey, Leaf, IotlbKeyHash> cache_;
+    // Page-size levels that have ever been cached, so a lookup does not probe
+    // superpage sizes nobody uses.  Set before insert() and read after an
+    // invalidation bumps the generation, both sequentially consistent: either
+    // the invalidation sees the level or the fill sees the new generation.
+    std::atomic<uint8_t> levels_cached_{0};
+};
+
+}  // namespace viommu::vtd

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "page_walk.hpp"
+
+#include "registers.hpp"
+
+namespace viommu::vtd {
+
+static constexpr uint64_t ENTRY_SIZE = 8;
+
+VtdFaultReason check_access(uint8_t perm, unsigned access)
+{
+    if ((access & VTD_PERM_WRITE) && !(perm & VTD_PERM_WRITE))
+        return VTD_FR_WRITE;
+    if ((access & VTD_PERM_READ) && !(perm & VTD_PERM_READ))
+        return VTD_FR_READ;
+    if (access == VTD_PERM_NONE && perm == VTD_PERM_NONE)
+        return VTD_FR_READ;
+    return VTD_FR_NONE;
+}
+
+static VtdFaultReason not_present(unsigned access)
+{
+    return (access & VTD_PERM_WRITE) ? VTD_FR_WRITE : VTD_FR_READ;
+}
+
+static bool is_leaf(const Features &f, uint64_t pte, unsigned level)
+{
+    return level == 1 || ((pte & entry::SL_PS) && (level == 2 || (level == 3 && f.superpage_1g)));
+}
+
+// Reserved bits of a present entry at `level`.
+static uint64_t reserved_bits(const Features &f, uint64_t pte, unsigned level)
+{
+    uint64_t rsvd = entry::SL_SNP | (f.above_haw() & ~entry::SL_IGNORED);
+    bool leaf = is_leaf(f, pte, level);
+    if (leaf && f.device_iotlb)
+        rsvd &= ~entry::SL_TM;
+    if (!leaf && level > 1)
+        rsvd |= entry::SL_PS;  // PS where this level cannot map a page
+    if (leaf && level > 1)
+        rsvd |= mask(level_shift(level) - 1, PAGE_SHIFT);
+    return pte & rsvd;
+}
+
+static unsigned index_at(uint64_t addr, unsigned level)
+{
+    return (addr >> level_shift(level)) & ((1u << LEVEL_STRIDE) - 1);
+}
+
+WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
+                        uint64_t addr, unsigned access)
+{
+    WalkResult r;
+    if (addr >> level_aw(ctx.levels)) {
+        r.fault = VTD_FR_ADDR_BEYOND_MGAW;
+        return r;
+    }
+    uint64_t table = ctx.slptptr;
+    uint8_t perm = VTD_PERM_RW;
+    for (unsigned level = ctx.levels; level >= 1; level--) {
+        r.levels_read++;
+        auto pte = host.read_u64(table + index_at(addr, level) * ENTRY_SIZE);
+        if (!pte) {
+            r.fault = VTD_FR_PAGING_ENTRY_INV;
+            return r;
+        }
+        uint8_t entry_perm = *pte & (entry::SL_R | entry::SL_W);
+        if (!entry_perm) {
+            r.fault = not_present(access);
+            return r;
+        }
+        if (reserved_bits(f, *pte, level)) {
+            r.fault = VTD_FR_PAGING_ENTRY_RSVD;
+            return r;
+        }
+        perm &= entry_perm;
+        if (is_leaf(f, *pte, level)) {
+            r.leaf = {*pte & entry::ADDR & ~f.above_haw(), static_cast<uint8_t>(level), perm};
+            return r;
+        }
+        table = *pte & entry::ADDR;
+    }
+    r.fault = VTD_FR_PAGING_ENTRY_INV;  // not reached: level 1 is always a leaf
+    return r;
+}
+
+namespace {
+
+struct RangeWalk {
+    const Host &host;
+    const Features &f;
+    uint64_t start, last;  // inclusive bounds
+    uint64_t budget;
+    const LeafVisitor &visit;
+
+    bool table(uint64_t base, uint64_t table_iova, unsigned level, uint8_t perm)
+    {
+        uint64_t span = uint64_t{1} << level_shift(level);
+        for (unsigned i = 0; i < (1u << LEVEL_STRIDE); i++) {
+            uint64_t iova = table_iova + i * span;
+            if (iova > last)
+                break;
+            if (iova + (span - 1) < start)
+                continue;
+            if (budget == 0)
+                return false;
+            budget--;
+            auto pte = host.read_u64(base + i * ENTRY_SIZE);
+            if (!pte)
+                return true;  // the rest of this table is unreadable too
+            uint8_t entry_perm = *pte & (entry::SL_R | entry::SL_W);
+            if (!entry_perm || reserved_bits(f, *pte, level))
+                continue;
+            uint8_t p = perm & entry_perm;
+            if (is_leaf(f, *pte, level)) {
+                if (p)
+                    visit(iova, {*pte & entry::ADDR & ~f.above_haw(), static_cast<uint8_t>(level), p});
+            } else if (!table(*pte & entry::ADDR, iova, level - 1, p)) {
+                return false;
+            }
+        }
+        return true;
+    }
+};
+
+}  // namespace
+
+bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_t start,
+                uint64_t end, uint64_t entry_budget, const LeafVisitor &visit)
+{
+    uint64_t limit = uint64_t{1} << level_aw(ctx.levels);
+    if (end > limit)
+        end = limit;
+    if (start >= end)
+        return true;
+    RangeWalk w{host, f, start, end - 1, entry_budget, visit};
+    return w.table(ctx.slptptr, 0, ctx.levels, VTD_PERM_RW);
+}
+
+}  // namespace viommu::vtd

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Second-level page-table walks (legacy mode): 3-, 4- or 5-level tables of
+// 512 eight-byte entries, 2 MiB and 1 GiB superpages.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "features.hpp"
+#include "host.hpp"
+#include "iotlb.hpp"
+#include "root_context.hpp"
+
+namespace viommu::vtd {
+
+struct WalkResult {
+    VtdFaultReason fault = VTD_FR_NONE;
+    Leaf leaf;              // valid when fault == VTD_FR_NONE
+    unsigned levels_read = 0;
+};
+
+// Translate one address.  A not-present entry (R and W clear) at any level
+// faults as a write or read according to `access`; permissions are the AND
+// of every level's R/W, and checking them against the request is the
+// caller's job (the same check applies to IOTLB hits).
+WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
+                        uint64_t addr, unsigned access);
+
+// Visit every present, well-formed leaf intersecting [start, end).
+// Malformed entries and unreadable tables are skipped.  At most
+// `entry_budget` entries are read (a hostile guest can make tables share
+// subtrees or form cycles); returns false if the budget ran out.
+using LeafVisitor = std::function<void(uint64_t iova, const Leaf &leaf)>;
+bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_t start,
+                uint64_t end, uint64_t entry_budget, const LeafVisitor &visit);
+
+// Permission fault for a request of `access` against `perm`, or VTD_FR_NONE.
+VtdFaultReason check_access(uint8_t perm, unsigned access);
+
+}  // namespace viommu::vtd

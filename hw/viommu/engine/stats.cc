@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "stats.hpp"
+
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+
+namespace viommu::vtd {
+
+Stats::Stats() = default;
+
+Stats::Shard &Stats::shard()
+{
+    static std::atomic<unsigned> next_thread{0};
+    thread_local unsigned index = next_thread.fetch_add(1, std::memory_order_relaxed) % SHARDS;
+    return shards_[index];
+}
+
+void Stats::latency(uint64_t ns)
+{
+    unsigned bucket = ns ? std::bit_width(ns) - 1 : 0;  // [2^b, 2^(b+1))
+    if (bucket >= LATENCY_BUCKETS)
+        bucket = LATENCY_BUCKETS - 1;
+    latency_hist_[bucket].fetch_add(1, std::memory_order_relaxed);
+    latency_count_.fetch_add(1, std::memory_order_relaxed);
+    latency_sum_.fetch_add(ns, std::memory_order_relaxed);
+    uint64_t max = latency_max_.load(std::memory_order_relaxed);
+    while (ns > max && !latency_max_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
+    }
+}
+
+DomainStats &Stats::domain(uint16_t did)
+{
+    unsigned c = did / DOMAIN_CHUNK;
+    DomainChunk *chunk = chunks_[c].load(std::memory_order_acquire);
+    if (!chunk) {
+        std::lock_guard guard(chunk_lock_);
+        if (!chunk_owner_[c])
+            chunk_owner_[c] = std::make_unique<DomainChunk>();
+        chunk = chunk_owner_[c].get();
+        chunks_[c].store(chunk, std::memory_order_release);
+    }
+    DomainStats &d = chunk->d[did % DOMAIN_CHUNK];
+    if (!d.seen.load(std::memory_order_relaxed))
+        d.seen.store(true, std::memory_order_relaxed);
+    return d;
+}
+
+uint64_t Stats::get(Counter c) const
+{
+    uint64_t n = 0;
+    for (auto &s : shards_)
+        n += s.v[static_cast<unsigned>(c)].load(std::memory_order_relaxed);
+    return n;
+}
+
+uint64_t Stats::faults_by_reason(VtdFaultReason r) const
+{
+    uint64_t n = 0;
+    for (auto &s : shards_)
+        n += s.faults[r & 0xf].load(std::memory_order_relaxed);
+    return n;
+}
+
+void Stats::reset()
+{
+    for (auto &s : shards_) {
+        for (auto &v : s.v)
+            v.store(0, std::memory_order_relaxed);
+        for (auto &v : s.faults)
+            v.store(0, std::memory_order_relaxed);
+    }
+    for (auto &v : descriptors_)
+        v.store(0);
+    for (auto &v : latency_hist_)
+        v.store(0);
+    latency_count_ = 0;
+    latency_sum_ = 0;
+    latency_max_ = 0;
+    for (auto &c : chunks_) {
+        DomainChunk *chunk = c.load(std::memory_order_acquire);
+        if (!chunk)
+            continue;
+        for (auto &d : chunk->d) {
+            for (auto *v : {&d.translations, &d.iotlb_hits, &d.iotlb_misses, &d.page_walks,
+                            &d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped,
+                            &d.pages_unmapped})
+                v->store(0, std::memory_order_relaxed);
+            d.seen.store(false, std::memory_order_relaxed);
+        }
+    }
+}
+
+const char *fault_reason_name(VtdFaultReason r)
+{
+    switch (r) {
+    case VTD_FR_NONE: return "none";
+    case VTD_FR_ROOT_ENTRY_P: return "root_entry_not_present";
+    case VTD_FR_CONTEXT_ENTRY_P: return "context_entry_not_present";
+    case VTD_FR_CONTEXT_ENTRY_INV: return "context_entry_invalid";
+    case VTD_FR_ADDR_BEYOND_MGAW: return "address_beyond_mgaw";
+    case VTD_FR_WRITE: return "write";
+    case VTD_FR_READ: return "read";
+    case VTD_FR_PAGING_ENTRY_INV: return "paging_entry_invalid";
+    case VTD_FR_ROOT_TABLE_INV: return "root_table_invalid";
+    case VTD_FR_CONTEXT_TABLE_INV: return "context_table_invalid";
+    case VTD_FR_ROOT_ENTRY_RSVD: return "root_entry_reserved";
+    case VTD_FR_CONTEXT_ENTRY_RSVD: return "context_entry_reserved";
+    case VTD_FR_PAGING_ENTRY_RSVD: return "paging_entry_reserved";
+    case VTD_FR_CONTEXT_ENTRY_TT: return "context_entry_tt";
+    }
+    return "unknown";
+}
+
+namespace {
+
+class Json {
+public:
+    std::string out;
+
+    void open(const char *key, char bracket)
+    {
+        sep();
+        if (key)
+            out += std::string("\"") + key + "\":";
+        out += bracket;
+        first_ = true;
+    }
+    void close(char bracket)
+    {
+        out += bracket;
+        first_ = false;
+    }
+    void num(const char *key, uint64_t v)
+    {
+        sep();
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%" PRIu64, v);
+        if (key)
+            out += std::string("\"") + key + "\":";
+        out += buf;
+    }
+    void boolean(const char *key, bool v)
+    {
+        sep();
+        out += std::string("\"") + key + "\":" + (v ? "true" : "false");
+    }
+    void str(const char *key, const char *v)
+    {
+        sep();
+        out += std::string("\"") + key + "\":\"" + v + "\"";
+    }
+
+private:
+    bool first_ = true;
+    void sep()
+    {
+        if (!first_)
+            out += ',';
+        first_ = false;
+    }
+};
+
+}  // namespace
+
+std::string Stats::to_json(const Gauges &g) const
+{
+    Json j;
+    auto c = [this](Counter k) { return get(k); };
+    j.open(nullptr, '{');
+    j.str("schema", "viommu-vtd-stats/1");
+
+    j.open("config", '{');
+    j.num("aw_bits", g.aw_bits);
+    j.boolean("caching_mode", g.caching_mode);
+    j.num("iotlb_capacity", g.iotlb_capacity);
+    j.num("context_cache_capacity", g.context_capacity);
+    j.num("fault_records", g.fault_records);
+    j.close('}');
+
+    j.open("translate", '{');
+    j.num("requests", c(Counter::Translations));
+    j.num("translation_disabled", c(Counter::TranslationDisabled));
+    j.num("pass_through", c(Counter::PassThrough));
+    j.num("page_walks", c(Counter::PageWalks));
+    j.num("paging_entries_read", c(Counter::WalkLevelsRead));
+    j.num("context_entries_read", c(Counter::ContextEntriesRead));
+    j.close('}');
+
+    j.open("iotlb", '{');
+    j.num("entries", g.iotlb_entries);
+    j.num("hits", c(Counter::IotlbHits));
+    j.num("misses", c(Counter::IotlbMisses));
+    j.num("inserts", c(Counter::IotlbInserts));
+    j.num("evictions", c(Counter::IotlbEvictions));
+    j.close('}');
+
+    j.open("context_cache", '{');
+    j.num("entries", g.context_entries);
+    j.num("hits", c(Counter::ContextHits));
+    j.num("misses", c(Counter::ContextMisses));
+    j.num("evictions", c(Counter::ContextEvictions));
+    j.close('}');
+
+    j.open("faults", '{');
+    j.num("recorded", c(Counter::FaultsRecorded));
+    j.num("suppressed_fpd", c(Counter::FaultsSuppressedFpd));
+    j.num("not_recorded", c(Counter::FaultsNotRecorded));
+    j.num("overflowed", c(Counter::FaultsOverflowed));
+    j.num("events", c(Counter::FaultEvents));
+    j.open("by_reason", '{');
+    for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)
+        j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
+              faults_by_reason(static_cast<VtdFaultReason>(r)));
+    j.close('}');
+    j.close('}');
+
+    j.open("invalidations", '{');
+    j.open("context", '{');
+    j.num("global", c(Counter::CcGlobal));
+    j.num("domain", c(Counter::CcDomain));
+    j.num("device", c(Counter::CcDevice));
+    j.num("entries_dropped", c(Counter::ContextEntriesDropped));
+    j.close('}');
+    j.open("iotlb", '{');
+    j.num("global", c(Counter::IotlbGlobal));
+    j.num("domain", c(Counter::IotlbDomain));
+    j.num("page", c(Counter::IotlbPage));
+    j.num("pages", c(Counter::IotlbPagesInvalidated));
+    j.num("entries_dropped", c(Counter::IotlbEntriesDropped));
+    j.close('}');
+    j.num("device_iotlb", c(Counter::DeviceIotlb));
+    j.num("interrupt_entry_cache", c(Counter::InterruptEntryCache));
+    j.open("register_based", '{');
+    j.num("context", c(Counter::RegCcmd));
+    j.num("iotlb", c(Counter::RegIotlb));
+    j.num("ignored_qi_enabled", c(Counter::RegIgnoredQi));
+    j.num("invalid", c(Counter::RegInvalid));
+    j.close('}');
+    j.close('}');
+
+    j.open("queue", '{');
+    j.open("descriptors", '{');
+    static constexpr const char *type_names[DESC_TYPES] = {
+        "type_0", "context_cache", "iotlb", "device_iotlb", "interrupt_entry_cache", "wait",
+        "type_6", "type_7", "type_8", "type_9", "type_10", "type_11", "type_12", "type_13",
+        "type_14", "type_15"};
+    for (unsigned t = 0; t < DESC_TYPES; t++)
+        j.num(type_names[t], descriptors(t));
+    j.close('}');
+    j.num("invalid_descriptors", c(Counter::QiInvalidDescriptors));
+    j.num("tail_errors", c(Counter::QiTailErrors));
+    j.open("waits", '{');
+    j.num("total", c(Counter::Waits));
+    j.num("status_write", c(Counter::WaitStatusWrite));
+    j.num("status_write_failed", c(Counter::WaitStatusWriteFailed));
+    j.num("interrupt", c(Counter::WaitInterrupt));
+    j.num("fence", c(Counter::WaitFence));
+    j.num("events", c(Counter::InvalidationEvents));
+    j.close('}');
+    j.open("latency_ns", '{');
+    j.num("count", latency_count_.load());
+    j.num("sum", latency_sum_.load());
+    j.num("max", latency_max_.load());
+    j.open("log2_histogram", '[');
+    for (unsigned b = 0; b < LATENCY_BUCKETS; b++)
+        j.num(nullptr, latency_hist_[b].load());
+    j.close(']');
+    j.close('}');
+    j.close('}');
+
+    j.open("replay", '{');
+    j.num("walks", c(Counter::WalksForReplay));
+    j.num("leaves", c(Counter::ReplayLeaves));
+    j.num("truncated", c(Counter::ReplayTruncated));
+    j.close('}');
+
+    j.open("pages", '{');
+    j.num("mapped", c(Counter::PagesMapped));
+    j.num("unmapped", c(Counter::PagesUnmapped));
+    j.close('}');
+
+    j.open("domains", '[');
+    for (unsigned ci = 0; ci < chunks_.size(); ci++) {
+        DomainChunk *chunk = chunks_[ci].load(std::memory_order_acquire);
+        if (!chunk)
+            continue;
+        for (unsigned i = 0; i < DOMAIN_CHUNK; i++) {
+            const DomainStats &d = chunk->d[i];
+            if (!d.seen.load(std::memory_order_relaxed))
+                continue;
+            j.open(nullptr, '{');
+            j.num("id", ci * DOMAIN_CHUNK + i);
+            j.num("translations", d.translations.load());
+            j.num("iotlb_hits", d.iotlb_hits.load());
+            j.num("iotlb_misses", d.iotlb_misses.load());
+            j.num("page_walks", d.page_walks.load());
+            j.num("faults", d.faults.load());
+            j.num("domain_invalidations", d.inv_domain.load());
+            j.num("page_invalidations", d.inv_page.load());
+            j.num("pages_mapped", d.pages_mapped.load());
+            j.num("pages_unmapped", d.pages_unmapped.load());
+            j.close('}');
+        }
+    }
+    j.close(']');
+    j.close('}');
+    return j.out;
+}
+
+}  // namespace viommu::vtd

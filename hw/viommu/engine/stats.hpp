@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Engine statistics, device-wide and per domain.  Counters bumped on the
+// translate path are relaxed atomics in per-thread-group shards (device
+// counters) or per domain, never under a lock.  The JSON schema is in
+// docs/statistics.rst.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "viommu/vtd.h"
+
+namespace viommu::vtd {
+
+enum class Counter : unsigned {
+    Translations,
+    TranslationDisabled,   // answered with the identity map: GSTS.TES clear
+    PassThrough,
+    IotlbHits,
+    IotlbMisses,
+    IotlbInserts,
+    IotlbEvictions,
+    ContextHits,
+    ContextMisses,
+    ContextEvictions,
+    PageWalks,
+    WalkLevelsRead,
+    ContextEntriesRead,
+    FaultsRecorded,
+    FaultsSuppressedFpd,
+    FaultsNotRecorded,     // record_fault was false
+    FaultsOverflowed,      // dropped: PFO set or next record busy
+    FaultEvents,           // fault-event messages sent
+    CcGlobal, CcDomain, CcDevice,
+    IotlbGlobal, IotlbDomain, IotlbPage, IotlbPagesInvalidated, IotlbEntriesDropped,
+    ContextEntriesDropped,
+    DeviceIotlb,
+    InterruptEntryCache,
+    RegCcmd, RegIotlb, RegIgnoredQi, RegInvalid,
+    Waits, WaitStatusWrite, WaitInterrupt, WaitFence, WaitStatusWriteFailed,
+    InvalidationEvents,    // invalidation-event messages sent
+    QiInvalidDescriptors,
+    QiTailErrors,
+    WalksForReplay,
+    ReplayLeaves,
+    ReplayTruncated,
+    PagesMapped,
+    PagesUnmapped,
+    Count_
+};
+
+struct DomainStats {
+    std::atomic<uint64_t> translations{0}, iotlb_hits{0}, iotlb_misses{0}, page_walks{0},
+        faults{0}, inv_domain{0}, inv_page{0}, pages_mapped{0}, pages_unmapped{0};
+    // The page tables this domain was last seen using (for classifying
+    // page-selective invalidations as map or unmap).
+    std::atomic<uint64_t> slptptr{0};
+    std::atomic<uint8_t> levels{0};
+    std::atomic<bool> seen{false};
+};
+
+class Stats {
+public:
+    static constexpr unsigned DESC_TYPES = 16;
+    static constexpr unsigned LATENCY_BUCKETS = 32;
+
+    Stats();
+
+    void add(Counter c, uint64_t n = 1)
+    {
+        shard().v[static_cast<unsigned>(c)].fetch_add(n, std::memory_order_relaxed);
+    }
+    void fault(VtdFaultReason r)
+    {
+        shard().faults[r & 0xf].fetch_add(1, std::memory_order_relaxed);
+    }
+    void descriptor(unsigned type)
+    {
+        descriptors_[type % DESC_TYPES].fetch_add(1, std::memory_order_relaxed);
+    }
+    void latency(uint64_t ns);
+    DomainStats &domain(uint16_t did);
+
+    uint64_t get(Counter c) const;
+    uint64_t faults_by_reason(VtdFaultReason r) const;
+    uint64_t descriptors(unsigned type) const { return descriptors_[type % DESC_TYPES].load(); }
+    uint64_t latency_count() const { return latency_count_.load(); }
+
+    struct Gauges {  // instantaneous values the engine adds to the report
+        unsigned aw_bits;
+        bool caching_mode;
+        size_t iotlb_capacity, iotlb_entries, context_capacity, context_entries;
+        unsigned fault_records;
+    };
+    std::string to_json(const Gauges &g) const;
+    void reset();
+
+private:
+    static constexpr unsigned COUNTERS = static_cast<unsigned>(Counter::Count_);
+    static constexpr unsigned SHARDS = 8;
+    static constexpr unsigned DOMAIN_CHUNK = 256;
+
+    struct alignas(64) Shard {
+        std::array<std::atomic<uint64_t>, COUNTERS> v{};
+        std::array<std::atomic<uint64_t>, 16> faults{};
+    };
+    struct DomainChunk {
+        std::array<DomainStats, DOMAIN_CHUNK> d;
+    };
+
+    Shard &shard();
+
+    std::array<Shard, SHARDS> shards_;
+    std::array<std::atomic<uint64_t>, DESC_TYPES> descriptors_{};
+    std::array<std::atomic<uint64_t>, LATENCY_BUCKETS> latency_hist_{};
+    std::atomic<uint64_t> latency_count_{0}, latency_sum_{0}, latency_max_{0};
+
+    // Domain statistics are allocated a chunk of 256 domain-ids at a time
+    // on first use; published through atomics, owned by `chunk_owner_`.
+    std::mutex chunk_lock_;
+    std::array<std::unique_ptr<DomainChunk>, 65536 / DOMAIN_CHUNK> chunk_owner_;
+    std::array<std::atomic<DomainChunk *>, 65536 / DOMAIN_CHUNK> chunks_{};
+};
+
+const char *fault_reason_name(VtdFaultReason r);
+
+}  // namespace viommu::vtd

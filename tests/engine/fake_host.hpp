@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A fake host for engine tests: guest RAM as a bounded vector, logs of the
+// interrupts and invalidation notifications the engine sends, and helpers
+// to build root/context/second-level tables and to drive the registers.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "viommu/vtd.h"
+
+namespace vtdtest {
+
+constexpr uint64_t PAGE = 4096;
+
+// Register offsets as the tests see them (spec values; IRO/FRO from CAP).
+enum : uint32_t {
+    VER = 0x00, CAP = 0x08, ECAP = 0x10, GCMD = 0x18, GSTS = 0x1c, RTADDR = 0x20,
+    CCMD = 0x28, FSTS = 0x34, FECTL = 0x38, FEDATA = 0x3c, FEADDR = 0x40, FEUADDR = 0x44,
+    PMEN = 0x64, IQH = 0x80, IQT = 0x88, IQA = 0x90, ICS = 0x9c, IECTL = 0xa0,
+    IEDATA = 0xa4, IEADDR = 0xa8, IEUADDR = 0xac,
+};
+constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, WBF = 1u << 27, QIE = 1u << 26,
+                   IRE = 1u << 25, SIRTP = 1u << 24;
+
+struct Msi {
+    uint64_t addr;
+    uint32_t data;
+};
+struct Inval {
+    bool all;
+    uint16_t did;
+    uint64_t iova, size;
+};
+struct CtxInval {
+    bool all;
+    uint16_t sid, mask;
+};
+
+class FakeHost {
+public:
+    explicit FakeHost(size_t ram_bytes = 32 << 20, VtdConfig cfg = default_config())
+        : ram(ram_bytes), cfg_(cfg)
+    {
+        ops_.mem_read = [](void *o, uint64_t gpa, void *buf, size_t len) {
+            return static_cast<FakeHost *>(o)->read(gpa, buf, len);
+        };
+        ops_.mem_write = [](void *o, uint64_t gpa, const void *buf, size_t len) {
+            return static_cast<FakeHost *>(o)->write(gpa, buf, len);
+        };
+        ops_.msi = [](void *o, uint64_t addr, uint32_t data) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->msis.push_back({addr, data});
+        };
+        ops_.invalidated = [](void *o, bool all, uint16_t did, uint64_t iova, uint64_t size) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->invals.push_back({all, did, iova, size});
+        };
+        ops_.context_invalidated = [](void *o, bool all, uint16_t sid, uint16_t mask) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->ctx_invals.push_back({all, sid, mask});
+        };
+        ops_.now_ns = [](void *o) { return static_cast<FakeHost *>(o)->clock += 7; };
+        char err[128] = "";
+        e = vtd_engine_new(&cfg_, &ops_, this, err, sizeof(err));
+        EXPECT_NE(e, nullptr) << err;
+        cap = mmio64(CAP);
+        ecap = mmio64(ECAP);
+        frcd = ((cap >> 24) & 0x3ff) * 16;
+        iva = ((ecap >> 8) & 0x3ff) * 16;
+        iotlb = iva + 8;
+    }
+    ~FakeHost() { vtd_engine_free(e); }
+    FakeHost(const FakeHost &) = delete;
+    FakeHost &operator=(const FakeHost &) = delete;
+
+    static VtdConfig default_config()
+    {
+        VtdConfig c;
+        vtd_config_default(&c);
+        return c;
+    }
+
+    // --- guest memory ---
+    int read(uint64_t gpa, void *buf, size_t len)
+    {
+        if (gpa > ram.size() || len > ram.size() - gpa)
+            return -1;
+        std::memcpy(buf, ram.data() + gpa, len);
+        return 0;
+    }
+    int write(uint64_t gpa, const void *buf, size_t len)
+    {
+        if (gpa > ram.size() || len > ram.size() - gpa)
+            return -1;
+        std::memcpy(ram.data() + gpa, buf, len);
+        return 0;
+    }
+    void put64(uint64_t gpa, uint64_t v) { ASSERT_EQ(write(gpa, &v, 8), 0); }
+    uint64_t get64(uint64_t gpa)
+    {
+        uint64_t v = 0;
+        EXPECT_EQ(read(gpa, &v, 8), 0);
+        return v;
+    }
+    uint32_t get32(uint64_t gpa)
+    {
+        uint32_t v = 0;
+        EXPECT_EQ(read(gpa, &v, 4), 0);
+        return v;
+    }
+    uint64_t alloc_page()
+    {
+        uint64_t p = next_page_;
+        next_page_ += PAGE;
+        EXPECT_LE(next_page_, ram.size());
+        std::memset(ram.data() + p, 0, PAGE);
+        return p;
+    }
+
+    // --- registers ---
+    uint32_t mmio32(uint64_t off) { return vtd_engine_mmio_read(e, off, 4); }
+    uint64_t mmio64(uint64_t off) { return vtd_engine_mmio_read(e, off, 8); }
+    void w32(uint64_t off, uint32_t v) { vtd_engine_mmio_write(e, off, v, 4); }
+    void w64(uint64_t off, uint64_t v) { vtd_engine_mmio_write(e, off, v, 8); }
+
+    // --- tables ---
+    uint64_t root = 0;
+    void ensure_root()
+    {
+        if (!root)
+            root = alloc_page();
+    }
+    // Context entry for `sid`; returns the context table address.
+    void set_context(uint16_t sid, uint64_t slptptr, uint16_t did, unsigned levels = 4,
+                     unsigned tt = 0, bool fpd = false, uint64_t extra_lo = 0, uint64_t extra_hi = 0)
+    {
+        ensure_root();
+        uint64_t re = root + (sid >> 8) * 16;
+        uint64_t ctp = get64(re) & ~0xfffull;
+        if (!(get64(re) & 1)) {
+            ctp = alloc_page();
+            put64(re, ctp | 1);
+            put64(re + 8, 0);
+        }
+        uint64_t ce = ctp + (sid & 0xff) * 16;
+        put64(ce, slptptr | (uint64_t{tt} << 2) | (fpd ? 2 : 0) | 1 | extra_lo);
+        put64(ce + 8, uint64_t{did} << 8 | (levels - 2) | extra_hi);
+    }
+    uint64_t context_addr(uint16_t sid) { return (get64(root + (sid >> 8) * 16) & ~0xfffull) + (sid & 0xff) * 16; }
+
+    // Map `iova` -> `phys` with a leaf at `leaf_level` (1: 4K, 2: 2M, 3: 1G)
+    // in the `levels`-level table at `top`.
+    void map(uint64_t top, unsigned levels, uint64_t iova, uint64_t phys, unsigned perm,
+             unsigned leaf_level = 1)
+    {
+        uint64_t table = top;
+        for (unsigned level = levels; level > leaf_level; level--) {
+            uint64_t pte_addr = table + ((iova >> (12 + 9 * (level - 1))) & 511) * 8;
+            uint64_t pte = get64(pte_addr);
+            if (!(pte & 3)) {
+                pte = alloc_page() | 3;
+                put64(pte_addr, pte);
+            }
+            table = pte & 0x000ffffffffff000ull;
+        }
+        uint64_t pte_addr = table + ((iova >> (12 + 9 * (leaf_level - 1))) & 511) * 8;
+        put64(pte_addr, phys | perm | (leaf_level > 1 ? 0x80 : 0));
+    }
+    // Address of the PTE for `iova` at `level` (tables must exist).
+    uint64_t pte_addr(uint64_t top, unsigned levels, uint64_t iova, unsigned level)
+    {
+        uint64_t table = top;
+        for (unsigned l = levels; l > level; l--)
+            table = get64(table + ((iova >> (12 + 9 * (l - 1))) & 511) * 8) & 0x000ffffffffff000ull;
+        return table + ((iova >> (12 + 9 * (level - 1))) & 511) * 8;
+    }
+
+    void enable_translation()
+    {
+        ensure_root();
+        w64(RTADDR, root);
+        w32(GCMD, gcmd_shadow | SRTP);
+        gcmd_shadow |= TE;
+        w32(GCMD, gcmd_shadow);
+    }
+
+    // --- queued invalidation ---
+    uint64_t queue = 0;
+    unsigned queue_qs = 0;
+    uint64_t tail = 0;
+    uint32_t gcmd_shadow = 0;
+    void enable_qi(unsigned qs = 0)
+    {
+        queue_qs = qs;
+        queue = next_page_;
+        next_page_ += PAGE << qs;
+        std::memset(ram.data() + queue, 0, PAGE << qs);
+        w32(IQT, 0);
+        tail = 0;
+        w64(IQA, queue | qs);
+        gcmd_shadow |= QIE;
+        w32(GCMD, gcmd_shadow);
+    }
+    uint64_t queue_entries() const { return uint64_t{256} << queue_qs; }
+    void push(uint64_t lo, uint64_t hi)
+    {
+        put64(queue + tail * 16, lo);
+        put64(queue + tail * 16 + 8, hi);
+        tail = (tail + 1) % queue_entries();
+    }
+    void kick() { w32(IQT, tail << 4); }
+    void submit(uint64_t lo, uint64_t hi)
+    {
+        push(lo, hi);
+        kick();
+    }
+    // Descriptor encodings (VT-d spec 6.5.2).
+    static uint64_t cc_desc(unsigned g, uint16_t did = 0, uint16_t sid = 0, unsigned fm = 0)
+    {
+        return 1 | uint64_t{g} << 4 | uint64_t{did} << 16 | uint64_t{sid} << 32 | uint64_t{fm} << 48;
+    }
+    static uint64_t iotlb_desc(unsigned g, uint16_t did = 0) { return 2 | uint64_t{g} << 4 | uint64_t{did} << 16; }
+    static uint64_t iotlb_addr(uint64_t addr, unsigned am = 0, bool ih = false)
+    {
+        return addr | am | (ih ? 64 : 0);
+    }
+    static uint64_t wait_desc(bool sw, bool intr, bool fence, uint32_t data)
+    {
+        return 5 | (intr ? 16 : 0) | (sw ? 32 : 0) | (fence ? 64 : 0) | uint64_t{data} << 32;
+    }
+
+    VtdFaultReason translate(uint16_t sid, uint64_t addr, unsigned access, VtdTranslation *t = nullptr,
+                             bool record = true)
+    {
+        VtdTranslation tmp{};
+        return vtd_engine_translate(e, sid, addr, access, record, t ? t : &tmp);
+    }
+
+    std::string stats()
+    {
+        char *s = vtd_engine_stats_json(e);
+        std::string r = s ? s : "";
+        free(s);
+        return r;
+    }
+
+    std::vector<uint8_t> ram;
+    std::mutex log_lock;
+    std::vector<Msi> msis;
+    std::vector<Inval> invals;
+    std::vector<CtxInval> ctx_invals;
+    uint64_t clock = 0;
+    uint64_t cap = 0, ecap = 0;
+    uint32_t frcd = 0, iva = 0, iotlb = 0;
+    VtdEngine *e = nullptr;
+
+private:
+    VtdConfig cfg_;
+    VtdHostOps ops_{};
+    uint64_t next_page_ = 1 << 20;
+};
+
+// Value of counter `key` inside the JSON object that follows `section`.
+inline uint64_t json_counter(const std::string &json, const std::string &section, const std::string &key)
+{
+    size_t pos = section.empty() ? 0 : json.find("\"" + section + "\":");
+    if (pos == std::string::npos)
+        return UINT64_MAX;
+    pos = json.find("\"" + key + "\":", pos);
+    if (pos == std::string::npos)
+        return UINT64_MAX;
+    return std::stoull(json.substr(pos + key.size() + 3));
+}
+
+}  // namespace vtdtest

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Primary fault logging: record contents, FRI, PPF, PFO overflow and
+// clearing, the fault event interrupt (FECTL.IM/IP), FPD.
+#include "fake_host.hpp"
+
+using namespace vtdtest;
+
+namespace {
+
+struct Faults : ::testing::Test {
+    FakeHost h;
+    uint64_t pt = 0;
+    void SetUp() override
+    {
+        pt = h.alloc_page();
+        h.set_context(0x0108, pt, 3, 4);
+        h.enable_translation();
+        h.w32(FEDATA, 0x41);
+        h.w32(FEADDR, 0xfee00000);
+        h.w32(FEUADDR, 0);
+    }
+    uint64_t frcd_lo(unsigned i) { return h.mmio64(h.frcd + i * 16); }
+    uint64_t frcd_hi(unsigned i) { return h.mmio64(h.frcd + i * 16 + 8); }
+    void clear_record(unsigned i) { h.w32(h.frcd + i * 16 + 12, 1u << 31); }
+};
+
+}  // namespace
+
+TEST_F(Faults, RecordContents)
+{
+    h.w32(FECTL, 0);
+    EXPECT_EQ(h.translate(0x0108, 0x123456789, VTD_PERM_WRITE), VTD_FR_WRITE);
+    uint32_t fsts = h.mmio32(FSTS);
+    EXPECT_EQ(fsts & 3, 2u) << "PPF set, PFO clear";
+    EXPECT_EQ((fsts >> 8) & 0xff, 1u) << "FRI advanced";
+    EXPECT_EQ(frcd_lo(0), 0x123456000u);
+    uint64_t hi = frcd_hi(0);
+    EXPECT_EQ(hi & 0xffff, 0x0108u) << "source id";
+    EXPECT_EQ((hi >> 32) & 0xff, uint64_t{VTD_FR_WRITE});
+    EXPECT_EQ((hi >> 62) & 1, 0u) << "T = 0: write";
+    EXPECT_EQ(hi >> 63, 1u) << "F";
+    ASSERT_EQ(h.msis.size(), 1u);
+    EXPECT_EQ(h.msis[0].addr, 0xfee00000u);
+    EXPECT_EQ(h.msis[0].data, 0x41u);
+
+    EXPECT_EQ(h.translate(0x0108, 0x5000, VTD_PERM_READ), VTD_FR_READ);
+    EXPECT_EQ((frcd_hi(1) >> 62) & 1, 1u) << "T = 1: read";
+    EXPECT_EQ(h.msis.size(), 1u) << "PPF already pending: no new event";
+
+    // Linux clears records with a 32-bit write of F to the top dword.
+    clear_record(0);
+    EXPECT_EQ(h.mmio32(FSTS) & 2, 2u);
+    clear_record(1);
+    EXPECT_EQ(h.mmio32(FSTS) & 3, 0u);
+    EXPECT_EQ(frcd_hi(0) >> 63, 0u);
+    // Records are read-only apart from F.
+    h.w64(h.frcd, 0);
+    EXPECT_EQ(frcd_lo(0), 0x123456000u);
+    // A new fault after everything was serviced raises a new event.
+    h.translate(0x0108, 0x6000, VTD_PERM_READ);
+    EXPECT_EQ(h.msis.size(), 2u);
+    EXPECT_EQ((h.mmio32(FSTS) >> 8) & 0xff, 3u);
+}
+
+TEST_F(Faults, MaskedEventIsPendingUntilUnmasked)
+{
+    EXPECT_EQ(h.mmio32(FECTL), 1u << 31);
+    h.translate(0x0108, 0x1000, VTD_PERM_READ);
+    EXPECT_TRUE(h.msis.empty());
+    EXPECT_EQ(h.mmio32(FECTL), 3u << 30) << "IM and IP";
+    h.w32(FECTL, 0);
+    ASSERT_EQ(h.msis.size(), 1u);
+    EXPECT_EQ(h.mmio32(FECTL), 0u);
+    // Masked again, serviced while masked: IP clears with the status.
+    h.w32(FECTL, 1u << 31);
+    clear_record(0);
+    h.translate(0x0108, 0x1000, VTD_PERM_READ);
+    EXPECT_EQ(h.mmio32(FECTL), 3u << 30);
+    clear_record(1);
+    EXPECT_EQ(h.mmio32(FECTL), 1u << 31);
+    h.w32(FECTL, 0);
+    EXPECT_EQ(h.msis.size(), 1u);
+}
+
+TEST_F(Faults, OverflowSetsPfoAndDropsFaults)
+{
+    h.w32(FECTL, 0);
+    for (unsigned i = 0; i < 8; i++)
+        h.translate(0x0108, 0x1000 * (i + 1), VTD_PERM_READ);
+    EXPECT_EQ(h.mmio32(FSTS) & 3, 2u);
+    EXPECT_EQ((h.mmio32(FSTS) >> 8) & 0xff, 0u) << "FRI wrapped";
+    h.translate(0x0108, 0x99000, VTD_PERM_READ);
+    EXPECT_EQ(h.mmio32(FSTS) & 3, 3u) << "PFO";
+    EXPECT_EQ(frcd_lo(0), 0x1000u) << "the full record was not overwritten";
+    // With PFO set further faults are dropped even if a record is free.
+    clear_record(0);
+    h.translate(0x0108, 0x98000, VTD_PERM_READ);
+    EXPECT_EQ(frcd_hi(0) >> 63, 0u);
+    EXPECT_EQ(h.msis.size(), 1u);
+    h.w32(FSTS, 1);  // clear PFO (RW1C)
+    EXPECT_EQ(h.mmio32(FSTS) & 1, 0u);
+    h.translate(0x0108, 0x97000, VTD_PERM_READ);
+    EXPECT_EQ(frcd_lo(0), 0x97000u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "overflowed"), 2u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 9u);
+}
+
+TEST_F(Faults, FaultProcessingDisable)
+{
+    h.w32(FECTL, 0);
+    uint64_t pt2 = h.alloc_page();
+    h.set_context(0x0109, pt2, 4, 4, 0, true);
+    EXPECT_EQ(h.translate(0x0109, 0x1000, VTD_PERM_READ), VTD_FR_READ);
+    EXPECT_EQ(h.translate(0x0109, 1ull << 50, VTD_PERM_READ), VTD_FR_ADDR_BEYOND_MGAW);
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    EXPECT_TRUE(h.msis.empty());
+    EXPECT_EQ(json_counter(h.stats(), "faults", "suppressed_fpd"), 2u);
+    // Faults before a present context entry are always recorded.
+    EXPECT_EQ(h.translate(0x010a, 0x1000, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_P);
+    EXPECT_EQ(h.mmio32(FSTS) & 2, 2u);
+    EXPECT_EQ((frcd_hi(0) >> 32) & 0xff, uint64_t{VTD_FR_CONTEXT_ENTRY_P});
+}
+
+TEST_F(Faults, RecordFaultFalseOnlyReports)
+{
+    VtdTranslation t{};
+    EXPECT_EQ(vtd_engine_translate(h.e, 0x0108, 0x1000, VTD_PERM_READ, false, &t), VTD_FR_READ);
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "not_recorded"), 1u);
+    EXPECT_EQ(json_counter(h.stats(), "by_reason", "read"), 1u);
+}
+
+TEST_F(Faults, EventAddressUsesUpperHalf)
+{
+    h.w32(FEUADDR, 0x12);
+    h.w32(FECTL, 0);
+    h.translate(0x0108, 0x1000, VTD_PERM_READ);
+    ASSERT_EQ(h.msis.size(), 1u);
+    EXPECT_EQ(h.msis[0].addr, 0x12fee00000ull);
+}

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// IOTLB and context cache: a cached translation is used until the guest
+// invalidates it (stale before, never after) at each granularity, by
+// registers and by queued invalidation; bounded capacity with eviction;
+// notification callbacks.
+#include "fake_host.hpp"
+
+using namespace vtdtest;
+
+namespace {
+
+constexpr uint16_t SID = 0x0020, SID2 = 0x0028;
+constexpr uint16_t DID = 5, DID2 = 6;
+
+// Parameterised on the invalidation interface: queued or register-based.
+struct Staleness : ::testing::TestWithParam<bool> {
+    FakeHost h;
+    uint64_t pt = 0, pt2 = 0, status = 0;
+    bool qi() const { return GetParam(); }
+
+    void SetUp() override
+    {
+        pt = h.alloc_page();
+        pt2 = h.alloc_page();
+        status = h.alloc_page();
+        h.set_context(SID, pt, DID, 4);
+        h.set_context(SID2, pt2, DID2, 4);
+        h.enable_translation();
+        if (qi())
+            h.enable_qi();
+    }
+    uint64_t phys(uint16_t sid, uint64_t iova)
+    {
+        VtdTranslation t{};
+        if (h.translate(sid, iova, VTD_PERM_READ, &t) != VTD_FR_NONE)
+            return ~0ull;
+        return t.phys_base + (iova & t.addr_mask);
+    }
+    void wait()
+    {
+        h.submit(FakeHost::wait_desc(true, false, false, 1), status);
+    }
+    void iotlb_global()
+    {
+        if (qi()) {
+            h.submit(FakeHost::iotlb_desc(1), 0);
+            wait();
+        } else {
+            h.w64(h.iotlb, (1ull << 63) | (1ull << 60));
+            EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 1u) << "IAIG";
+        }
+    }
+    void iotlb_domain(uint16_t did)
+    {
+        if (qi()) {
+            h.submit(FakeHost::iotlb_desc(2, did), 0);
+        } else {
+            h.w64(h.iotlb, (1ull << 63) | (2ull << 60) | (uint64_t{did} << 32));
+            EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 2u);
+        }
+    }
+    void iotlb_page(uint16_t did, uint64_t addr, unsigned am, bool ih = false)
+    {
+        if (qi()) {
+            h.submit(FakeHost::iotlb_desc(3, did), FakeHost::iotlb_addr(addr, am, ih));
+        } else {
+            h.w64(h.iva, FakeHost::iotlb_addr(addr, am, ih));
+            h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{did} << 32));
+            EXPECT_EQ(h.mmio64(h.iotlb) >> 63, 0u) << "IVT clears when done";
+            EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 3u);
+        }
+    }
+    void context(unsigned g, uint16_t did = 0, uint16_t sid = 0, unsigned fm = 0)
+    {
+        if (qi()) {
+            h.submit(FakeHost::cc_desc(g, did, sid, fm), 0);
+        } else {
+            h.w64(CCMD, (1ull << 63) | (uint64_t{g} << 61) | (uint64_t{fm} << 32) |
+                            (uint64_t{sid} << 16) | did);
+            EXPECT_EQ(h.mmio64(CCMD) >> 63, 0u);
+            EXPECT_EQ((h.mmio64(CCMD) >> 59) & 3, g) << "CAIG";
+        }
+    }
+    // Change the mapping of `iova` in place, as a guest that forgot (or has
+    // not yet done) the invalidation would.
+    void remap(uint64_t top, uint64_t iova, uint64_t new_phys)
+    {
+        h.put64(h.pte_addr(top, 4, iova, 1), new_phys | 3);
+    }
+};
+
+}  // namespace
+
+TEST_P(Staleness, GlobalInvalidation)
+{
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.map(pt2, 4, 0x1000, 0xb000, 3);
+    EXPECT_EQ(phys(SID, 0x1000), 0xa000u);
+    EXPECT_EQ(phys(SID2, 0x1000), 0xb000u);
+    remap(pt, 0x1000, 0xc000);
+    remap(pt2, 0x1000, 0xd000);
+    EXPECT_EQ(phys(SID, 0x1000), 0xa000u) << "stale entry used before invalidation";
+    EXPECT_EQ(phys(SID2, 0x1000), 0xb000u);
+    iotlb_global();
+    EXPECT_EQ(phys(SID, 0x1000), 0xc000u) << "never after";
+    EXPECT_EQ(phys(SID2, 0x1000), 0xd000u);
+    ASSERT_FALSE(h.invals.empty());
+    EXPECT_TRUE(h.invals.back().all);
+}
+
+TEST_P(Staleness, DomainInvalidation)
+{
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.map(pt2, 4, 0x1000, 0xb000, 3);
+    phys(SID, 0x1000);
+    phys(SID2, 0x1000);
+    remap(pt, 0x1000, 0xc000);
+    remap(pt2, 0x1000, 0xd000);
+    iotlb_domain(DID);
+    EXPECT_EQ(phys(SID, 0x1000), 0xc000u);
+    EXPECT_EQ(phys(SID2, 0x1000), 0xb000u) << "other domains keep their entries";
+    ASSERT_FALSE(h.invals.empty());
+    EXPECT_FALSE(h.invals.back().all);
+    EXPECT_EQ(h.invals.back().did, DID);
+}
+
+TEST_P(Staleness, PageInvalidation)
+{
+    for (uint64_t p = 0; p < 8; p++)
+        h.map(pt, 4, 0x10000 + p * PAGE, 0xa0000 + p * PAGE, 3);
+    for (uint64_t p = 0; p < 8; p++)
+        phys(SID, 0x10000 + p * PAGE);
+    for (uint64_t p = 0; p < 8; p++)
+        remap(pt, 0x10000 + p * PAGE, 0xc0000 + p * PAGE);
+    iotlb_page(DID, 0x13000, 0);
+    for (uint64_t p = 0; p < 8; p++)
+        EXPECT_EQ(phys(SID, 0x10000 + p * PAGE), (p == 3 ? 0xc0000u : 0xa0000u) + p * PAGE) << p;
+    // AM = 2: four pages at 0x14000 (aligned to 16 KiB), IH set.
+    iotlb_page(DID, 0x14000, 2, true);
+    for (uint64_t p = 0; p < 8; p++)
+        EXPECT_EQ(phys(SID, 0x10000 + p * PAGE), (p == 3 || p >= 4 ? 0xc0000u : 0xa0000u) + p * PAGE) << p;
+    ASSERT_FALSE(h.invals.empty());
+    EXPECT_EQ(h.invals.back().iova, 0x14000u);
+    EXPECT_EQ(h.invals.back().size, 4 * PAGE);
+    // Page invalidation of another domain leaves ours alone.
+    remap(pt, 0x10000, 0xe0000);
+    iotlb_page(DID2, 0x10000, 3);
+    EXPECT_EQ(phys(SID, 0x10000), 0xa0000u);
+}
+
+TEST_P(Staleness, PageInvalidationHitsCoveringSuperpage)
+{
+    h.map(pt, 4, 0x200000, 0x400000, 3, 2);
+    EXPECT_EQ(phys(SID, 0x234000), 0x434000u);
+    h.put64(h.pte_addr(pt, 4, 0x200000, 2), 0x800000 | 3 | 0x80);
+    EXPECT_EQ(phys(SID, 0x234000), 0x434000u);
+    iotlb_page(DID, 0x3ff000, 0);  // any page inside the 2 MiB entry
+    EXPECT_EQ(phys(SID, 0x234000), 0x834000u);
+}
+
+TEST_P(Staleness, LargeAddressMaskScansDomain)
+{
+    for (uint64_t p = 0; p < 64; p++)
+        h.map(pt, 4, 0x40000000 + p * PAGE * 37, 0x100000 + p * PAGE, 3);
+    for (uint64_t p = 0; p < 64; p++)
+        phys(SID, 0x40000000 + p * PAGE * 37);
+    for (uint64_t p = 0; p < 64; p++)
+        remap(pt, 0x40000000 + p * PAGE * 37, 0x200000 + p * PAGE);
+    iotlb_page(DID, 0x40000000, 18);  // 1 GiB
+    for (uint64_t p = 0; p < 64; p++)
+        EXPECT_EQ(phys(SID, 0x40000000 + p * PAGE * 37), 0x200000 + p * PAGE);
+}
+
+TEST_P(Staleness, ContextCacheInvalidation)
+{
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.map(pt2, 4, 0x1000, 0xb000, 3);
+    EXPECT_EQ(phys(SID, 0x1000), 0xa000u);
+    // Move SID to pt2 under DID2.
+    h.set_context(SID, pt2, DID2, 4);
+    EXPECT_EQ(phys(SID, 0x1000), 0xa000u) << "cached context still used";
+    context(3, DID, SID, 0);  // device-selective
+    EXPECT_EQ(phys(SID, 0x1000), 0xb000u);
+    ASSERT_FALSE(h.ctx_invals.empty());
+    EXPECT_FALSE(h.ctx_invals.back().all);
+    EXPECT_EQ(h.ctx_invals.back().sid, SID);
+    // Domain-selective and global.
+    h.set_context(SID, pt, DID, 4);
+    context(2, DID);  // SID is cached under DID2: untouched
+    EXPECT_EQ(phys(SID, 0x1000), 0xb000u);
+    context(2, DID2);
+    EXPECT_EQ(phys(SID, 0x1000), 0xa000u);
+    h.set_context(SID, 0, 0, 4, 0);
+    h.put64(h.context_addr(SID), 0);  // not present
+    context(1);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_P);
+    EXPECT_TRUE(h.ctx_invals.back().all);
+}
+
+TEST_P(Staleness, ContextFunctionMask)
+{
+    // FM = 2 ignores the low two bits of the function number... of SID's
+    // function bits 2:1: SIDs 0x20, 0x22, 0x24, 0x26 share 0x20 & ~6.
+    uint64_t pt3 = h.alloc_page();
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.map(pt3, 4, 0x1000, 0xf000, 3);
+    for (uint16_t s : {0x20, 0x22, 0x26, 0x21})
+        h.set_context(s, pt, DID, 4);
+    for (uint16_t s : {0x20, 0x22, 0x26, 0x21})
+        EXPECT_EQ(phys(s, 0x1000), 0xa000u);
+    for (uint16_t s : {0x20, 0x22, 0x26, 0x21})
+        h.set_context(s, pt3, 9, 4);
+    context(3, DID, 0x24, 2);
+    EXPECT_EQ(phys(0x20, 0x1000), 0xf000u);
+    EXPECT_EQ(phys(0x22, 0x1000), 0xf000u);
+    EXPECT_EQ(phys(0x26, 0x1000), 0xf000u);
+    EXPECT_EQ(phys(0x21, 0x1000), 0xa000u) << "function bit 0 is not masked by FM=2";
+    EXPECT_EQ(h.ctx_invals.back().mask, 6u);
+}
+
+TEST_P(Staleness, NotPresentIsNotCached)
+{
+    // Caching mode or not, a fault is not cached: mapping then invalidating
+    // the page makes it visible, and with CM the guest does exactly that.
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_READ), VTD_FR_READ);
+    h.map(pt, 4, 0x5000, 0xa000, 3);
+    EXPECT_EQ(phys(SID, 0x5000), 0xa000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interface, Staleness, ::testing::Values(false, true),
+                         [](const auto &info) { return info.param ? "Queued" : "Register"; });
+
+TEST(RegisterInvalidation, InvalidGranularityReportsZero)
+{
+    FakeHost h;
+    h.w64(CCMD, 1ull << 63);  // CIRG = 0
+    EXPECT_EQ(h.mmio64(CCMD) >> 59, 0u);
+    h.w64(h.iotlb, 1ull << 63);  // IIRG = 0
+    EXPECT_EQ(h.mmio64(h.iotlb) >> 57, 0u);
+    h.w64(h.iva, 19);  // AM above MAMV
+    h.w64(h.iotlb, (1ull << 63) | (3ull << 60));
+    EXPECT_EQ(h.mmio64(h.iotlb) >> 63, 0u);
+    EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 0u) << "IAIG 0";
+    EXPECT_EQ(json_counter(h.stats(), "register_based", "invalid"), 3u);
+}
+
+TEST(RegisterInvalidation, CommandInTwoHalves)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 2, 4);
+    h.enable_translation();
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.translate(0x8, 0x1000, VTD_PERM_READ);
+    h.put64(h.pte_addr(pt, 4, 0x1000, 1), 0xb000 | 3);
+    // Low dword (DID) first, then the high dword with IVT/IIRG.
+    uint64_t cmd = (1ull << 63) | (2ull << 60) | (2ull << 32);
+    h.w32(h.iotlb, static_cast<uint32_t>(cmd));
+    h.w32(h.iotlb + 4, cmd >> 32);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(0x8, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0xb000u);
+}
+
+TEST(Capacity, BoundedIotlbEvictsIndividually)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.iotlb_entries = 64;
+    c.context_entries = 16;
+    FakeHost h(64 << 20, c);
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 1, 4);
+    h.enable_translation();
+    for (uint64_t p = 0; p < 1000; p++)
+        h.map(pt, 4, p * PAGE, 0x100000 + p * PAGE, 3);
+    for (uint64_t p = 0; p < 1000; p++)
+        ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ), VTD_FR_NONE);
+    std::string s = h.stats();
+    uint64_t entries = json_counter(s, "iotlb", "entries");
+    EXPECT_LE(entries, 64u);
+    EXPECT_GE(entries, 32u) << "not flushed wholesale";
+    EXPECT_EQ(json_counter(s, "iotlb", "evictions"), 1000u - entries);
+    // A hot page survives a stream of cold ones (CLOCK gives it a second chance).
+    uint64_t hits_before = json_counter(s, "iotlb", "hits");
+    for (uint64_t p = 0; p < 200; p++) {
+        h.translate(0x8, 999 * PAGE, VTD_PERM_READ);
+        h.translate(0x8, (p % 500) * PAGE, VTD_PERM_READ);
+    }
+    EXPECT_GT(json_counter(h.stats(), "iotlb", "hits") - hits_before, 150u);
+    // Context cache bounded too.
+    for (uint16_t sid = 0; sid < 100; sid++)
+        h.set_context(0x100 + sid, pt, 1, 4);
+    for (uint16_t sid = 0; sid < 100; sid++)
+        ASSERT_EQ(h.translate(0x100 + sid, 0, VTD_PERM_READ), VTD_FR_NONE);
+    s = h.stats();
+    EXPECT_LE(json_counter(s, "context_cache", "entries"), 16u);
+    EXPECT_GT(json_counter(s, "context_cache", "evictions"), 0u);
+}
+
+TEST(CachingMode, MapAndUnmapPagesAreClassified)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.caching_mode = true;
+    FakeHost h(32 << 20, c);
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 1, 4);
+    h.enable_translation();
+    h.enable_qi();
+    EXPECT_TRUE(h.cap & (1ull << 7));
+    h.translate(0x8, 0x9000, VTD_PERM_READ);  // fault: learns the domain's tables
+    // Map four pages, invalidate (as a CM guest does on map).
+    for (uint64_t p = 0; p < 4; p++)
+        h.map(pt, 4, 0x10000 + p * PAGE, 0x20000 + p * PAGE, 3);
+    h.submit(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0x10000, 2));
+    EXPECT_EQ(h.translate(0x8, 0x11000, VTD_PERM_READ), VTD_FR_NONE);
+    // Unmap them, invalidate.
+    for (uint64_t p = 0; p < 4; p++)
+        h.put64(h.pte_addr(pt, 4, 0x10000 + p * PAGE, 1), 0);
+    h.submit(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0x10000, 2));
+    EXPECT_EQ(h.translate(0x8, 0x11000, VTD_PERM_READ), VTD_FR_READ);
+    std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "pages", "mapped"), 4u);
+    EXPECT_EQ(json_counter(s, "pages", "unmapped"), 4u);
+    EXPECT_EQ(h.invals.size(), 2u);
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Statistics JSON: counters follow the activity described in
+// docs/statistics.rst.
+#include "fake_host.hpp"
+
+using namespace vtdtest;
+
+TEST(Stats, CountersFollowActivity)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 4, 4);
+    h.set_context(0x10, 0, 5, 4, 2);
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.enable_translation();
+    h.enable_qi();
+    for (int i = 0; i < 3; i++)
+        h.translate(0x8, 0x1000, VTD_PERM_READ);
+    h.translate(0x8, 0x2000, VTD_PERM_READ);
+    h.translate(0x10, 0x2000, VTD_PERM_READ);
+    h.submit(FakeHost::iotlb_desc(3, 4), FakeHost::iotlb_addr(0x1000, 0));
+    h.submit(FakeHost::iotlb_desc(2, 4), 0);
+    h.submit(FakeHost::iotlb_desc(1), 0);
+    h.submit(FakeHost::cc_desc(1), 0);
+    h.submit(FakeHost::wait_desc(true, false, false, 1), h.alloc_page());
+
+    std::string s = h.stats();
+    EXPECT_EQ(s.front(), '{');
+    EXPECT_EQ(s.back(), '}');
+    EXPECT_NE(s.find("\"schema\":\"viommu-vtd-stats/1\""), std::string::npos);
+    EXPECT_EQ(json_counter(s, "translate", "requests"), 5u);
+    EXPECT_EQ(json_counter(s, "translate", "pass_through"), 1u);
+    EXPECT_EQ(json_counter(s, "translate", "page_walks"), 2u);
+    EXPECT_EQ(json_counter(s, "translate", "paging_entries_read"), 8u);
+    EXPECT_EQ(json_counter(s, "iotlb", "hits"), 2u);
+    EXPECT_EQ(json_counter(s, "iotlb", "misses"), 2u);
+    EXPECT_EQ(json_counter(s, "context_cache", "misses"), 2u);
+    EXPECT_EQ(json_counter(s, "context_cache", "hits"), 3u);
+    EXPECT_EQ(json_counter(s, "by_reason", "read"), 1u);
+    EXPECT_EQ(json_counter(s, "invalidations", "page"), 1u);
+    std::string inv = s.substr(s.find("\"invalidations\":"));
+    EXPECT_EQ(json_counter(inv, "iotlb", "pages"), 1u);
+    EXPECT_EQ(json_counter(inv, "iotlb", "domain"), 1u);
+    EXPECT_EQ(json_counter(inv, "iotlb", "global"), 1u);
+    EXPECT_EQ(json_counter(s, "context", "global"), 1u);
+    EXPECT_EQ(json_counter(s, "waits", "status_write"), 1u);
+    EXPECT_EQ(json_counter(s, "descriptors", "wait"), 1u);
+    EXPECT_EQ(json_counter(s, "latency_ns", "count"), 5u);
+    EXPECT_EQ(json_counter(s, "pages", "unmapped"), 0u);
+    EXPECT_EQ(json_counter(s, "pages", "mapped"), 1u) << "0x1000 is still mapped";
+    // Per-domain section.
+    size_t d4 = s.find("{\"id\":4,");
+    ASSERT_NE(d4, std::string::npos);
+    EXPECT_EQ(json_counter(s.substr(d4), "", "translations"), 4u);
+    EXPECT_EQ(json_counter(s.substr(d4), "", "iotlb_hits"), 2u);
+    EXPECT_EQ(json_counter(s.substr(d4), "", "faults"), 1u);
+    EXPECT_EQ(json_counter(s.substr(d4), "", "page_invalidations"), 1u);
+    EXPECT_EQ(json_counter(s.substr(d4), "", "domain_invalidations"), 1u);
+    EXPECT_NE(s.find("{\"id\":5,"), std::string::npos);
+}

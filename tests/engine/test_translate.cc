@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// DMA remapping: root/context decoding, 3/4/5-level walks, superpages,
+// permissions, pass-through and every fault reason.
+#include "fake_host.hpp"
+
+using namespace vtdtest;
+
+namespace {
+
+constexpr uint16_t SID = 0x0310;  // 03:02.0
+constexpr uint16_t DID = 7;
+
+struct Translate : ::testing::Test {
+    FakeHost h;
+    uint64_t pt = 0;
+    void SetUp() override
+    {
+        pt = h.alloc_page();
+        h.set_context(SID, pt, DID, 4);
+        h.enable_translation();
+    }
+};
+
+}  // namespace
+
+TEST_F(Translate, DisabledTranslationIsIdentity)
+{
+    vtd_engine_reset(h.e);
+    VtdTranslation t{};
+    EXPECT_EQ(h.translate(SID, 0x123456789, VTD_PERM_WRITE, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x123456000u);
+    EXPECT_EQ(t.iova_base, 0x123456000u);
+    EXPECT_EQ(t.perm, VTD_PERM_RW);
+}
+
+TEST_F(Translate, FourLevelWalk)
+{
+    h.map(pt, 4, 0x7f12345000, 0xabc000, 3);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(SID, 0x7f12345678, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.iova_base, 0x7f12345000u);
+    EXPECT_EQ(t.phys_base, 0xabc000u);
+    EXPECT_EQ(t.addr_mask, 0xfffu);
+    EXPECT_EQ(t.perm, VTD_PERM_RW);
+    EXPECT_EQ(t.domain_id, DID);
+    // The neighbour page is not mapped.
+    EXPECT_EQ(h.translate(SID, 0x7f12346000, VTD_PERM_READ, &t), VTD_FR_READ);
+}
+
+TEST_F(Translate, ThreeLevelWalk)
+{
+    uint64_t pt3 = h.alloc_page();
+    h.set_context(SID + 1, pt3, DID + 1, 3);
+    h.map(pt3, 3, 0x40201000, 0x5000, 1);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(SID + 1, 0x40201abc, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x5000u);
+    EXPECT_EQ(t.perm, VTD_PERM_READ);
+    EXPECT_EQ(h.translate(SID + 1, 0x40201abc, VTD_PERM_WRITE, &t), VTD_FR_WRITE);
+    // Beyond the 39-bit AGAW of a 3-level context.
+    EXPECT_EQ(h.translate(SID + 1, 1ull << 39, VTD_PERM_READ, &t), VTD_FR_ADDR_BEYOND_MGAW);
+}
+
+TEST(TranslateConfig, FiveLevelWalk)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.aw_bits = 57;
+    FakeHost h(32 << 20, c);
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 1, 5);
+    h.enable_translation();
+    uint64_t iova = (1ull << 56) | 0x1234000;
+    h.map(pt, 5, iova, 0x9000, 3);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(0x8, iova + 5, VTD_PERM_WRITE, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x9000u);
+    EXPECT_EQ(h.translate(0x8, 1ull << 57, VTD_PERM_READ, &t), VTD_FR_ADDR_BEYOND_MGAW);
+}
+
+TEST(TranslateConfig, ContextLevelsMustBeInSagaw)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.aw_bits = 39;
+    FakeHost h(32 << 20, c);
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 1, 4);  // 4-level not supported with SAGAW = 39-bit only
+    h.enable_translation();
+    EXPECT_EQ(h.translate(0x8, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+}
+
+TEST_F(Translate, Superpages)
+{
+    h.map(pt, 4, 0x40000000, 0x80000000, 3, 3);  // 1 GiB
+    h.map(pt, 4, 0x200000, 0x600000, 1, 2);        // 2 MiB read-only
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(SID, 0x4abcdef0, VTD_PERM_WRITE, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.iova_base, 0x40000000u);
+    EXPECT_EQ(t.phys_base, 0x80000000u);
+    EXPECT_EQ(t.addr_mask, (1u << 30) - 1);
+    ASSERT_EQ(h.translate(SID, 0x3fffff, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.iova_base, 0x200000u);
+    EXPECT_EQ(t.phys_base, 0x600000u);
+    EXPECT_EQ(t.addr_mask, (1u << 21) - 1);
+    EXPECT_EQ(t.perm, VTD_PERM_READ);
+    EXPECT_EQ(h.translate(SID, 0x3fffff, VTD_PERM_WRITE, &t), VTD_FR_WRITE);
+    // Second lookup of a superpage is an IOTLB hit.
+    std::string s = h.stats();
+    uint64_t walks = json_counter(s, "translate", "page_walks");
+    ASSERT_EQ(h.translate(SID, 0x4fffffff, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(json_counter(h.stats(), "translate", "page_walks"), walks);
+}
+
+TEST(TranslateConfig, OneGigPageNeedsSllps)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.superpage_1g = false;
+    FakeHost h(32 << 20, c);
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 1, 4);
+    h.enable_translation();
+    h.map(pt, 4, 0x40000000, 0x80000000, 3, 3);
+    EXPECT_EQ(h.translate(0x8, 0x40000000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
+}
+
+TEST_F(Translate, PermissionsAreAndedAcrossLevels)
+{
+    h.map(pt, 4, 0x1000, 0x2000, 3);
+    // Make the level-2 entry read-only: the 4 KiB leaf says RW.
+    uint64_t l2 = h.pte_addr(pt, 4, 0x1000, 2);
+    h.put64(l2, (h.get64(l2) & ~3ull) | 1);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.perm, VTD_PERM_READ);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE, &t), VTD_FR_WRITE);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_RW, &t), VTD_FR_WRITE);
+    // Under the read-only level-2 entry a write-only leaf grants nothing.
+    h.map(pt, 4, 0x5000, 0x6000, 2);
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_NONE, &t), VTD_FR_READ);
+    h.map(pt, 4, 0x40005000, 0x6000, 2);  // write-only leaf, RW above
+    EXPECT_EQ(h.translate(SID, 0x40005000, VTD_PERM_READ, &t), VTD_FR_READ);
+    EXPECT_EQ(h.translate(SID, 0x40005000, VTD_PERM_NONE, &t), VTD_FR_NONE) << "replay asks for any";
+    EXPECT_EQ(t.perm, VTD_PERM_WRITE);
+}
+
+TEST_F(Translate, PassThrough)
+{
+    h.set_context(SID + 2, 0, 9, 4, 2);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(SID + 2, 0xfeedf00d, VTD_PERM_RW, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0xfeedf000u);
+    EXPECT_TRUE(vtd_engine_is_pass_through(h.e, SID + 2));
+    EXPECT_FALSE(vtd_engine_is_pass_through(h.e, SID));
+}
+
+TEST(TranslateConfig, PassThroughNeedsEcapPt)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.pass_through = false;
+    FakeHost h(32 << 20, c);
+    h.set_context(0x8, 0, 1, 4, 2);
+    h.enable_translation();
+    EXPECT_EQ(h.translate(0x8, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+    EXPECT_FALSE(vtd_engine_is_pass_through(h.e, 0x8));
+}
+
+TEST_F(Translate, DeviceTlbTranslationTypeNeedsEcapDt)
+{
+    h.set_context(SID, pt, DID, 4, 1);
+    EXPECT_EQ(h.translate(SID, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+    h.set_context(SID + 3, pt, DID, 4, 3);  // reserved TT
+    EXPECT_EQ(h.translate(SID + 3, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+
+    VtdConfig c = FakeHost::default_config();
+    c.device_iotlb = true;
+    FakeHost dt(32 << 20, c);
+    uint64_t p = dt.alloc_page();
+    dt.set_context(0x8, p, 1, 4, 1);
+    dt.map(p, 4, 0x3000, 0x4000, 3);
+    dt.enable_translation();
+    VtdTranslation t{};
+    EXPECT_EQ(dt.translate(0x8, 0x3000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x4000u);
+}
+
+// Every fault reason the legacy-mode translation path can produce.
+TEST_F(Translate, FaultReasons)
+{
+    // 0x1: root entry not present (bus 5 has none).
+    EXPECT_EQ(h.translate(0x0500, 0, VTD_PERM_READ), VTD_FR_ROOT_ENTRY_P);
+    // 0x2: context entry not present.
+    EXPECT_EQ(h.translate(SID + 4, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_P);
+    // 0x3: AW not supported (AW = 4 -> 6 levels).
+    h.set_context(SID + 5, pt, DID, 6);
+    EXPECT_EQ(h.translate(SID + 5, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+    // 0x4: beyond the 48-bit AGAW.
+    EXPECT_EQ(h.translate(SID, 1ull << 48, VTD_PERM_READ), VTD_FR_ADDR_BEYOND_MGAW);
+    // 0x5 / 0x6: not present second-level entries.
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_WRITE);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_READ);
+    // 0x7: second-level table outside RAM.
+    h.set_context(SID + 6, 0x7fff000000ull, DID + 6, 4);
+    EXPECT_EQ(h.translate(SID + 6, 0, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_INV);
+    uint64_t p2 = h.alloc_page();
+    h.set_context(SID + 7, p2, DID + 7, 4);
+    h.put64(p2, 0x7fff000000ull | 3);  // level-4 entry points outside RAM
+    EXPECT_EQ(h.translate(SID + 7, 0, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_INV);
+    // 0xa: reserved bit in a present root entry.
+    h.set_context(0x0600, pt, DID, 4);
+    h.put64(h.root + 6 * 16, h.get64(h.root + 6 * 16) | 0x10);
+    EXPECT_EQ(h.translate(0x0600, 0, VTD_PERM_READ), VTD_FR_ROOT_ENTRY_RSVD);
+    h.put64(h.root + 6 * 16, h.get64(h.root + 6 * 16) & ~0x10ull);
+    h.put64(h.root + 6 * 16 + 8, 1);  // upper half reserved in legacy mode
+    EXPECT_EQ(h.translate(0x0600, 0, VTD_PERM_READ), VTD_FR_ROOT_ENTRY_RSVD);
+    // 0x9: context table outside RAM.
+    h.put64(h.root + 7 * 16, 0x7fff000000ull | 1);
+    EXPECT_EQ(h.translate(0x0700, 0, VTD_PERM_READ), VTD_FR_CONTEXT_TABLE_INV);
+    // 0xb: reserved bits in a present context entry (low and high).
+    h.set_context(SID + 8, pt, DID, 4, 0, false, 0x10);
+    EXPECT_EQ(h.translate(SID + 8, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_RSVD);
+    h.set_context(SID + 9, pt, DID, 4, 0, false, 0, 1ull << 40);
+    EXPECT_EQ(h.translate(SID + 9, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_RSVD);
+    h.set_context(SID + 10, pt | (1ull << 50), DID, 4);  // pointer beyond HAW
+    EXPECT_EQ(h.translate(SID + 10, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_RSVD);
+    // 0xc: reserved bits in second-level entries.
+    h.map(pt, 4, 0x10000, 0x20000, 3);
+    uint64_t leaf = h.pte_addr(pt, 4, 0x10000, 1);
+    h.put64(leaf, h.get64(leaf) | (1ull << 11));  // SNP without ECAP.SC
+    EXPECT_EQ(h.translate(SID, 0x10000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
+    h.map(pt, 4, 0x11000, 0x20000 | (1ull << 49), 3);  // address beyond HAW
+    EXPECT_EQ(h.translate(SID, 0x11000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
+    h.map(pt, 4, 0x600000, 0x801000, 3, 2);  // 2 MiB leaf with low address bits
+    EXPECT_EQ(h.translate(SID, 0x600000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
+    uint64_t l4 = h.pte_addr(pt, 4, 0x10000, 4);
+    uint64_t l4v = h.get64(l4);
+    h.put64(l4, l4v | 0x80);  // PS in a PML4-level entry
+    EXPECT_EQ(h.translate(SID, 0x12000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
+    h.put64(l4, l4v);
+    // Ignored bits (52-61, 63) are not reserved.
+    h.map(pt, 4, 0x13000, 0x20000 | (0x3ffull << 52) | (1ull << 63), 3);
+    VtdTranslation t{};
+    EXPECT_EQ(h.translate(SID, 0x13000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x20000u);
+}
+
+TEST(TranslateRoot, RootTableOutsideRam)
+{
+    FakeHost h;
+    h.w64(RTADDR, 0x7fff000000ull);
+    h.w32(GCMD, SRTP);
+    h.w32(GCMD, TE);
+    EXPECT_EQ(h.translate(0x10, 0, VTD_PERM_READ), VTD_FR_ROOT_TABLE_INV);
+}
+
+TEST_F(Translate, SrtpSwitchesRootTable)
+{
+    h.map(pt, 4, 0x1000, 0x2000, 3);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    // RTADDR alone does not take effect: SRTP latches it.
+    uint64_t other = h.alloc_page();
+    h.w64(RTADDR, other);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    h.w32(GCMD, TE | SRTP);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_ROOT_ENTRY_P);
+}
+
+TEST_F(Translate, WalkReplaysPresentLeaves)
+{
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.map(pt, 4, 0x3000, 0xb000, 1);
+    h.map(pt, 4, 0x400000, 0xc00000, 2, 2);
+    h.map(pt, 4, 0x8000000, 0xd000, 3);  // outside the walked range
+    std::vector<VtdTranslation> seen;
+    auto cb = [](void *ctx, const VtdTranslation *t) {
+        static_cast<std::vector<VtdTranslation> *>(ctx)->push_back(*t);
+    };
+    ASSERT_EQ(vtd_engine_walk(h.e, SID, 0, 0x1000000, cb, &seen), 0);
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[0].iova_base, 0x1000u);
+    EXPECT_EQ(seen[0].phys_base, 0xa000u);
+    EXPECT_EQ(seen[1].iova_base, 0x3000u);
+    EXPECT_EQ(seen[1].perm, VTD_PERM_READ);
+    EXPECT_EQ(seen[2].iova_base, 0x400000u);
+    EXPECT_EQ(seen[2].addr_mask, 0x1fffffu);
+    EXPECT_EQ(seen[2].perm, VTD_PERM_WRITE);
+    EXPECT_EQ(vtd_engine_walk(h.e, 0x0500, 0, ~0ull, cb, &seen), VTD_FR_ROOT_ENTRY_P);
+    // A walk neither fills the IOTLB nor records faults.
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    EXPECT_EQ(json_counter(h.stats(), "iotlb", "inserts"), 0u);
+}
+
+TEST_F(Translate, WalkOfSelfReferencingTablesTerminates)
+{
+    // Every level-4, -3 and -2 entry points back at the top table: a cycle.
+    for (unsigned i = 0; i < 512; i++)
+        h.put64(pt + i * 8, pt | 3);
+    uint64_t leaves = 0;
+    auto cb = [](void *ctx, const VtdTranslation *) { ++*static_cast<uint64_t *>(ctx); };
+    EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, ~0ull, cb, &leaves), 0);
+    EXPECT_GT(leaves, 0u);
+    EXPECT_EQ(json_counter(h.stats(), "replay", "truncated"), 1u);
+}
