@@ -2,6 +2,7 @@
 /* Real and manual environments; see env.hpp. */
 #include "env.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -42,6 +43,18 @@ template <typename F> void TimerList::take_due(Nanos now, F &&fire)
     }
     for (Timer *t : due)
         fire(*t);
+}
+
+Timer *TimerList::take_first(Nanos now, Nanos &deadline)
+{
+    std::lock_guard g(lock_);
+    if (by_deadline_.empty() || by_deadline_.begin()->first > now)
+        return nullptr;
+    auto it = by_deadline_.begin();
+    Timer *t = it->second;
+    deadline = it->first;
+    by_deadline_.erase(it);
+    return t;
 }
 
 RealEnv::RealEnv(unsigned ncpus) : ncpus_(ncpus ? ncpus : 1) {}
@@ -120,19 +133,15 @@ void ManualEnv::cancel_timer(Timer &t)
 
 void ManualEnv::set_now(Nanos t)
 {
-    /* Fire in deadline order, each at its own time, so a timer re-armed by
-     * a callback fires again if still due. */
-    now_ = t;
-    for (;;) {
-        bool fired = false;
-        timers_.take_due(t, [&](Timer &tm) {
-            set_pending(tm, false);
-            tm.fire();
-            fired = true;
-        });
-        if (!fired)
-            break;
+    /* Fire in deadline order, each at its own time, so that a timer re-armed
+     * by its callback fires again if still due before @t. */
+    Nanos deadline;
+    while (Timer *tm = timers_.take_first(t, deadline)) {
+        now_ = std::max(now_, deadline);
+        set_pending(*tm, false);
+        tm->fire();
     }
+    now_ = t;
 }
 
 } // namespace viommu::iova

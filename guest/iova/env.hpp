@@ -139,6 +139,8 @@ public:
     void remove(Timer &t);
     /* Pops every timer due at @now; the caller fires them unlocked. */
     template <typename F> void take_due(Nanos now, F &&fire);
+    /* Pops the earliest timer due at @now, or returns null. */
+    Timer *take_first(Nanos now, Nanos &deadline);
 
 private:
     std::mutex lock_;

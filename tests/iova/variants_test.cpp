@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Each variant's characteristic behaviour, pinned. */
+#include <gtest/gtest.h>
+
+#include "helpers.hpp"
+
+namespace viommu::iova::test {
+namespace {
+
+struct Fixture {
+    explicit Fixture(std::string_view v, Config cfg = {}, unsigned ncpus = 2) : env(ncpus)
+    {
+        a = Allocator::create(v, env, cfg);
+    }
+    ManualEnv env;
+    std::unique_ptr<Allocator> a;
+    std::uint64_t nodes() const { return counter(*a, Counter::nodes_visited); }
+};
+
+/* n live 64-bit ranges packed at the top: 4.4 walks all of them from
+ * rb_last() for the next one, 4.15 starts at cached_node. */
+std::uint64_t nodes_for_64bit_alloc(std::string_view v, unsigned live)
+{
+    Fixture f(v);
+    const Pfn top = f.a->end_pfn() - 1;
+    for (unsigned i = 0; i < live; i++)
+        EXPECT_TRUE(f.a->alloc(64, top, false).ok());
+    std::uint64_t before = f.nodes();
+    EXPECT_TRUE(f.a->alloc(64, top, false).ok());
+    return f.nodes() - before;
+}
+
+TEST(Variants, Linux44WalksEveryNodeFor64BitRequests)
+{
+    EXPECT_GE(nodes_for_64bit_alloc("linux-4.4", 2000), 2000u);
+    /* The descent to insert the new node is O(log n) for both. */
+    EXPECT_LE(nodes_for_64bit_alloc("linux-4.15", 2000), 40u);
+}
+
+/* 32-bit space full, then 64-bit requests (what the dma layer does after
+ * the SAC attempt fails): same contrast. */
+TEST(Variants, Linux44IsLinearWhen32BitSpaceIsFull)
+{
+    for (auto v : {"linux-4.4", "linux-4.15"}) {
+        Fixture f(v);
+        const Pfn dma32 = f.a->dma_32bit_pfn();
+        while (f.a->alloc(4096, dma32, false).ok()) {
+        }
+        for (std::uint64_t s = 2048; s; s /= 2)
+            (void)f.a->alloc(s, dma32, false);
+        for (int i = 0; i < 1000; i++)
+            ASSERT_TRUE(f.a->alloc(1 << 6, f.a->end_pfn() - 1, false).ok());
+        std::uint64_t before = f.nodes();
+        ASSERT_FALSE(f.a->alloc(1, dma32, false).ok());
+        ASSERT_TRUE(f.a->alloc(1 << 6, f.a->end_pfn() - 1, false).ok());
+        std::uint64_t visited = f.nodes() - before;
+        if (std::string_view(v) == "linux-4.4")
+            EXPECT_GE(visited, 1000u) << v;
+        else
+            EXPECT_LE(visited, 40u) << v;
+    }
+}
+
+/* One CPU frees (2 + 32 + 1) magazines' worth: 4.7 finds the depot full
+ * and frees a magazine to the tree under iova_rbtree_lock; 6.7 keeps it. */
+TEST(Variants, FullDepotFreesUnderTreeLockIn47Not67)
+{
+    for (auto v : {"linux-4.7", "linux-6.7"}) {
+        Fixture f(v, {}, 1);
+        Model m;
+        const unsigned n = 128 * 36;
+        for (unsigned i = 0; i < n; i++) {
+            AllocResult r = f.a->alloc(1, f.a->end_pfn() - 1, false);
+            ASSERT_TRUE(r.ok());
+            ASSERT_EQ(m.add(r.pfn, 1), "");
+        }
+        while (!m.empty()) {
+            Range r = m.take(0);
+            ASSERT_EQ(f.a->free(r.pfn, 1), Status::ok);
+        }
+        SiteLockStats s;
+        site_stats(*f.a, "iova_rbtree_lock", Site::free_batch, s);
+        if (std::string_view(v) == "linux-4.7") {
+            EXPECT_GE(counter(*f.a, Counter::rcache_put_tree), 1u);
+            EXPECT_GE(s.acquisitions, 1u);
+        } else {
+            EXPECT_EQ(counter(*f.a, Counter::rcache_put_tree), 0u);
+            EXPECT_EQ(s.acquisitions, 0u);
+            EXPECT_GT(counter(*f.a, Counter::rcache_put_depot), 32u);
+        }
+    }
+}
+
+/* 6.7: the depot is trimmed one magazine per 100 ms down to ncpus. */
+TEST(Variants, Linux67TrimsDepotOverTime)
+{
+    Fixture f("linux-6.7", {}, 1);
+    std::vector<Pfn> pfns;
+    for (unsigned i = 0; i < 127 * 10; i++)
+        pfns.push_back(f.a->alloc(1, f.a->end_pfn() - 1, false).pfn);
+    for (Pfn p : pfns)
+        ASSERT_EQ(f.a->free(p, 1), Status::ok);
+    std::size_t nodes = f.a->tree_nodes();
+    EXPECT_EQ(nodes, pfns.size());
+    f.env.advance(99'000'000);
+    EXPECT_EQ(counter(*f.a, Counter::depot_trims), 0u);
+    f.env.advance(2'000'000);
+    EXPECT_EQ(counter(*f.a, Counter::depot_trims), 1u);
+    f.env.advance(2'000'000'000);
+    /* 8 magazines in the depot, trimmed to one (ncpus = 1). */
+    EXPECT_EQ(counter(*f.a, Counter::depot_trims), 7u);
+    EXPECT_EQ(f.a->tree_nodes(), nodes - 7 * 127);
+}
+
+/* Fill the 32-bit space with 64-page blocks and then 48 + 16 pages to
+ * leave a hole above cached32_node. */
+void fill_32bit_leaving_hole_above_cache(Allocator &a)
+{
+    const Pfn dma32 = a.dma_32bit_pfn();
+    std::vector<Pfn> blocks;
+    for (;;) {
+        AllocResult r = a.alloc(64, dma32, false);
+        if (!r.ok())
+            break;
+        blocks.push_back(r.pfn);
+    }
+    ASSERT_GT(blocks.size(), 10u);
+    for (std::uint64_t s = 32; s; s /= 2)
+        ASSERT_TRUE(a.alloc(s, dma32, false).ok());
+    ASSERT_EQ(a.free(blocks[5], 64), Status::ok);
+    /* Size-aligned to 64, the 48 pages land low in the hole: 16 stay free
+     * above the new cached32_node. */
+    AllocResult r = a.alloc(48, dma32, false);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r.pfn, blocks[5]);
+}
+
+Config mb_pages()
+{
+    Config c;
+    c.granule_shift = 20;   /* 1 MiB pages: 4095 pfns below 4 GiB */
+    c.end_pfn = Pfn{1} << 16;
+    return c;
+}
+
+TEST(Variants, Linux511RetriesFromLastNode)
+{
+    Fixture old("linux-4.15", mb_pages()), rt("linux-5.11", mb_pages());
+    fill_32bit_leaving_hole_above_cache(*old.a);
+    fill_32bit_leaving_hole_above_cache(*rt.a);
+    EXPECT_EQ(old.a->alloc(16, old.a->dma_32bit_pfn(), false).status, Status::no_space);
+    std::uint64_t retries = counter(*rt.a, Counter::retry_from_last);
+    AllocResult r = rt.a->alloc(16, rt.a->dma_32bit_pfn(), false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(counter(*rt.a, Counter::retry_from_last), retries + 1);
+    EXPECT_EQ(counter(*rt.a, Counter::restart_walks), 0u);
+}
+
+/* 5.13 restarts at iova_find_limit(): with many 64-bit nodes the second
+ * pass of 5.11 walks down through all of them from the anchor. */
+TEST(Variants, Linux513RestartsAtFindLimit)
+{
+    std::uint64_t visited[2];
+    int i = 0;
+    for (auto v : {"linux-5.11", "linux-5.13"}) {
+        Fixture f(v, mb_pages());
+        for (int k = 0; k < 2000; k++)
+            ASSERT_TRUE(f.a->alloc(1, f.a->end_pfn() - 1, false).ok());
+        fill_32bit_leaving_hole_above_cache(*f.a);
+        std::uint64_t before = f.nodes();
+        std::uint64_t restarts = counter(*f.a, Counter::restart_walks);
+        ASSERT_TRUE(f.a->alloc(16, f.a->dma_32bit_pfn(), false).ok());
+        visited[i++] = f.nodes() - before;
+        EXPECT_EQ(counter(*f.a, Counter::restart_walks) - restarts,
+                  std::string_view(v) == "linux-5.13");
+    }
+    EXPECT_GE(visited[0], 2000u);
+    EXPECT_LE(visited[1], 200u);
+}
+
+/* 5.0: once a 32-bit request of some size failed, larger or equal ones
+ * fail without walking until a 32-bit range is freed. */
+TEST(Variants, Linux50FailsFastWhen32BitSpaceIsFull)
+{
+    Fixture f("linux-5.0", mb_pages()), old("linux-4.15", mb_pages());
+    for (Fixture *x : {&f, &old}) {
+        std::vector<Pfn> v;
+        for (AllocResult r; (r = x->a->alloc(64, x->a->dma_32bit_pfn(), false)).ok();)
+            v.push_back(r.pfn);
+        x->a->alloc(32, x->a->dma_32bit_pfn(), false);    /* fill the low remainder */
+        ASSERT_FALSE(x->a->alloc(64, x->a->dma_32bit_pfn(), false).ok());
+        std::uint64_t before = x->nodes();
+        std::uint64_t fast = counter(*x->a, Counter::fast_fail_32bit);
+        ASSERT_FALSE(x->a->alloc(128, x->a->dma_32bit_pfn(), false).ok());
+        if (x == &f) {
+            EXPECT_EQ(x->nodes() - before, 0u);
+            EXPECT_EQ(counter(*x->a, Counter::fast_fail_32bit), fast + 1);
+        } else {
+            EXPECT_GT(x->nodes() - before, 0u);
+        }
+        ASSERT_EQ(x->a->free(v[3], 64), Status::ok);
+        EXPECT_TRUE(x->a->alloc(64, x->a->dma_32bit_pfn(), false).ok());
+    }
+}
+
+/* 4.7 checks only the top pfn of a magazine against the limit; 4.15 scans. */
+TEST(Variants, MagazineLimitCheck)
+{
+    for (auto v : {"linux-4.7", "linux-4.15"}) {
+        Fixture f(v, {}, 1);
+        Pfn low = f.a->alloc(1, f.a->dma_32bit_pfn(), false).pfn;
+        Pfn high = f.a->alloc(1, f.a->end_pfn() - 1, false).pfn;
+        ASSERT_EQ(f.a->free(low, 1), Status::ok);
+        ASSERT_EQ(f.a->free(high, 1), Status::ok);   /* on top of the magazine */
+        std::uint64_t hits = counter(*f.a, Counter::rcache_hit_loaded);
+        AllocResult r = f.a->alloc(1, f.a->dma_32bit_pfn(), false);
+        ASSERT_TRUE(r.ok());
+        if (std::string_view(v) == "linux-4.7") {
+            EXPECT_EQ(counter(*f.a, Counter::rcache_hit_loaded), hits);
+            EXPECT_NE(r.pfn, low);
+        } else {
+            EXPECT_EQ(counter(*f.a, Counter::rcache_hit_loaded), hits + 1);
+            EXPECT_EQ(r.pfn, low);
+        }
+    }
+}
+
+/* 5.11 also frees the depots when an allocation fails; 4.15 only the
+ * per-CPU magazines, so space parked in the depot stays unusable. */
+TEST(Variants, FailureFlushesDepotFrom511)
+{
+    for (auto v : {"linux-4.15", "linux-5.11"}) {
+        Config c;
+        c.end_pfn = 128 * 8 + 1;
+        Fixture f(v, c, 1);
+        std::vector<Pfn> p;
+        for (AllocResult r; (r = f.a->alloc(1, c.end_pfn - 1, false)).ok();)
+            p.push_back(r.pfn);
+        for (Pfn x : p)
+            ASSERT_EQ(f.a->free(x, 1), Status::ok);
+        /* 1024 pfns: loaded + prev + 6 magazines in the depot; empty the
+         * per-CPU magazines so only the depot holds free space. */
+        for (int i = 0; i < 256; i++)
+            ASSERT_TRUE(f.a->alloc(1, c.end_pfn - 1, false).ok());
+        AllocResult r = f.a->alloc(2, c.end_pfn - 1, true);
+        EXPECT_EQ(counter(*f.a, Counter::rcache_flush_all), 1u);
+        EXPECT_EQ(r.ok(), std::string_view(v) == "linux-5.11") << v;
+    }
+}
+
+/* Seed 000's per-CPU batch: one tree lock hold per 32 allocations. */
+TEST(Variants, PercpuBatchRefillsInBatches)
+{
+    Fixture f("percpu-batch", {}, 1);
+    for (int i = 0; i < 320; i++)
+        ASSERT_TRUE(f.a->alloc(1, f.a->end_pfn() - 1, false).ok());
+    SiteLockStats s;
+    EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::insert, s).acquisitions, 10u);
+    EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::alloc, s).acquisitions, 0u);
+}
+
+/* viommu-lab: the tree lock is taken once per chunk of 128 ranges, and a
+ * full 32-bit zone fails without taking any shared lock. */
+TEST(Variants, ViommuLabAvoidsTheTreeLock)
+{
+    Fixture f("viommu-lab", {}, 2);
+    std::vector<Pfn> v;
+    for (int i = 0; i < 1280; i++)
+        v.push_back(f.a->alloc(1, f.a->end_pfn() - 1, false).pfn);
+    SiteLockStats s;
+    EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::range_refill, s).acquisitions, 10u);
+    for (Pfn p : v)
+        ASSERT_EQ(f.a->free(p, 1), Status::ok);
+    std::uint64_t tree_locks = 0;
+    for (unsigned site = 0; site < static_cast<unsigned>(Site::count_); site++)
+        tree_locks += site_stats(*f.a, "iova_rbtree_lock", static_cast<Site>(site), s).acquisitions;
+    EXPECT_EQ(tree_locks, 10u);
+}
+
+TEST(Variants, ViommuLabFailsFastOnFull32BitZone)
+{
+    Fixture f("viommu-lab", mb_pages(), 2);
+    const Pfn dma32 = f.a->dma_32bit_pfn();
+    while (f.a->alloc(64, dma32, false).ok()) {
+    }
+    for (std::uint64_t s = 32; s; s /= 2)
+        while (f.a->alloc(s, dma32, false).ok()) {
+        }
+    SiteLockStats s;
+    auto tree_locks = [&] {
+        std::uint64_t n = 0;
+        for (unsigned site = 0; site < static_cast<unsigned>(Site::count_); site++)
+            n += site_stats(*f.a, "iova_rbtree_lock", static_cast<Site>(site), s).acquisitions;
+        return n;
+    };
+    std::uint64_t before = tree_locks();
+    std::uint64_t fast = counter(*f.a, Counter::fast_fail_32bit);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(f.a->alloc(1, dma32, false).status, Status::no_space);
+    EXPECT_EQ(tree_locks(), before);
+    EXPECT_EQ(counter(*f.a, Counter::fast_fail_32bit), fast + 100);
+    EXPECT_TRUE(f.a->alloc(1, f.a->end_pfn() - 1, false).ok());
+}
+
+} // namespace
+} // namespace viommu::iova::test
