@@ -1,0 +1,829 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Profile a guest workload behind an IOMMU, in one command.
+
+  profile.py [--workload memcached|nginx] [--iommu none|intel-iommu|viommu-vtd]
+             [--policy lazy|strict] [--vcpus N] [--duration S] [--kernel PATH]
+  profile.py --compare [CONFIG,...]   several configurations, one table + SVG
+
+A CONFIG is IOMMU:POLICY, e.g. none:lazy,intel-iommu:strict,viommu-vtd:lazy.
+
+The guest (scripts/profile/build-image.sh) has two virtio-net NICs with
+iommu_platform=on joined back to back by a QEMU hub; the server runs in one
+network namespace, the load generator in another, so each packet is
+DMA-mapped twice by the guest's IOMMU driver.  Reported: throughput and
+latency from memcaslap/wrk, guest-side iommu:map/unmap counts, the
+viommu-vtd statistics over QMP (scripts/viommu-stats --json) during the load,
+and the guest kernel's perf profile with the share of samples in IOVA
+allocation, unmap/flush and invalidation paths.
+
+Results: build/profile/<run>/ (report.txt, result.json, console.log,
+data.log); a comparison adds compare.txt and compare.svg.  Every wait is
+bounded; on failure one sentence names the cause and the logs are kept.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
+WORKLOADS = ("memcached", "nginx")
+IOMMUS = ("none", "intel-iommu", "viommu-vtd")
+POLICIES = ("lazy", "strict")
+DEFAULT_COMPARE = "none:lazy,intel-iommu:lazy,intel-iommu:strict,viommu-vtd:lazy,viommu-vtd:strict"
+FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
+
+# Kernel symbols by path (matched as prefixes / exact names).
+PATHS = {
+    "iova_alloc": ("alloc_iova", "__alloc_and_insert_iova_range", "iova_rcache",
+                   "__iova_rcache", "iommu_dma_alloc_iova", "free_iova", "__free_iova",
+                   "iova_magazine", "remove_iova", "iova_insert_rbtree", "iommu_dma_free_iova"),
+    "unmap_flush": ("iommu_dma_unmap", "__iommu_dma_unmap", "fq_", "queue_iova",
+                    "iommu_flush", "iommu_dma_flush", "iommu_iotlb_sync", "intel_iommu_tlb_sync",
+                    "intel_flush_iotlb", "iommu_unmap", "__iommu_unmap", "intel_iommu_unmap",
+                    "dma_pte_clear", "domain_unmap", "fq_flush"),
+    "invalidation": ("qi_submit_sync", "qi_flush", "qi_check_fault", "__iommu_flush_iotlb",
+                     "iommu_flush_iotlb_psi", "__iommu_flush_context", "iommu_flush_dev_iotlb"),
+}
+PATH_LABELS = {"iova_alloc": "IOVA allocation", "unmap_flush": "unmap/flush",
+               "invalidation": "invalidation"}
+
+
+class Failure(Exception):
+    """One sentence naming the cause."""
+
+
+def say(msg):
+    print("[viommu-lab] profile: " + msg, flush=True)
+
+
+# ---------------------------------------------------------------- helpers
+
+def qemu_binary():
+    q = os.environ.get("QEMU", os.path.join(BUILD, "qemu-system-x86_64"))
+    if not os.access(q, os.X_OK):
+        raise Failure("no QEMU at %s; run 'bash scripts/fetch-qemu.sh && "
+                      "bash scripts/build-qemu.sh' first" % q)
+    return q
+
+
+_devices = None
+
+
+def qemu_has_device(qemu, name):
+    global _devices
+    if _devices is None:
+        try:
+            _devices = subprocess.run([qemu, "-device", "help"], capture_output=True,
+                                      text=True, timeout=60).stdout + ""
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise Failure("'%s -device help' failed: %s" % (qemu, e))
+    return ('name "%s"' % name) in _devices
+
+
+def build_image():
+    try:
+        r = subprocess.run(["bash", os.path.join(HERE, "build-image.sh"), "--print"],
+                           stdout=subprocess.PIPE, text=True, timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise Failure("building the profiling guest image took over an hour; see "
+                      "/var/cache/viommu-lab/profile/debootstrap.log")
+    if r.returncode != 0 or not r.stdout.strip():
+        raise Failure("building the profiling guest image failed (messages above)")
+    return r.stdout.strip().splitlines()[-1]
+
+
+def flatten(doc, prefix="", out=None):
+    """{'a': {'b': 1}} -> {'a.b': 1}; lists of numbers keep their index."""
+    if out is None:
+        out = {}
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            flatten(v, prefix + k + ".", out)
+    elif isinstance(doc, list):
+        if all(isinstance(e, (int, float)) and not isinstance(e, bool) for e in doc):
+            for i, e in enumerate(doc):
+                out["%s%d" % (prefix, i)] = e
+    elif isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        out[prefix[:-1]] = doc
+    return out
+
+
+def viommu_stats(sock, path_hint=None):
+    """The device's statistics document via scripts/viommu-stats --json."""
+    tool = os.path.join(TOP, "scripts", "viommu-stats")
+    if not os.path.exists(tool):
+        return None, "scripts/viommu-stats is missing"
+    try:
+        r = subprocess.run([sys.executable, tool, "--qmp", sock, "--json", "--timeout", "20"],
+                           capture_output=True, text=True, timeout=40)
+    except subprocess.TimeoutExpired:
+        return None, "viommu-stats did not answer within 40 s"
+    if r.returncode != 0:
+        return None, (r.stderr.strip() or "viommu-stats exited with %d" % r.returncode)
+    try:
+        return json.loads(r.stdout), None
+    except ValueError as e:
+        return None, "viommu-stats printed invalid JSON: %s" % e
+
+
+# ---------------------------------------------------------------- parsing
+
+def sections(text):
+    """@@BEGIN name ... @@END name blocks of the data channel."""
+    out, cur, buf = {}, None, []
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        if cur is None and line.startswith("@@BEGIN "):
+            cur, buf = line[8:].strip(), []
+        elif cur is not None and line == "@@END " + cur:
+            out[cur] = "\n".join(buf)
+            cur = None
+        elif cur is not None:
+            buf.append(line)
+    return out
+
+
+def _num(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def log2_percentiles(hist, pcts=(50, 90, 99, 99.9)):
+    """hist: {exponent: count} of [2^e, 2^(e+1)) us buckets -> {p: upper bound}."""
+    total = sum(hist.values())
+    res = {}
+    if not total:
+        return res
+    for p in pcts:
+        need, acc = total * p / 100.0, 0
+        for e in sorted(hist):
+            acc += hist[e]
+            if acc >= need:
+                res[p] = float(2 ** (e + 1))
+                break
+    return res
+
+
+def parse_memcaslap(text):
+    """memcaslap (libmemcached's memaslap) output -> metrics (latency in us)."""
+    r = {"tool": "memcaslap"}
+    m = re.search(r"Run time:\s*([\d.]+)s\s+Ops:\s*(\d+)\s+TPS:\s*(\d+)", text)
+    if m:
+        r["seconds"], r["ops"], r["ops_per_s"] = float(m.group(1)), int(m.group(2)), float(m.group(3))
+    for key in ("cmd_get", "cmd_set", "get_misses"):
+        m = re.search(r"^\s*%s:\s*(\d+)" % key, text, re.M)
+        if m:
+            r[key] = int(m.group(1))
+    # "Total Statistics" table, Global row: Time Ops TPS Net Get_miss Min Max Avg Std Geo
+    m = re.search(r"Total Statistics.*?\n\s*Global\s+(.*)", text, re.S)
+    if m:
+        f = m.group(1).split()
+        if len(f) >= 9:
+            r["lat_min_us"], r["lat_max_us"], r["lat_avg_us"] = _num(f[5]), _num(f[6]), _num(f[7])
+            r.setdefault("ops", int(_num(f[1]) or 0))
+    # Log2 distribution of the whole run (printed with -S): "Total Statistics (N events)"
+    m = re.search(r"Total Statistics \((\d+) events\)(.*?)(?:\n\s*\n|\Z)", text, re.S)
+    if m:
+        body = m.group(2)
+        for key, name in (("Min", "lat_min_us"), ("Max", "lat_max_us"), ("Avg", "lat_avg_us")):
+            mm = re.search(r"%s:\s*([\d.]+)" % key, body)
+            if mm:
+                r[name] = float(mm.group(1))
+        hist = {}
+        dm = re.search(r"Log2 Dist:(.*)", body, re.S)
+        if dm:
+            for line in dm.group(1).splitlines():
+                mm = re.match(r"\s*(\d+):\s+([\d\s]+)$", line)
+                if mm:
+                    e0 = int(mm.group(1))
+                    for i, c in enumerate(mm.group(2).split()):
+                        hist[e0 + i] = hist.get(e0 + i, 0) + int(c)
+        for p, v in log2_percentiles(hist).items():
+            r["lat_p%s_us" % ("%g" % p).replace(".", "_")] = v
+        if hist:
+            r["lat_percentiles_note"] = "upper bound of the log2 bucket"
+    return r
+
+
+_UNITS = {"us": 1.0, "ms": 1000.0, "s": 1e6, "ns": 0.001}
+
+
+def _dur_us(s):
+    m = re.match(r"([\d.]+)(us|ms|s|ns)$", s)
+    return float(m.group(1)) * _UNITS[m.group(2)] if m else None
+
+
+def parse_wrk(text):
+    r = {"tool": "wrk"}
+    m = re.search(r"(\d+) requests in ([\d.]+)(\w+)", text)
+    if m:
+        r["ops"] = int(m.group(1))
+        r["seconds"] = _dur_us(m.group(2) + m.group(3)) / 1e6 if _dur_us(m.group(2) + m.group(3)) else None
+    m = re.search(r"Requests/sec:\s*([\d.]+)", text)
+    if m:
+        r["ops_per_s"] = float(m.group(1))
+    m = re.search(r"Latency\s+([\d.]+\w+)\s+([\d.]+\w+)\s+([\d.]+\w+)", text)
+    if m:
+        r["lat_avg_us"], r["lat_max_us"] = _dur_us(m.group(1)), _dur_us(m.group(3))
+    for p in ("50", "75", "90", "99"):
+        m = re.search(r"^\s*%s%%\s+([\d.]+\w+)" % p, text, re.M)
+        if m:
+            r["lat_p%s_us" % p] = _dur_us(m.group(1))
+    m = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", text)
+    r["errors_non2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors:(.*)", text)
+    if m:
+        r["socket_errors"] = m.group(1).strip()
+    return r
+
+
+def parse_server(workload, before, after):
+    """Requests the server saw during the measurement (after - before)."""
+    def memc(t):
+        d = {}
+        for line in (t or "").splitlines():
+            f = line.split()
+            if len(f) == 3 and f[0] == "STAT":
+                d[f[1]] = f[2]
+        return d
+
+    def ngx(t):
+        m = re.search(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s*$", t or "", re.M)
+        return int(m.group(3)) if m else None
+
+    if workload == "memcached":
+        b, a = memc(before), memc(after)
+        try:
+            return {"requests": (int(a["cmd_get"]) + int(a["cmd_set"]))
+                    - (int(b["cmd_get"]) + int(b["cmd_set"])),
+                    "connections": int(a.get("total_connections", 0))}
+        except (KeyError, ValueError):
+            return {"requests": None}
+    b, a = ngx(before), ngx(after)
+    if a is None or b is None:
+        return {"requests": None}
+    return {"requests": a - b - 1}  # the status probe itself is one request
+
+
+def parse_perf_stat(text):
+    r = {}
+    for line in (text or "").splitlines():
+        f = line.split(",")
+        if len(f) >= 3 and f[2].startswith("iommu:"):
+            r[f[2].split(":", 1)[1]] = int(f[0]) if f[0].isdigit() else None
+    return r
+
+
+def parse_perf_report(text):
+    """perf report --children --sort symbol -g none: [(children%, self%, sym)]."""
+    rows, samples = [], None
+    for line in (text or "").splitlines():
+        m = re.search(r"# Samples: (\d+)(K?)", line)
+        if m:
+            samples = int(m.group(1)) * (1000 if m.group(2) else 1)
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+\[([k.])\]\s+(\S+)", line)
+        if m:
+            rows.append((float(m.group(1)), float(m.group(2)), m.group(3) == "k", m.group(4)))
+    return rows, samples
+
+
+def classify(rows):
+    out = {}
+    for path, prefixes in PATHS.items():
+        selfp, incl, top = 0.0, 0.0, None
+        for children, selfpct, kernel, sym in rows:
+            if any(sym == p or sym.startswith(p) for p in prefixes):
+                selfp += selfpct
+                if children > incl:
+                    incl, top = children, sym
+        out[path] = {"self_pct": round(selfp, 2), "incl_pct": round(incl, 2), "entry": top}
+    return out
+
+
+# ---------------------------------------------------------------- one run
+
+class Run:
+    def __init__(self, args, iommu, policy, outdir, image):
+        self.a, self.iommu, self.policy, self.dir, self.image = args, iommu, policy, outdir, image
+        self.console = os.path.join(outdir, "console.log")
+        self.data = os.path.join(outdir, "data.log")
+        self.qmp = os.path.join(outdir, "qmp.sock")
+        self.stderr = os.path.join(outdir, "qemu.stderr")
+
+    def cmdline(self):
+        a = self.a
+        k = ["console=ttyS0", "panic=-1", "quiet", "loglevel=4",
+             "prof.workload=%s" % a.workload, "prof.duration=%d" % a.duration,
+             "prof.conns=%d" % a.conns, "prof.perf=%d" % (0 if a.no_perf else 1),
+             "prof.freq=%d" % a.freq]
+        if self.iommu != "none":
+            k.append("intel_iommu=on")
+        if self.policy == "strict":
+            k.append("iommu.strict=1")
+        if a.append:
+            k.append(a.append)
+        return " ".join(k)
+
+    def qemu_args(self, qemu):
+        a = self.a
+        kernel = a.kernel or os.path.join(self.image, "vmlinuz")
+        args = [qemu, "-accel", "tcg", "-M", "q35,kernel-irqchip=split", "-m", str(a.mem),
+                "-smp", str(a.vcpus), "-nodefaults", "-display", "none", "-no-reboot"] + FIRMWARE
+        args += ["-kernel", kernel, "-initrd", os.path.join(self.image, "initrd.img"),
+                 "-append", self.cmdline(),
+                 "-chardev", "file,id=con0,path=" + self.console, "-serial", "chardev:con0",
+                 "-chardev", "file,id=dat0,path=" + self.data, "-serial", "chardev:dat0",
+                 "-qmp", "unix:%s,server=on,wait=off" % self.qmp]
+        if self.iommu == "intel-iommu":
+            args += ["-device", "intel-iommu,intremap=on,id=iommu0"]
+        elif self.iommu == "viommu-vtd":
+            args += ["-device", "viommu-vtd,id=viommu0"]
+        # Two NICs joined back to back by a hub: what A sends, B receives.
+        for nd, mac in (("na", "52:54:00:00:aa:01"), ("nb", "52:54:00:00:bb:02")):
+            args += ["-netdev", "hubport,id=%s,hubid=0" % nd,
+                     "-device", "virtio-net-pci,netdev=%s,mac=%s,iommu_platform=on,"
+                     "disable-legacy=on,romfile=" % (nd, mac)]
+        return args + a.qemu_arg
+
+    def execute(self, qemu, progress=True):
+        a = self.a
+        os.makedirs(self.dir, exist_ok=True)
+        for f in (self.console, self.data):
+            open(f, "w").close()
+        if os.path.exists(self.qmp):
+            os.unlink(self.qmp)
+        args = self.qemu_args(qemu)
+        with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
+            f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
+        timeout = a.timeout or (300 + 3 * a.duration)
+        res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload,
+               "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
+        snaps = {}
+        start = time.monotonic()
+        err = open(self.stderr, "w")
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                start_new_session=True)
+        seen, pos, buf, done, error = set(), 0, "", None, None
+        try:
+            while True:
+                if time.monotonic() - start > timeout:
+                    error = ("the guest did not finish within %d s (boot, %d s of load and "
+                             "perf report); console log kept in %s" % (timeout, a.duration, self.console))
+                    break
+                with open(self.data, errors="replace") as f:
+                    f.seek(pos)
+                    chunk = f.read()
+                    pos = f.tell()
+                buf += chunk.replace("\r", "")
+                for line in buf.splitlines():
+                    if not line.startswith("@@") or line in seen:
+                        continue
+                    seen.add(line)
+                    word = line.split()[0]
+                    if word == "@@BOOTED" and progress:
+                        say("  guest up after %.0f s (%s)" % (time.monotonic() - start, line[9:]))
+                    elif word == "@@READY" and progress:
+                        say("  server answering, warm-up done; measuring for %d s" % a.duration)
+                    elif word in ("@@LOAD-START", "@@LOAD-END"):
+                        t = time.monotonic()
+                        if self.iommu == "viommu-vtd":
+                            doc, why = viommu_stats(self.qmp)
+                            snaps[word] = (t, doc, why)
+                        else:
+                            snaps[word] = (t, None, None)
+                        if word == "@@LOAD-END" and progress:
+                            say("  load done; collecting the guest's perf report")
+                    elif word == "@@ERROR":
+                        error = line[8:].strip()
+                    elif word == "@@DONE":
+                        done = line
+                if done or error:
+                    break
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.2)
+            if done and not error:
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=15)
+                except (subprocess.TimeoutExpired, ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=15)
+            err.close()
+        res["wall_s"] = round(time.monotonic() - start, 1)
+        with open(self.data, errors="replace") as f:
+            text = f.read().replace("\r", "")
+        sec = sections(text)
+        res["sections"] = sorted(sec)
+        if error is None and not done:
+            rc = proc.returncode
+            tail = open(self.stderr, errors="replace").read().strip().splitlines()[-3:]
+            if "@@BOOTED" not in text:
+                error = ("the guest never reached its /init (QEMU exit status %s%s); console log "
+                         "kept in %s" % (rc, ": " + " / ".join(tail) if tail else "", self.console))
+            else:
+                error = ("QEMU exited (status %s) before the guest reported a result%s; console "
+                         "log kept in %s" % (rc, ": " + " / ".join(tail) if tail else "", self.console))
+        if error:
+            res["error"] = error
+        # Load generator, server, guest-side map counts.
+        lg = sec.get("loadgen", "")
+        res["load"] = parse_memcaslap(lg) if a.workload == "memcached" else parse_wrk(lg)
+        res["server"] = parse_server(a.workload, sec.get("server-stats-before"),
+                                     sec.get("server-stats-after"))
+        res["guest_iommu_events"] = parse_perf_stat(sec.get("perf-stat"))
+        res["iommu_setup"] = sec.get("iommu", "").splitlines()
+        rows, samples = parse_perf_report(sec.get("perf-report"))
+        res["perf"] = {"samples": samples, "paths": classify(rows) if rows else None,
+                       "top": [{"children": c, "self": s, "symbol": y, "kernel": k}
+                               for c, s, k, y in sorted(rows, key=lambda r: -r[1])[:a.top]]}
+        # vIOMMU statistics: deltas over the load window.
+        res["viommu"] = self.viommu_delta(snaps)
+        return res
+
+    @staticmethod
+    def viommu_delta(snaps):
+        if "@@LOAD-START" not in snaps or "@@LOAD-END" not in snaps:
+            return None
+        t0, d0, why0 = snaps["@@LOAD-START"]
+        t1, d1, why1 = snaps["@@LOAD-END"]
+        if d0 is None or d1 is None:
+            return {"error": why0 or why1} if (why0 or why1) else None
+        f0, f1 = flatten(d0), flatten(d1)
+        dt = max(t1 - t0, 1e-3)
+        delta = {k: f1[k] - f0.get(k, 0) for k in f1}
+        return {"seconds": round(dt, 2), "delta": delta, "end": f1}
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(v, unit="", digits=1):
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        s = ("%%.%df" % digits) % v
+    else:
+        s = "{:,}".format(v)
+    return s + unit
+
+
+def viommu_summary(v):
+    """Derived figures from the viommu-vtd statistics delta; 'n/a' when absent."""
+    if not v or "delta" not in v:
+        return None
+    d, e, dt = v["delta"], v["end"], v["seconds"]
+
+    def g(*keys):
+        for k in keys:
+            if k in d:
+                return d[k]
+        return None
+
+    def rate(x):
+        return None if x is None else x / dt
+
+    hits, misses = g("iotlb.hits"), g("iotlb.misses")
+    hit = (100.0 * hits / (hits + misses)) if hits is not None and misses is not None and hits + misses else None
+    below = None
+    for k in e:
+        if "below_4g" in k or "below4g" in k or "under_4g" in k:
+            below = (k, e[k])
+    s = {
+        "window_s": dt,
+        "translations_per_s": rate(g("translate.requests")),
+        "pages_mapped_per_s": rate(g("pages.mapped")),
+        "pages_unmapped_per_s": rate(g("pages.unmapped")),
+        "inv_iotlb_global": g("invalidations.iotlb.global"),
+        "inv_iotlb_domain": g("invalidations.iotlb.domain"),
+        "inv_iotlb_page": g("invalidations.iotlb.page"),
+        "inv_iotlb_pages": g("invalidations.iotlb.pages"),
+        "inv_context": sum(x for x in (g("invalidations.context.global"), g("invalidations.context.domain"),
+                                      g("invalidations.context.device")) if x is not None)
+        if g("invalidations.context.global") is not None else None,
+        "inv_device_iotlb": g("invalidations.device_iotlb"),
+        "inv_iec": g("invalidations.interrupt_entry_cache"),
+        "qi_iotlb_descriptors": g("invalidations.queue.descriptors.iotlb", "queue.descriptors.iotlb"),
+        "wait_descriptors": g("invalidations.queue.waits.total", "queue.waits.total",
+                              "invalidations.queue.descriptors.wait"),
+        "iotlb_hit_pct": hit,
+        "iova_below_4g": below,
+    }
+    s["inv_per_s"] = rate(sum(x for x in (s["inv_iotlb_global"], s["inv_iotlb_domain"],
+                                           s["inv_iotlb_page"]) if x is not None)) \
+        if s["inv_iotlb_page"] is not None else None
+    return s
+
+
+def report(res):
+    L = []
+    a = res
+    L.append("== %s behind %s (%s), %d vCPU, %d s of load" % (a["workload"], a["iommu"], a["policy"],
+                                                              a["vcpus"], a["duration"]))
+    if a.get("error"):
+        L.append("   FAILED: " + a["error"])
+    for line in a.get("iommu_setup", [])[:6]:
+        L.append("   guest: " + line.strip())
+    ld = a["load"]
+    L.append("-- load (%s, client in netns cli -> server in netns srv)" % ld.get("tool"))
+    L.append("   transactions     %s in %s s" % (fmt(ld.get("ops")), fmt(ld.get("seconds"))))
+    L.append("   throughput       %s ops/s" % fmt(ld.get("ops_per_s")))
+    lat = "   latency (us)     avg %s" % fmt(ld.get("lat_avg_us"))
+    for p in ("50", "75", "90", "99", "99_9"):
+        if "lat_p%s_us" % p in ld:
+            lat += "  p%s %s" % (p.replace("_", "."), fmt(ld["lat_p%s_us" % p]))
+    lat += "  max %s" % fmt(ld.get("lat_max_us"))
+    L.append(lat)
+    if ld.get("lat_percentiles_note"):
+        L.append("   (percentiles: %s)" % ld["lat_percentiles_note"])
+    L.append("   server saw       %s requests" % fmt(a["server"].get("requests")))
+    ev = a.get("guest_iommu_events") or {}
+    L.append("-- guest DMA API (perf stat, tracepoints iommu:map/unmap)")
+    L.append("   iommu:map %s   iommu:unmap %s   io_page_fault %s" % (
+        fmt(ev.get("map")), fmt(ev.get("unmap")), fmt(ev.get("io_page_fault"))))
+    if ev.get("map") is not None and a["duration"]:
+        L.append("   maps/s %s   unmaps/s %s" % (fmt(ev["map"] / a["duration"]),
+                                                fmt((ev.get("unmap") or 0) / a["duration"])))
+    if a["iommu"] == "viommu-vtd":
+        L.append("-- viommu-vtd statistics over the load window (QMP, scripts/viommu-stats --json)")
+        v = a.get("viommu")
+        s = viommu_summary(v)
+        if not s:
+            L.append("   n/a (%s)" % ((v or {}).get("error") or "no snapshot"))
+        else:
+            L.append("   window %.1f s" % s["window_s"])
+            L.append("   translations/s %s   pages mapped/s %s   pages unmapped/s %s  (from invalidations)" % (
+                fmt(s["translations_per_s"]), fmt(s["pages_mapped_per_s"]), fmt(s["pages_unmapped_per_s"])))
+            L.append("   IOTLB invalidations: global %s  domain %s  page-selective %s (%s pages)  per s %s" % (
+                fmt(s["inv_iotlb_global"]), fmt(s["inv_iotlb_domain"]), fmt(s["inv_iotlb_page"]),
+                fmt(s["inv_iotlb_pages"]), fmt(s["inv_per_s"])))
+            L.append("   context-cache %s  device-IOTLB %s  interrupt-entry-cache %s" % (
+                fmt(s["inv_context"]), fmt(s["inv_device_iotlb"]), fmt(s["inv_iec"])))
+            L.append("   wait descriptors %s   IOTLB hit rate %s" % (
+                fmt(s["wait_descriptors"]), fmt(s["iotlb_hit_pct"], "%")))
+            L.append("   IOVA space below 4 GiB: %s" % (
+                "%s = %s" % s["iova_below_4g"] if s["iova_below_4g"] else "n/a (not in the statistics)"))
+    p = a["perf"]
+    L.append("-- guest kernel profile (perf record -a -g, cpu-clock, samples %s)" % fmt(p.get("samples")))
+    if p.get("paths"):
+        for k, v in p["paths"].items():
+            L.append("   %-16s self %5.2f%%   incl. %5.2f%% (largest entry: %s)" % (
+                PATH_LABELS[k], v["self_pct"], v["incl_pct"], v["entry"] or "-"))
+        L.append("   top symbols (self%, children%):")
+        for r in p["top"]:
+            L.append("     %6.2f%% %6.2f%%  %s%s" % (r["self"], r["children"], r["symbol"],
+                                                    "" if r["kernel"] else " [user]"))
+    else:
+        L.append("   n/a (no perf report)")
+    L.append("-- logs: %s (console.log, data.log, qemu.stderr)" % a["dir"])
+    return "\n".join(L)
+
+
+def compare_table(results):
+    base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
+    hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio", "maps/s",
+           "iova%", "unmap%", "inval%", "inv/s", "IOTLB hit"]
+    rows = []
+    for r in results:
+        ld = r["load"]
+        ops = ld.get("ops_per_s")
+        p99 = ld.get("lat_p99_us")
+        ratio = ops / base["load"]["ops_per_s"] if base and ops and base["load"].get("ops_per_s") else None
+        bp99 = base["load"].get("lat_p99_us") if base else None
+        pr = p99 / bp99 if p99 and bp99 else None
+        ev = r.get("guest_iommu_events") or {}
+        maps = ev["map"] / r["duration"] if ev.get("map") is not None else None
+        paths = (r["perf"] or {}).get("paths") or {}
+        s = viommu_summary(r.get("viommu")) if r["iommu"] == "viommu-vtd" else None
+        name = "%s:%s" % (r["iommu"], r["policy"])
+        if r.get("error"):
+            rows.append([name, "FAILED"] + [""] * (len(hdr) - 2))
+            continue
+        rows.append([name, fmt(ops), fmt(ratio, "x", 2), fmt(ld.get("lat_avg_us")), fmt(p99),
+                     fmt(pr, "x", 2), fmt(maps, "", 0)]
+                    + [fmt(paths[k]["incl_pct"], "%", 1) if k in paths else "n/a"
+                       for k in ("iova_alloc", "unmap_flush", "invalidation")]
+                    + [fmt(s["inv_per_s"], "", 0) if s else "n/a",
+                       fmt(s["iotlb_hit_pct"], "%", 1) if s else "n/a"])
+    w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(hdr)]
+    out = ["  ".join(h.rjust(x) if i else h.ljust(x) for i, (h, x) in enumerate(zip(hdr, w)))]
+    for r in rows:
+        out.append("  ".join(c.rjust(x) if i else c.ljust(x) for i, (c, x) in enumerate(zip(r, w))))
+    out.append("ratio = throughput / throughput of none:lazy; p99 ratio likewise (lower is better);"
+               " iova/unmap/inval% = share of guest perf samples under those kernel paths "
+               "(inclusive, largest entry point); inv/s and IOTLB hit from viommu-vtd only.")
+    if not base:
+        out.append("(no successful 'none' run: ratios are n/a)")
+    return "\n".join(out)
+
+
+def svg_plot(results, path, title):
+    """Two bar panels: throughput relative to none, and guest profile shares."""
+    base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
+    ok = [r for r in results if not r.get("error")]
+    W, H, m = 860, 420, 60
+    pw = (W - 3 * m) / 2
+    ph = H - 2 * m - 20
+    colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"]
+    esc = lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+         'font-size="12">' % (W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="22" font-size="15" text-anchor="middle">%s</text>' % (W / 2, esc(title))]
+
+    def panel(x0, label, vals, ymax, unit_fmt, colour_by_series=None):
+        o.append('<text x="%.0f" y="%d" text-anchor="middle">%s</text>' % (x0 + pw / 2, m - 10, esc(label)))
+        o.append('<line x1="%.0f" y1="%d" x2="%.0f" y2="%d" stroke="black"/>' % (x0, m, x0, m + ph))
+        o.append('<line x1="%.0f" y1="%d" x2="%.0f" y2="%d" stroke="black"/>' % (x0, m + ph, x0 + pw, m + ph))
+        for i in range(5):
+            y = m + ph - ph * i / 4
+            o.append('<text x="%.0f" y="%.0f" text-anchor="end" font-size="10">%s</text>'
+                     % (x0 - 4, y + 3, unit_fmt(ymax * i / 4)))
+            o.append('<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#ddd"/>' % (x0, y, x0 + pw, y))
+        n = max(len(vals), 1)
+        gw = pw / n
+        for i, (name, series) in enumerate(vals):
+            k = max(len(series), 1)
+            bw = gw * 0.8 / k
+            for j, (sname, v) in enumerate(series):
+                if v is None:
+                    continue
+                h = ph * min(v / ymax, 1.0) if ymax else 0
+                x = x0 + i * gw + gw * 0.1 + j * bw
+                o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s'
+                         '</title></rect>' % (x, m + ph - h, bw - 1, h, colors[j % len(colors)],
+                                              esc(name), esc(sname), unit_fmt(v)))
+            o.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">%s</text>'
+                     % (x0 + i * gw + gw / 2, m + ph + 14, esc(name)))
+
+    thr = []
+    for r in ok:
+        v = r["load"].get("ops_per_s")
+        b = base["load"].get("ops_per_s") if base else None
+        thr.append(("%s:%s" % (r["iommu"], r["policy"]), [("throughput", v / b if v and b else None)]))
+    ymax = max([s[0][1] for s in thr if s[0][1]] + [1.0]) * 1.1
+    panel(m, "throughput relative to none (higher is better)", thr, ymax, lambda v: "%.2fx" % v)
+    shares = []
+    for r in ok:
+        paths = (r.get("perf") or {}).get("paths") or {}
+        shares.append(("%s:%s" % (r["iommu"], r["policy"]),
+                       [(PATH_LABELS[k], paths[k]["incl_pct"] if k in paths else None) for k in PATHS]))
+    ymax2 = max([v for _, s in shares for _, v in s if v] + [1.0]) * 1.1
+    panel(2 * m + pw, "guest samples under IOMMU paths (%)", shares, ymax2, lambda v: "%.1f%%" % v)
+    for j, k in enumerate(PATHS):
+        x = 2 * m + pw + j * 130
+        o.append('<rect x="%.0f" y="%d" width="10" height="10" fill="%s"/>' % (x, H - 22, colors[j]))
+        o.append('<text x="%.0f" y="%d" font-size="11">%s</text>' % (x + 14, H - 13, PATH_LABELS[k]))
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+# ---------------------------------------------------------------- main
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="profile.py", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="See docs/profiling.rst.")
+    ap.add_argument("--workload", default="memcached", help="memcached (memcaslap) or nginx (wrk)")
+    ap.add_argument("--iommu", default="viommu-vtd", help="none, intel-iommu or viommu-vtd")
+    ap.add_argument("--policy", default="lazy", help="lazy (default) or strict (iommu.strict=1)")
+    ap.add_argument("--vcpus", type=int, default=2)
+    ap.add_argument("--mem", type=int, default=2048, help="guest RAM in MiB (default 2048)")
+    ap.add_argument("--duration", type=int, default=10, help="seconds of measured load (default 10)")
+    ap.add_argument("--conns", type=int, default=8, help="client connections (default 8)")
+    ap.add_argument("--kernel", help="another guest kernel (bzImage) to boot; it needs "
+                    "virtio_pci/virtio_net built in or modules matching the image")
+    ap.add_argument("--freq", type=int, default=250, help="perf sampling frequency in Hz")
+    ap.add_argument("--no-perf", action="store_true", help="no perf record in the guest")
+    ap.add_argument("--top", type=int, default=15, help="top symbols to print")
+    ap.add_argument("--compare", nargs="?", const=DEFAULT_COMPARE, metavar="CONFIGS",
+                    help="run several IOMMU:POLICY configurations (default: %s)" % DEFAULT_COMPARE)
+    ap.add_argument("--out", help="result directory (default build/profile/<time>-...)")
+    ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 300 + 3 x duration)")
+    ap.add_argument("--append", default="", help="extra guest kernel command line")
+    ap.add_argument("--qemu-arg", action="append", default=[], help="extra QEMU argument (repeatable)")
+    ap.add_argument("--json", action="store_true", help="also print the result as JSON")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    if a.workload not in WORKLOADS:
+        ap.error("unknown workload '%s' (use memcached or nginx)" % a.workload)
+    if a.iommu not in IOMMUS:
+        ap.error("unknown IOMMU '%s' (use none, intel-iommu or viommu-vtd)" % a.iommu)
+    if a.policy not in POLICIES:
+        ap.error("unknown policy '%s' (use lazy or strict)" % a.policy)
+    for name, v, lo, hi in (("--vcpus", a.vcpus, 1, 64), ("--duration", a.duration, 1, 3600),
+                            ("--conns", a.conns, 1, 4096), ("--mem", a.mem, 768, 65536),
+                            ("--freq", a.freq, 1, 10000)):
+        if not lo <= v <= hi:
+            ap.error("%s must be between %d and %d" % (name, lo, hi))
+    if a.kernel and not os.path.isfile(a.kernel):
+        ap.error("--kernel %s: no such file" % a.kernel)
+    configs = [(a.iommu, a.policy)]
+    if a.compare:
+        configs = []
+        for c in a.compare.split(","):
+            i, _, p = c.strip().partition(":")
+            p = p or "lazy"
+            if i not in IOMMUS or p not in POLICIES:
+                ap.error("bad configuration '%s' in --compare (IOMMU:POLICY, IOMMU one of %s, "
+                         "POLICY lazy or strict)" % (c, ", ".join(IOMMUS)))
+            configs.append((i, p))
+    a.configs = configs
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    try:
+        qemu = qemu_binary()
+        runs = []
+        for i, p in a.configs:
+            if i != "none" and not qemu_has_device(qemu, i):
+                if a.compare:
+                    say("note: %s has no '-device %s' yet; skipping %s:%s" % (qemu, i, i, p))
+                    continue
+                raise Failure("%s has no '-device %s'; rebuild QEMU (scripts/build-qemu.sh) or "
+                              "pick another --iommu" % (qemu, i))
+            runs.append((i, p))
+        if not runs:
+            raise Failure("no configuration left to run")
+        if a.kernel:
+            say("note: --kernel %s: the image's modules are for the Debian kernel; virtio_pci and "
+                "virtio_net must be built in otherwise" % a.kernel)
+        say("guest image: scripts/profile/build-image.sh (first time: a few minutes)")
+        image = build_image()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        top = a.out or os.path.join(BUILD, "profile", "%s-%s%s" % (
+            stamp, a.workload, "-compare" if a.compare else "-%s-%s" % runs[0]))
+        os.makedirs(top, exist_ok=True)
+        per = 60 + a.duration + 40
+        say("%d run(s): %s; about %d s each under TCG (boot ~60 s, %d s load, perf report), "
+            "about %d min in all; results in %s" % (
+                len(runs), ", ".join("%s:%s" % r for r in runs), per, a.duration,
+                (per * len(runs) + 59) // 60, top))
+        results = []
+        for n, (i, p) in enumerate(runs, 1):
+            d = os.path.join(top, "%s-%s" % (i, p)) if a.compare else top
+            say("[%d/%d] %s with %s, %s policy, %d vCPU (console log %s)" % (
+                n, len(runs), a.workload, i, p, a.vcpus, os.path.join(d, "console.log")))
+            res = Run(a, i, p, d, image).execute(qemu, progress=not a.quiet)
+            text = report(res)
+            with open(os.path.join(d, "report.txt"), "w") as f:
+                f.write(text + "\n")
+            with open(os.path.join(d, "result.json"), "w") as f:
+                json.dump(res, f, indent=1)
+            if not a.compare or not a.quiet:
+                print(text, flush=True)
+            if res.get("error"):
+                say("error: %s:%s: %s" % (i, p, res["error"]))
+            results.append(res)
+        if a.compare:
+            table = compare_table(results)
+            title = "%s, %d vCPU, %d s per run (TCG: compare ratios, not absolute numbers)" % (
+                a.workload, a.vcpus, a.duration)
+            with open(os.path.join(top, "compare.txt"), "w") as f:
+                f.write(title + "\n" + table + "\n")
+            svg = os.path.join(top, "compare.svg")
+            svg_plot(results, svg, title)
+            latest = os.path.join(BUILD, "profile", "latest")
+            try:
+                if os.path.islink(latest) or os.path.exists(latest):
+                    os.unlink(latest)
+                os.symlink(os.path.abspath(top), latest)
+            except OSError:
+                pass
+            print("\n" + title + "\n" + table, flush=True)
+            say("table: %s  plot: %s" % (os.path.join(top, "compare.txt"), svg))
+        if a.json:
+            print(json.dumps(results if a.compare else results[0], indent=1))
+        failed = [r for r in results if r.get("error")]
+        if failed:
+            raise Failure("%d of %d run(s) failed; first: %s" % (len(failed), len(results), failed[0]["error"]))
+        return 0
+    except Failure as e:
+        print("[viommu-lab] profile: error: %s." % str(e).rstrip("."), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("[viommu-lab] profile: interrupted.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
