@@ -14,9 +14,10 @@ namespace {
 constexpr Pfn anchor_pfn = ~Pfn{0};
 }
 
-IovaTree::IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_pfn, bool timed)
+IovaTree::IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_pfn, bool timed,
+                   bool exact_max32)
     : env_(env), stats_(stats), walk_(walk), start_pfn_(start_pfn), dma32_(dma32_pfn),
-      lock_(env, "iova_rbtree_lock", 0, timed), max32_(dma32_pfn + 1)
+      lock_(env, "iova_rbtree_lock", 0, timed), max32_(dma32_pfn + 1), exact_max32_(exact_max32)
 {
     if (walk_ != Walk::v4_4) {
         anchor_ = rb_.make(anchor_pfn, anchor_pfn);
@@ -147,7 +148,7 @@ AllocResult IovaTree::alloc_v4_15(unsigned cpu, std::uint64_t size, Pfn limit_in
             stats_.add(cpu, Counter::retry_from_last);
             continue;
         }
-        if (has_fail_fast && limit <= dma32)
+        if (has_fail_fast && (exact_max32_ ? limit == dma32 : limit <= dma32))
             max32_ = size;
         return {Status::no_space, 0};
     }

@@ -26,7 +26,11 @@ enum class Walk { v4_4, v4_15, v5_0, v5_11, v5_13 };
 
 class IovaTree {
 public:
-    IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_pfn, bool timed);
+    /* @exact_max32: only a failure at exactly the 32-bit limit lowers
+     * max32_alloc_size (the kernel also lets a failure under a lower limit
+     * do it, which makes later 32-bit requests fail fast wrongly). */
+    IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_pfn, bool timed,
+             bool exact_max32 = false);
 
     /* alloc_iova(): size-aligned allocation of @pages at or below @limit. */
     AllocResult alloc(unsigned cpu, std::uint64_t pages, Pfn limit, Site site = Site::alloc);
@@ -63,6 +67,7 @@ private:
     IovaNode *cached32_ = nullptr;
     IovaNode *cached_ = nullptr;
     Pfn max32_;                 /* 5.0: exclusive dma32 limit when nothing failed */
+    bool exact_max32_;
 };
 
 } // namespace viommu::iova

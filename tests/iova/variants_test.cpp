@@ -203,6 +203,20 @@ TEST(Variants, Linux50FailsFastWhen32BitSpaceIsFull)
     }
 }
 
+/* 5.0's max32_alloc_size does not look at the limit that failed: a
+ * request that could not fit under a low limit makes every later 32-bit
+ * request of that size fail fast until a 32-bit range reaches the tree. */
+TEST(Variants, Linux50LowLimitFailurePoisonsMax32)
+{
+    Fixture k("linux-5.0"), lab("viommu-lab");
+    for (Fixture *f : {&k, &lab}) {
+        ASSERT_EQ(f->a->alloc(64, 40, false).status, Status::no_space);
+        AllocResult r = f->a->alloc(64, f->a->dma_32bit_pfn(), false);
+        EXPECT_EQ(r.ok(), f == &lab);
+    }
+    EXPECT_EQ(counter(*k.a, Counter::fast_fail_32bit), 1u);
+}
+
 /* 4.7 checks only the top pfn of a magazine against the limit; 4.15 scans. */
 TEST(Variants, MagazineLimitCheck)
 {
