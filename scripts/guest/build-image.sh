@@ -15,7 +15,8 @@
 # those changes.  It holds vmlinuz, initrd.img and manifest.txt.
 #
 # Environment:
-#   GUEST_KERNEL_PKG   kernel meta package (default linux-image-amd64)
+#   GUEST_KERNEL_PKG   kernel package: a meta package (default linux-image-amd64)
+#                      or a versioned one (e.g. linux-image-6.12.NN+bpo-amd64)
 #   GUEST_MODULES      modules to carry, with their dependencies
 #                      (default: virtio_pci virtio_blk virtio_net)
 set -euo pipefail
@@ -56,10 +57,11 @@ if [ -z "$kver_meta" ] || [ "$kver_meta" = "(none)" ]; then
 fi
 [ -n "$kver_meta" ] && [ "$kver_meta" != "(none)" ] \
     || die "guest image: apt knows no version of $GUEST_KERNEL_PKG; check the machine's Debian sources."
-# The meta package depends on exactly one versioned image package.
+# A meta package depends on exactly one versioned image package; a package
+# that depends on none (linux-image-6.1.0-NN-amd64 itself) is taken as it is.
 kpkg=$(apt-cache show "$GUEST_KERNEL_PKG=$kver_meta" 2>/dev/null \
        | sed -n 's/^Depends:.*\(linux-image-[0-9][^ ,]*\).*/\1/p' | head -1)
-[ -n "$kpkg" ] || die "guest image: cannot tell which kernel package $GUEST_KERNEL_PKG $kver_meta depends on."
+[ -n "$kpkg" ] || kpkg=$GUEST_KERNEL_PKG
 kpkg_ver=$(candidate "$kpkg")
 bb_ver=$(candidate busybox-static)
 [ -n "$bb_ver" ] && [ "$bb_ver" != "(none)" ] || die "guest image: apt knows no version of busybox-static."

@@ -20,6 +20,7 @@
 #     --append ARGS           extra kernel command line
 #     --log FILE              console log (default build/guest-logs/<time>-<test>-<iommu>-<mode>.log)
 #     --quiet                 no progress lines, only the result
+# QEMU's exit status is kept in LOG.status, its stderr in LOG.stderr, the command in LOG.cmd.
 # Exit status: 0 when the guest reported "pass" and QEMU exited cleanly, 1 when
 # a check failed or QEMU failed, 124 on timeout.
 set -euo pipefail
@@ -126,6 +127,7 @@ else
     fi
     wait "$qpid" || rc=$?
 fi
+echo "$rc" > "$log.status"
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     tail -n 15 "$log" | sed 's/^/    console: /' >&2
     say "error: the guest did not finish within ${timeout_s}s (test=$test, iommu=$iommu); console log kept in $log." >&2
