@@ -44,7 +44,7 @@ struct CtxInval {
 
 class FakeHost {
 public:
-    explicit FakeHost(size_t ram_bytes = 32 << 20, VtdConfig cfg = default_config())
+    explicit FakeHost(size_t ram_bytes = 8 << 20, VtdConfig cfg = default_config())
         : ram(ram_bytes), cfg_(cfg)
     {
         ops_.mem_read = [](void *o, uint64_t gpa, void *buf, size_t len) {

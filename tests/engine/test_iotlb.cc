@@ -301,7 +301,7 @@ TEST(CachingMode, MapAndUnmapPagesAreClassified)
 {
     VtdConfig c = FakeHost::default_config();
     c.caching_mode = true;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     uint64_t pt = h.alloc_page();
     h.set_context(0x8, pt, 1, 4);
     h.enable_translation();

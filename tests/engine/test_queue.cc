@@ -231,7 +231,7 @@ TEST(QueueDeviceTlb, DeviceIotlbDescriptorWhenAdvertised)
 {
     VtdConfig c = FakeHost::default_config();
     c.device_iotlb = true;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     h.enable_qi();
     h.submit(3 | (0x0100ull << 32) | (4ull << 16), 0x1000 | 1);
     EXPECT_EQ(h.mmio32(FSTS), 0u);

@@ -49,7 +49,7 @@ TEST(Registers, ConfigVariants)
     c.device_iotlb = true;
     c.superpage_1g = false;
     c.fault_records = 16;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     EXPECT_EQ((h.cap >> 8) & 0x1f, 0x2u);
     EXPECT_EQ(((h.cap >> 16) & 0x3f) + 1, 39u);
     EXPECT_TRUE(h.cap & (1ull << 7));

@@ -65,7 +65,7 @@ TEST(TranslateConfig, FiveLevelWalk)
 {
     VtdConfig c = FakeHost::default_config();
     c.aw_bits = 57;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     uint64_t pt = h.alloc_page();
     h.set_context(0x8, pt, 1, 5);
     h.enable_translation();
@@ -81,7 +81,7 @@ TEST(TranslateConfig, ContextLevelsMustBeInSagaw)
 {
     VtdConfig c = FakeHost::default_config();
     c.aw_bits = 39;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     uint64_t pt = h.alloc_page();
     h.set_context(0x8, pt, 1, 4);  // 4-level not supported with SAGAW = 39-bit only
     h.enable_translation();
@@ -114,7 +114,7 @@ TEST(TranslateConfig, OneGigPageNeedsSllps)
 {
     VtdConfig c = FakeHost::default_config();
     c.superpage_1g = false;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     uint64_t pt = h.alloc_page();
     h.set_context(0x8, pt, 1, 4);
     h.enable_translation();
@@ -156,7 +156,7 @@ TEST(TranslateConfig, PassThroughNeedsEcapPt)
 {
     VtdConfig c = FakeHost::default_config();
     c.pass_through = false;
-    FakeHost h(32 << 20, c);
+    FakeHost h(8 << 20, c);
     h.set_context(0x8, 0, 1, 4, 2);
     h.enable_translation();
     EXPECT_EQ(h.translate(0x8, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
@@ -172,7 +172,7 @@ TEST_F(Translate, DeviceTlbTranslationTypeNeedsEcapDt)
 
     VtdConfig c = FakeHost::default_config();
     c.device_iotlb = true;
-    FakeHost dt(32 << 20, c);
+    FakeHost dt(8 << 20, c);
     uint64_t p = dt.alloc_page();
     dt.set_context(0x8, p, 1, 4, 1);
     dt.map(p, 4, 0x3000, 0x4000, 3);

@@ -162,7 +162,7 @@ public:
             Shard &s = *sp;
             std::lock_guard guard(s.lock);
             dropped += s.index.size();
-            s.reset();
+            s.clear();
         }
         return dropped;
     }
@@ -215,6 +215,18 @@ private:
                 free.push_back(i);
             }
             hand = 0;
+        }
+
+        // O(entries), not O(capacity): only used slots go back to `free`.
+        void clear()
+        {
+            for (auto &[key, idx] : index) {
+                slots[idx].used = false;
+                slots[idx].referenced = false;
+                free.push_back(idx);
+            }
+            index.clear();
+            groups.clear();
         }
 
         uint32_t victim()
