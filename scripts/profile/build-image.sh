@@ -51,11 +51,14 @@ if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
 fi
 [ -n "$mirror" ] || die "profile image: found no 'deb ... bookworm' entry in /etc/apt/sources.list.d/*.sources to debootstrap from."
 
-# The kernel: reuse the guest image's kernel and its .deb (for the modules).
-gimg=$(bash "$TOP/scripts/guest/build-image.sh" --print) || die "profile image: building the base guest image (scripts/guest/build-image.sh) failed."
-read -r _ kpkg kpkg_ver kver_paren < <(grep '^kernel ' "$gimg/manifest.txt")
-kver=${kver_paren//[()]/}
-[ -n "$kver" ] || die "profile image: cannot read the kernel version from $gimg/manifest.txt."
+# The kernel: the one scripts/guest/build-image.sh unpacks (linux-image-amd64's
+# dependency); it is asked for only when this image has to be (re)built.
+kmeta=${GUEST_KERNEL_PKG:-linux-image-amd64}
+kmeta_ver=$(apt-cache policy "$kmeta" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+kpkg=$(apt-cache show "$kmeta=$kmeta_ver" 2>/dev/null \
+       | sed -n 's/^Depends:.*\(linux-image-[0-9][^ ,]*\).*/\1/p' | head -1)
+kpkg_ver=$(apt-cache policy "$kpkg" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+[ -n "$kpkg" ] && [ -n "$kpkg_ver" ] || die "profile image: apt knows no version of $kmeta; run 'apt-get update'."
 
 versions=$(for p in $PACKAGES; do
     v=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
@@ -77,6 +80,11 @@ if [ "$force" = 0 ] && [ -f "$out/initrd.img" ] && [ -f "$out/vmlinuz" ] && [ -f
     exit 0
 fi
 
+gimg=$(bash "$TOP/scripts/guest/build-image.sh" --print) || die "profile image: building the base guest image (scripts/guest/build-image.sh) failed."
+grep -q "^kernel $kpkg $kpkg_ver " "$gimg/manifest.txt" \
+    || die "profile image: the base guest image $gimg does not carry $kpkg $kpkg_ver."
+kver=$(sed -n 's/^kernel .*(\(.*\))$/\1/p' "$gimg/manifest.txt")
+[ -n "$kver" ] || die "profile image: cannot read the kernel version from $gimg/manifest.txt."
 work=$(mktemp -d "$pcache/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 rootcpio=$pcache/rootfs/$rkey.cpio

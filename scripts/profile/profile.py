@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,10 +47,10 @@ PATHS = {
     "iova_alloc": ("alloc_iova", "__alloc_and_insert_iova_range", "iova_rcache",
                    "__iova_rcache", "iommu_dma_alloc_iova", "free_iova", "__free_iova",
                    "iova_magazine", "remove_iova", "iova_insert_rbtree", "iommu_dma_free_iova"),
-    "unmap_flush": ("iommu_dma_unmap", "__iommu_dma_unmap", "fq_", "queue_iova",
+    "unmap_flush": ("iommu_dma_unmap", "__iommu_dma_unmap", "fq_ring", "fq_flush", "fq_full", "queue_iova",
                     "iommu_flush", "iommu_dma_flush", "iommu_iotlb_sync", "intel_iommu_tlb_sync",
                     "intel_flush_iotlb", "iommu_unmap", "__iommu_unmap", "intel_iommu_unmap",
-                    "dma_pte_clear", "domain_unmap", "fq_flush"),
+                    "dma_pte_clear", "domain_unmap"),
     "invalidation": ("qi_submit_sync", "qi_flush", "qi_check_fault", "__iommu_flush_iotlb",
                      "iommu_flush_iotlb_psi", "__iommu_flush_context", "iommu_flush_dev_iotlb"),
 }
@@ -276,12 +277,13 @@ def parse_server(workload, before, after):
     return {"requests": a - b - 1}  # the status probe itself is one request
 
 
-def parse_perf_stat(text):
+def parse_iommu_events(text):
+    """'map N' / 'unmap N' / 'overrun N' lines of the guest's ftrace count."""
     r = {}
     for line in (text or "").splitlines():
-        f = line.split(",")
-        if len(f) >= 3 and f[2].startswith("iommu:"):
-            r[f[2].split(":", 1)[1]] = int(f[0]) if f[0].isdigit() else None
+        f = line.split()
+        if len(f) == 2 and f[0] in ("map", "unmap", "overrun") and f[1].isdigit():
+            r[f[0]] = int(f[1])
     return r
 
 
@@ -311,6 +313,22 @@ def classify(rows):
     return out
 
 
+CONSOLE_TROUBLE = re.compile(r"DMAR: \[(DMA|INTR)|DMAR: DRHD|Kernel panic|soft lockup|BUG:|"
+                             r"not a head|Oops|hung_task|Out of memory")
+
+
+def console_hint(path):
+    """The first alarming line of the guest console log, if any."""
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if CONSOLE_TROUBLE.search(line):
+                    return line.strip()
+    except OSError:
+        pass
+    return None
+
+
 # ---------------------------------------------------------------- one run
 
 class Run:
@@ -320,13 +338,14 @@ class Run:
         self.data = os.path.join(outdir, "data.log")
         self.qmp = os.path.join(outdir, "qmp.sock")
         self.stderr = os.path.join(outdir, "qemu.stderr")
+        self.sockdir = None
 
     def cmdline(self):
         a = self.a
         k = ["console=ttyS0", "panic=-1", "quiet", "loglevel=4",
              "prof.workload=%s" % a.workload, "prof.duration=%d" % a.duration,
              "prof.conns=%d" % a.conns, "prof.perf=%d" % (0 if a.no_perf else 1),
-             "prof.freq=%d" % a.freq]
+             "prof.freq=%d" % a.freq, "prof.events=%d" % (0 if a.no_events else 1)]
         if self.iommu != "none":
             k.append("intel_iommu=on")
         if self.policy == "strict":
@@ -349,9 +368,16 @@ class Run:
             args += ["-device", "intel-iommu,intremap=on,id=iommu0"]
         elif self.iommu == "viommu-vtd":
             args += ["-device", "viommu-vtd,id=viommu0"]
-        # Two NICs joined back to back by a hub: what A sends, B receives.
-        for nd, mac in (("na", "52:54:00:00:aa:01"), ("nb", "52:54:00:00:bb:02")):
-            args += ["-netdev", "hubport,id=%s,hubid=0" % nd,
+        # Two NICs joined back to back: what A sends, B receives.
+        for nd, mac, me, peer in (("na", "52:54:00:00:aa:01", "a", "b"),
+                                  ("nb", "52:54:00:00:bb:02", "b", "a")):
+            if a.link == "hub":
+                nd_opts = "hubport,id=%s,hubid=0" % nd
+            else:  # a pair of unix datagram sockets, private to this run
+                nd_opts = ("dgram,id=%s,local.type=unix,local.path=%s/%s.sock,"
+                           "remote.type=unix,remote.path=%s/%s.sock" % (nd, self.sockdir, me,
+                                                                         self.sockdir, peer))
+            args += ["-netdev", nd_opts,
                      "-device", "virtio-net-pci,netdev=%s,mac=%s,iommu_platform=on,"
                      "disable-legacy=on,romfile=" % (nd, mac)]
         return args + a.qemu_arg
@@ -363,6 +389,8 @@ class Run:
             open(f, "w").close()
         if os.path.exists(self.qmp):
             os.unlink(self.qmp)
+        # Unix socket paths are limited to 108 bytes: keep them short.
+        self.sockdir = tempfile.mkdtemp(prefix="viommu-prof-")
         args = self.qemu_args(qemu)
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
@@ -427,6 +455,7 @@ class Run:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=15)
             err.close()
+            shutil.rmtree(self.sockdir, ignore_errors=True)
         res["wall_s"] = round(time.monotonic() - start, 1)
         with open(self.data, errors="replace") as f:
             text = f.read().replace("\r", "")
@@ -442,13 +471,14 @@ class Run:
                 error = ("QEMU exited (status %s) before the guest reported a result%s; console "
                          "log kept in %s" % (rc, ": " + " / ".join(tail) if tail else "", self.console))
         if error:
-            res["error"] = error
+            hint = console_hint(self.console)
+            res["error"] = error + ("; the guest kernel said: " + hint if hint else "")
         # Load generator, server, guest-side map counts.
         lg = sec.get("loadgen", "")
         res["load"] = parse_memcaslap(lg) if a.workload == "memcached" else parse_wrk(lg)
         res["server"] = parse_server(a.workload, sec.get("server-stats-before"),
                                      sec.get("server-stats-after"))
-        res["guest_iommu_events"] = parse_perf_stat(sec.get("perf-stat"))
+        res["guest_iommu_events"] = parse_iommu_events(sec.get("iommu-events"))
         res["iommu_setup"] = sec.get("iommu", "").splitlines()
         rows, samples = parse_perf_report(sec.get("perf-report"))
         res["perf"] = {"samples": samples, "paths": classify(rows) if rows else None,
@@ -554,9 +584,9 @@ def report(res):
         L.append("   (percentiles: %s)" % ld["lat_percentiles_note"])
     L.append("   server saw       %s requests" % fmt(a["server"].get("requests")))
     ev = a.get("guest_iommu_events") or {}
-    L.append("-- guest DMA API (perf stat, tracepoints iommu:map/unmap)")
-    L.append("   iommu:map %s   iommu:unmap %s   io_page_fault %s" % (
-        fmt(ev.get("map")), fmt(ev.get("unmap")), fmt(ev.get("io_page_fault"))))
+    L.append("-- guest DMA API (ftrace, tracepoints iommu:map/unmap)")
+    L.append("   iommu:map %s   iommu:unmap %s   (ring-buffer overruns: %s)" % (
+        fmt(ev.get("map")), fmt(ev.get("unmap")), fmt(ev.get("overrun"))))
     if ev.get("map") is not None and a["duration"]:
         L.append("   maps/s %s   unmaps/s %s" % (fmt(ev["map"] / a["duration"]),
                                                 fmt((ev.get("unmap") or 0) / a["duration"])))
@@ -710,8 +740,13 @@ def parse_args(argv):
     ap.add_argument("--conns", type=int, default=8, help="client connections (default 8)")
     ap.add_argument("--kernel", help="another guest kernel (bzImage) to boot; it needs "
                     "virtio_pci/virtio_net built in or modules matching the image")
+    ap.add_argument("--link", default="dgram", choices=("dgram", "hub"),
+                    help="how the two NICs are joined: dgram (a pair of unix datagram "
+                    "sockets, default) or hub (a QEMU hub)")
     ap.add_argument("--freq", type=int, default=250, help="perf sampling frequency in Hz")
     ap.add_argument("--no-perf", action="store_true", help="no perf record in the guest")
+    ap.add_argument("--no-events", action="store_true",
+                    help="do not count the guest's iommu:map/unmap tracepoints")
     ap.add_argument("--top", type=int, default=15, help="top symbols to print")
     ap.add_argument("--compare", nargs="?", const=DEFAULT_COMPARE, metavar="CONFIGS",
                     help="run several IOMMU:POLICY configurations (default: %s)" % DEFAULT_COMPARE)
