@@ -6,9 +6,9 @@
 //   lookups from different threads only meet when they hit the same shard.
 // - When a shard is full one entry is evicted; the cache is never flushed
 //   because it is full.
-// - Every entry belongs to a group (the domain-id) and is linked into its
-//   shard's per-group list, so dropping a group costs O(shards + entries
-//   dropped), independent of the cache size.
+// - A lookup can declare an entry stale (the users tag entries with domain
+//   epochs, see epochs.hpp); a stale entry is dropped on sight and, never
+//   being referenced, is the first one CLOCK evicts.
 // - Fills race with invalidations: a filler samples generation() before it
 //   reads the guest's tables and passes that value to insert(); every
 //   invalidation bumps the generation first, so a fill that started before
@@ -54,7 +54,8 @@ public:
     // insert() (see Iotlb::levels_cached_).
     void bump_generation() { gen_.fetch_add(1); }
 
-    std::optional<Value> lookup(const Key &key)
+    template <typename Valid>
+    std::optional<Value> lookup(const Key &key, Valid valid)
     {
         Shard &s = shard_of(key);
         std::lock_guard guard(s.lock);
@@ -62,6 +63,11 @@ public:
         if (it == s.index.end())
             return std::nullopt;
         Slot &slot = s.slots[it->second];
+        if (!valid(slot.value)) {
+            s.release(it->second);
+            s.index.erase(it);
+            return std::nullopt;
+        }
         slot.referenced = true;
         return slot.value;
     }
@@ -71,7 +77,7 @@ public:
         bool evicted = false;
     };
 
-    InsertResult insert(const Key &key, uint32_t group, const Value &value, uint64_t gen)
+    InsertResult insert(const Key &key, const Value &value, uint64_t gen)
     {
         Shard &s = shard_of(key);
         std::lock_guard guard(s.lock);
@@ -79,8 +85,6 @@ public:
         if (gen_.load() != gen)
             return r;
         if (auto it = s.index.find(key); it != s.index.end()) {
-            s.unlink(it->second);
-            s.link(it->second, group);
             s.slots[it->second].value = value;
             r.inserted = true;
             return r;
@@ -92,7 +96,6 @@ public:
         } else {
             idx = s.victim();
             s.index.erase(s.slots[idx].key);
-            s.unlink(idx);
             r.evicted = true;
         }
         Slot &slot = s.slots[idx];
@@ -100,13 +103,12 @@ public:
         slot.value = value;
         slot.referenced = false;
         slot.used = true;
-        s.link(idx, group);
         s.index.emplace(key, idx);
         r.inserted = true;
         return r;
     }
 
-    // Drop one key (in `group`); returns whether it was present.
+    // Drop one key; returns whether it was present.
     bool erase(const Key &key)
     {
         Shard &s = shard_of(key);
@@ -117,42 +119,6 @@ public:
         s.release(it->second);
         s.index.erase(it);
         return true;
-    }
-
-    // Drop the entries of `group` for which pred(key, value) holds.
-    template <typename Pred>
-    size_t erase_group(uint32_t group, Pred pred)
-    {
-        size_t dropped = 0;
-        for (auto &sp : shards_) {
-            Shard &s = *sp;
-            std::lock_guard guard(s.lock);
-            auto g = s.groups.find(group);
-            if (g == s.groups.end())
-                continue;
-            for (uint32_t idx = g->second.head; idx != NIL;) {
-                Slot &slot = s.slots[idx];
-                uint32_t next = slot.next;
-                if (pred(slot.key, slot.value)) {
-                    s.index.erase(slot.key);
-                    s.release(idx);  // may erase the group: `g` is not used again
-                    dropped++;
-                }
-                idx = next;
-            }
-        }
-        return dropped;
-    }
-
-    size_t group_size(uint32_t group)
-    {
-        size_t n = 0;
-        for (auto &sp : shards_) {
-            std::lock_guard guard(sp->lock);
-            if (auto g = sp->groups.find(group); g != sp->groups.end())
-                n += g->second.count;
-        }
-        return n;
     }
 
     size_t clear()
@@ -180,19 +146,12 @@ public:
 private:
     static constexpr size_t MAX_SHARDS = 64;
     static constexpr size_t MIN_PER_SHARD = 8;
-    static constexpr uint32_t NIL = UINT32_MAX;
 
     struct Slot {
         Key key{};
         Value value{};
-        uint32_t group = 0;
-        uint32_t prev = NIL, next = NIL;
         bool used = false;
         bool referenced = false;
-    };
-    struct GroupList {
-        uint32_t head = NIL;
-        uint32_t count = 0;
     };
 
     struct alignas(64) Shard {
@@ -202,13 +161,11 @@ private:
         std::vector<Slot> slots;
         std::vector<uint32_t> free;
         std::unordered_map<Key, uint32_t, Hash> index;
-        std::unordered_map<uint32_t, GroupList> groups;
         uint32_t hand = 0;
 
         void reset()
         {
             index.clear();
-            groups.clear();
             free.clear();
             for (uint32_t i = slots.size(); i-- > 0;) {
                 slots[i].used = false;
@@ -226,7 +183,6 @@ private:
                 free.push_back(idx);
             }
             index.clear();
-            groups.clear();
         }
 
         uint32_t victim()
@@ -241,36 +197,8 @@ private:
             }
         }
 
-        void link(uint32_t idx, uint32_t group)
-        {
-            GroupList &g = groups[group];
-            Slot &slot = slots[idx];
-            slot.group = group;
-            slot.prev = NIL;
-            slot.next = g.head;
-            if (g.head != NIL)
-                slots[g.head].prev = idx;
-            g.head = idx;
-            g.count++;
-        }
-
-        void unlink(uint32_t idx)
-        {
-            Slot &slot = slots[idx];
-            auto g = groups.find(slot.group);
-            if (slot.prev != NIL)
-                slots[slot.prev].next = slot.next;
-            else
-                g->second.head = slot.next;
-            if (slot.next != NIL)
-                slots[slot.next].prev = slot.prev;
-            if (--g->second.count == 0)
-                groups.erase(g);
-        }
-
         void release(uint32_t idx)
         {
-            unlink(idx);
             slots[idx].used = false;
             slots[idx].referenced = false;
             free.push_back(idx);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The context cache: decoded, valid context entries by source-id, grouped
-// by domain-id for domain-selective invalidation.
+// The context cache: decoded, valid context entries by source-id.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "clock_cache.hpp"
+#include "epochs.hpp"
 #include "root_context.hpp"
 
 namespace viommu::vtd {
@@ -21,23 +21,36 @@ public:
 
     size_t capacity() const { return cache_.capacity(); }
     size_t size() { return cache_.size(); }
+
+    // Sampled before reading the root and context tables.
     uint64_t generation() const { return cache_.generation(); }
 
-    std::optional<Context> lookup(uint16_t sid) { return cache_.lookup(sid); }
+    std::optional<Context> lookup(uint16_t sid)
+    {
+        auto e = cache_.lookup(sid, [this](const Entry &e) { return epochs_.current(e.tag, e.ctx.did); });
+        if (!e)
+            return std::nullopt;
+        return e->ctx;
+    }
+    // The domain is known only now, so its epoch is read here, before
+    // ClockCache::insert checks `gen`: an invalidation bumps the generation
+    // before the epoch, so a fill that reads the new epoch sees the new
+    // generation and is discarded.
     bool insert(uint16_t sid, const Context &ctx, uint64_t gen)
     {
-        return cache_.insert(sid, ctx.did, ctx, gen).evicted;
+        return cache_.insert(sid, {ctx, epochs_.tag(ctx.did)}, gen).evicted;
     }
 
     size_t invalidate_all()
     {
         cache_.bump_generation();
+        epochs_.bump_all();
         return cache_.clear();
     }
-    size_t invalidate_domain(uint16_t did)
+    void invalidate_domain(uint16_t did)
     {
         cache_.bump_generation();
-        return cache_.erase_group(did, [](uint16_t, const Context &) { return true; });
+        epochs_.bump(did);
     }
     // Source-ids equal to `sid` outside `sid_mask` (at most 8 with CCMD.FM).
     size_t invalidate_device(uint16_t sid, uint16_t sid_mask)
@@ -52,7 +65,12 @@ public:
     }
 
 private:
-    ClockCache<uint16_t, Context, SidHash> cache_;
+    struct Entry {
+        Context ctx;
+        EpochTag tag;
+    };
+    ClockCache<uint16_t, Entry, SidHash> cache_;
+    DomainEpochs epochs_;
 };
 
 }  // namespace viommu::vtd

@@ -120,7 +120,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     } else {
         stats_.add(Counter::IotlbMisses);
         ds.iotlb_misses.fetch_add(1, std::memory_order_relaxed);
-        uint64_t gen = iotlb_.generation();
+        auto token = iotlb_.prepare_fill(ctx.did);
         WalkResult w = walk_address(host_, f_, ctx, addr, access);
         stats_.add(Counter::PageWalks);
         stats_.add(Counter::WalkLevelsRead, w.levels_read);
@@ -128,7 +128,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
-        auto ins = iotlb_.insert(ctx.did, addr, *leaf, gen);
+        auto ins = iotlb_.insert(ctx.did, addr, *leaf, token);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts);
         if (ins.evicted)
@@ -186,7 +186,7 @@ void Engine::invalidate_context(const ContextInvalidation &req)
         // Which source-ids use the domain is known only for cached
         // contexts, so the host re-evaluates every device.
         stats_.add(Counter::CcDomain);
-        dropped = contexts_.invalidate_domain(req.did);
+        contexts_.invalidate_domain(req.did);
         host_.context_invalidated(true, 0, 0);
         break;
     case Granularity::Selective: {
@@ -216,7 +216,7 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
     case Granularity::Domain:
         stats_.add(Counter::IotlbDomain);
         stats_.domain(req.did).inv_domain.fetch_add(1, std::memory_order_relaxed);
-        dropped = iotlb_.invalidate_domain(req.did);
+        iotlb_.invalidate_domain(req.did);
         host_.invalidated(false, req.did, 0, whole);
         break;
     case Granularity::Selective: {
@@ -226,7 +226,10 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         stats_.add(Counter::IotlbPage);
         stats_.add(Counter::IotlbPagesInvalidated, pages);
         stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
-        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages);
+        bool as_domain = false;
+        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, as_domain);
+        if (as_domain)
+            stats_.add(Counter::IotlbPageAsDomain);
         classify_pages(req.did, req.addr, pages);
         host_.invalidated(false, req.did, req.addr, pages << PAGE_SHIFT);
         break;

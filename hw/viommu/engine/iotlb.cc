@@ -10,38 +10,45 @@ static constexpr unsigned MAX_LEAF_LEVEL = 3;
 std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr)
 {
     uint8_t levels = levels_cached_.load(std::memory_order_relaxed);
+    auto fresh = [this, did](const Entry &e) { return epochs_.current(e.tag, did); };
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {
         if (!(levels & (1u << level)))
             continue;
-        if (auto leaf = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)}))
-            return leaf;
+        auto e = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)}, fresh);
+        if (e)
+            return e->leaf;
     }
     return std::nullopt;
 }
 
-Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf, uint64_t gen)
+Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
+                                  const FillToken &token)
 {
     levels_cached_.fetch_or(1u << leaf.level);
-    return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level}, did, leaf, gen);
+    return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level}, {leaf, token.tag},
+                         token.gen);
 }
 
 size_t Iotlb::invalidate_all()
 {
     cache_.bump_generation();
+    epochs_.bump_all();
     return cache_.clear();
 }
 
-size_t Iotlb::invalidate_domain(uint16_t did)
+void Iotlb::invalidate_domain(uint16_t did)
 {
     cache_.bump_generation();
-    return cache_.erase_group(did, [](const IotlbKey &, const Leaf &) { return true; });
+    epochs_.bump(did);
 }
 
-// Cost O(min(keys that could hold the range, entries of the domain)): either
-// probe every key overlapping the range or scan the domain's entries.
-size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages)
+// Probes every key that could hold a page of the range: O(pages) for 4 KiB
+// entries plus the covering superpage keys; beyond MAX_PAGE_PROBES the
+// domain's epoch is bumped instead.
+size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool &as_domain)
 {
     cache_.bump_generation();
+    as_domain = false;
     uint8_t levels = levels_cached_.load();
     if (pages == 0)
         return 0;
@@ -57,13 +64,10 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages)
             probes += (last >> s) - (first >> s) + 1;
         }
     }
-    constexpr uint64_t PROBE_WITHOUT_COUNTING = 16;
-    if (probes > PROBE_WITHOUT_COUNTING && probes > cache_.group_size(did)) {
-        return cache_.erase_group(did, [first, last](const IotlbKey &k, const Leaf &) {
-            unsigned s = level_shift(k.level) - PAGE_SHIFT;
-            uint64_t lo = k.vpn << s, hi = lo + ((uint64_t{1} << s) - 1);
-            return lo <= last && hi >= first;
-        });
+    if (probes > MAX_PAGE_PROBES) {
+        epochs_.bump(did);
+        as_domain = true;
+        return 0;
     }
     size_t dropped = 0;
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {

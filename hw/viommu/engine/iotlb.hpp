@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "clock_cache.hpp"
+#include "epochs.hpp"
 
 namespace viommu::vtd {
 
@@ -43,19 +44,36 @@ public:
 
     size_t capacity() const { return cache_.capacity(); }
     size_t size() { return cache_.size(); }
-    uint64_t generation() const { return cache_.generation(); }
+
+    // Sampled before walking the guest's tables; insert() discards the
+    // result if an invalidation happened in between.
+    struct FillToken {
+        uint64_t gen;
+        EpochTag tag;
+    };
+    FillToken prepare_fill(uint16_t did) const { return {cache_.generation(), epochs_.tag(did)}; }
 
     std::optional<Leaf> lookup(uint16_t did, uint64_t addr);
-    using InsertResult = ClockCache<IotlbKey, Leaf, IotlbKeyHash>::InsertResult;
-    InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, uint64_t gen);
+    struct Entry {
+        Leaf leaf;
+        EpochTag tag;
+    };
+    using InsertResult = ClockCache<IotlbKey, Entry, IotlbKeyHash>::InsertResult;
+    InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token);
 
-    // Each returns the number of entries dropped.
+    // Each returns the number of entries dropped at once (entries made
+    // stale by an epoch are dropped lazily and not counted).
     size_t invalidate_all();
-    size_t invalidate_domain(uint16_t did);
-    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages);
+    void invalidate_domain(uint16_t did);
+    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool &as_domain);
+
+    // Ranges needing more probes than this are invalidated as the whole
+    // domain (the specification lets hardware invalidate more than asked).
+    static constexpr uint64_t MAX_PAGE_PROBES = 4096;
 
 private:
-    ClockCache<IotlbKey, Leaf, IotlbKeyHash> cache_;
+    ClockCache<IotlbKey, Entry, IotlbKeyHash> cache_;
+    DomainEpochs epochs_;
     // Page-size levels that have ever been cached, so a lookup does not probe
     // superpage sizes nobody uses.  Set before insert() and read after an
     // invalidation bumps the generation, both sequentially consistent: either

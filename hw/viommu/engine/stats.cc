@@ -228,6 +228,7 @@ std::string Stats::to_json(const Gauges &g) const
     j.num("page", c(Counter::IotlbPage));
     j.num("pages", c(Counter::IotlbPagesInvalidated));
     j.num("entries_dropped", c(Counter::IotlbEntriesDropped));
+    j.num("page_as_domain", c(Counter::IotlbPageAsDomain));
     j.close('}');
     j.num("device_iotlb", c(Counter::DeviceIotlb));
     j.num("interrupt_entry_cache", c(Counter::InterruptEntryCache));

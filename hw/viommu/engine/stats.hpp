@@ -37,6 +37,7 @@ enum class Counter : unsigned {
     FaultEvents,           // fault-event messages sent
     CcGlobal, CcDomain, CcDevice,
     IotlbGlobal, IotlbDomain, IotlbPage, IotlbPagesInvalidated, IotlbEntriesDropped,
+    IotlbPageAsDomain,     // page ranges too large to probe: whole domain dropped
     ContextEntriesDropped,
     DeviceIotlb,
     InterruptEntryCache,
