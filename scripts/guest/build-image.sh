@@ -167,7 +167,11 @@ cp "$work/initrd.img" "$work/manifest.txt" "$stage/"
 rm -rf "$out"; mv "$stage" "$out"
 chmod 0755 "$out"
 # Keep the three newest images; older ones only take space.
-ls -1dt "$gcache"/[0-9a-f]*/ 2>/dev/null | tail -n +4 | while read -r old; do rm -rf "$old"; done
+# (Only image directories, named by their 16-digit key; never debs/.)
+ls -1dt "$gcache"/*/manifest.txt 2>/dev/null | tail -n +4 | while read -r old; do
+    old=$(dirname "$old")
+    [[ $(basename "$old") =~ ^[0-9a-f]{16}$ ]] && rm -rf "$old"
+done
 say "ready: $out ($(du -h "$out/initrd.img" | cut -f1) initramfs, kernel $kver)"
 [ "$print" = 1 ] && echo "$out"
 exit 0
