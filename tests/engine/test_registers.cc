@@ -136,6 +136,12 @@ TEST(Registers, ReservedBitsReadAsZero)
     EXPECT_EQ(vtd_engine_mmio_read(h.e, 0x1000, 4), 0u);
     EXPECT_EQ(vtd_engine_mmio_read(h.e, 0xffc, 8), 0u);
     EXPECT_EQ(vtd_engine_mmio_read(h.e, ~0ull - 3, 4), 0u);
+    EXPECT_EQ(vtd_engine_mmio_read(h.e, ~0ull - 7, 8), 0u);
+    // Offsets whose low 32 bits name a real register.
+    EXPECT_EQ(vtd_engine_mmio_read(h.e, (1ull << 32) + VER, 4), 0u);
+    h.w64(IQA, 0);
+    vtd_engine_mmio_write(h.e, (1ull << 32) + IQA, 0x5000, 4);
+    EXPECT_EQ(h.mmio64(IQA), 0u);
     vtd_engine_mmio_write(h.e, RTADDR + 2, ~0ull, 4);
     vtd_engine_mmio_write(h.e, ~0ull - 3, ~0ull, 8);
     EXPECT_EQ(h.mmio64(RTADDR), ~0xfffull);

@@ -27,7 +27,7 @@ public:
 
     std::optional<Context> lookup(uint16_t sid)
     {
-        auto e = cache_.lookup(sid, [this](const Entry &e) { return epochs_.current(e.tag, e.ctx.did); });
+        auto e = cache_.lookup(sid, [this](const Entry &c) { return epochs_.current(c.tag, c.ctx.did); });
         if (!e)
             return std::nullopt;
         return e->ctx;

@@ -24,9 +24,15 @@ static uint64_t with_half(uint64_t v, uint32_t offset, uint32_t value)
                         : (v & ~0xffffffffull) | value;
 }
 
+static bool valid_access(uint64_t offset, unsigned size)
+{
+    return (size == 4 || size == 8) && offset < VTD_MMIO_SIZE &&
+           size <= VTD_MMIO_SIZE - offset && offset % size == 0;
+}
+
 uint64_t Engine::mmio_read(uint64_t offset, unsigned size)
 {
-    if ((size != 4 && size != 8) || offset % size || offset + size > VTD_MMIO_SIZE)
+    if (!valid_access(offset, size))
         return 0;
     uint64_t v = read32(offset);
     if (size == 8)
@@ -36,7 +42,7 @@ uint64_t Engine::mmio_read(uint64_t offset, unsigned size)
 
 void Engine::mmio_write(uint64_t offset, uint64_t value, unsigned size)
 {
-    if ((size != 4 && size != 8) || offset % size || offset + size > VTD_MMIO_SIZE)
+    if (!valid_access(offset, size))
         return;
     write32(offset, static_cast<uint32_t>(value));
     if (size == 8)
