@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <vector>
 
 namespace viommu::iova {
 
@@ -29,20 +28,6 @@ void TimerList::remove(Timer &t)
 {
     std::lock_guard g(lock_);
     std::erase_if(by_deadline_, [&](const auto &kv) { return kv.second == &t; });
-}
-
-template <typename F> void TimerList::take_due(Nanos now, F &&fire)
-{
-    std::vector<Timer *> due;
-    {
-        std::lock_guard g(lock_);
-        auto end = by_deadline_.upper_bound(now);
-        for (auto it = by_deadline_.begin(); it != end; ++it)
-            due.push_back(it->second);
-        by_deadline_.erase(by_deadline_.begin(), end);
-    }
-    for (Timer *t : due)
-        fire(*t);
 }
 
 Timer *TimerList::take_first(Nanos now, Nanos &deadline)
@@ -95,16 +80,19 @@ bool RealEnv::arm_timer(Timer &t, Nanos deadline)
 
 void RealEnv::cancel_timer(Timer &t)
 {
+    std::lock_guard g(firing_);
     timers_.remove(t);
     set_pending(t, false);
 }
 
 void RealEnv::run_due_timers()
 {
-    timers_.take_due(now(), [](Timer &t) {
-        set_pending(t, false);
-        t.fire();
-    });
+    Nanos deadline;
+    std::lock_guard g(firing_);
+    while (Timer *t = timers_.take_first(now(), deadline)) {
+        set_pending(*t, false);
+        t->fire();
+    }
 }
 
 void RealEnv::start_timer_thread(Nanos period_ns)

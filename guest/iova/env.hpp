@@ -137,8 +137,6 @@ class TimerList {
 public:
     void add(Timer &t, Nanos deadline);
     void remove(Timer &t);
-    /* Pops every timer due at @now; the caller fires them unlocked. */
-    template <typename F> void take_due(Nanos now, F &&fire);
     /* Pops the earliest timer due at @now, or returns null. */
     Timer *take_first(Nanos now, Nanos &deadline);
 
@@ -167,6 +165,9 @@ private:
     unsigned ncpus_;
     std::atomic<unsigned> next_cpu_{0};
     TimerList timers_;
+    /* Held while a callback runs, so cancel_timer() waits for it (like
+     * del_timer_sync); recursive so a callback may re-arm or cancel. */
+    std::recursive_mutex firing_;
     std::atomic<bool> stop_{false};
     std::jthread timer_thread_;
 };
