@@ -158,7 +158,7 @@ TEST_P(Staleness, PageInvalidationHitsCoveringSuperpage)
     EXPECT_EQ(phys(SID, 0x234000), 0x834000u);
 }
 
-TEST_P(Staleness, LargeAddressMaskScansDomain)
+TEST_P(Staleness, LargeAddressMaskInvalidatesWholeRange)
 {
     for (uint64_t p = 0; p < 64; p++)
         h.map(pt, 4, 0x40000000 + p * PAGE * 37, 0x100000 + p * PAGE, 3);
