@@ -28,7 +28,6 @@ case $iommu in viommu-vtd|intel-iommu|none) ;; *) die "demo.sh: --iommu must be 
 
 BOOT_TIMEOUT=300
 say "demo: one guest boot under TCG behind $iommu ($mode mode), moving ${mib} MiB each way over virtio-blk and virtio-net; about 1 minute (plus about 20 s to build the guest image the first time)"
-bash "$TOP/scripts/guest/build-image.sh" || die "building the guest image failed (see above)."
 
 work=$BUILD/demo
 rm -rf "$work"; mkdir -p "$work/srv"

@@ -123,7 +123,7 @@ else
     if [ "$quiet" = 0 ]; then
         # Show the guest's result lines as they arrive; tail ends with QEMU.
         tail --pid="$qpid" -n +1 -F "$log" 2>/dev/null \
-            | grep --line-buffered -E '^VIOMMU-(TEST|CHECK|DATA)' | sed -u 's/^/    guest: /' || true
+            | grep --line-buffered -E '^VIOMMU-(TEST|CHECK)' | sed -u 's/^/    guest: /' || true
     fi
     wait "$qpid" || rc=$?
 fi
