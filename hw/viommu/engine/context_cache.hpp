@@ -1,76 +1,66 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The context cache: decoded, valid context entries by source-id.
+//
+// Every device's translations start here, so all threads translating for
+// one device look up the same entry.  Lookups therefore take no lock: the
+// cache is direct-mapped (a source-id has one slot; a colliding fill evicts
+// just that slot) and each slot is a seqlock of three atomic words that
+// readers copy and validate.  Fills and invalidations serialize on a
+// writer mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 
-#include "clock_cache.hpp"
 #include "epochs.hpp"
+#include "registers.hpp"
 #include "root_context.hpp"
 
 namespace viommu::vtd {
 
-struct SidHash {
-    size_t operator()(uint16_t sid) const { return sid * 0x9e3779b1u; }
-};
-
 class ContextCache {
 public:
-    explicit ContextCache(size_t capacity) : cache_(capacity) {}
+    explicit ContextCache(size_t capacity)
+        : slots_(std::max<size_t>(1, std::min<size_t>(capacity, 65536))) {}
 
-    size_t capacity() const { return cache_.capacity(); }
-    size_t size() { return cache_.size(); }
+    size_t capacity() const { return slots_.size(); }
+    size_t size() const;
 
     // Sampled before reading the root and context tables.
-    uint64_t generation() const { return cache_.generation(); }
+    uint64_t generation() const { return gen_.load(); }
 
-    std::optional<Context> lookup(uint16_t sid)
-    {
-        auto e = cache_.lookup(sid, [this](const Entry &c) { return epochs_.current(c.tag, c.ctx.did); });
-        if (!e)
-            return std::nullopt;
-        return e->ctx;
-    }
-    // The domain is known only now, so its epoch is read here, before
-    // ClockCache::insert checks `gen`: an invalidation bumps the generation
-    // before the epoch, so a fill that reads the new epoch sees the new
-    // generation and is discarded.
-    bool insert(uint16_t sid, const Context &ctx, uint64_t gen)
-    {
-        return cache_.insert(sid, {ctx, epochs_.tag(ctx.did)}, gen).evicted;
-    }
+    std::optional<Context> lookup(uint16_t sid) const;
+    // Returns whether another source-id's entry was evicted.
+    bool insert(uint16_t sid, const Context &ctx, uint64_t gen);
 
-    size_t invalidate_all()
-    {
-        cache_.bump_generation();
-        epochs_.bump_all();
-        return cache_.clear();
-    }
-    void invalidate_domain(uint16_t did)
-    {
-        cache_.bump_generation();
-        epochs_.bump(did);
-    }
+    size_t invalidate_all();
+    void invalidate_domain(uint16_t did);
     // Source-ids equal to `sid` outside `sid_mask` (at most 8 with CCMD.FM).
-    size_t invalidate_device(uint16_t sid, uint16_t sid_mask)
-    {
-        cache_.bump_generation();
-        size_t dropped = 0;
-        uint16_t base = sid & ~sid_mask;
-        for (uint32_t low = 0; low <= sid_mask; low++)
-            if (!(low & ~sid_mask))
-                dropped += cache_.erase(static_cast<uint16_t>(base | low));
-        return dropped;
-    }
+    size_t invalidate_device(uint16_t sid, uint16_t sid_mask);
 
 private:
-    struct Entry {
-        Context ctx;
-        EpochTag tag;
+    // word0: SLPTPTR | levels << 4 | TT << 2 | FPD << 1 | valid
+    // word1: sid | did << 16        word2: epoch tag (global | domain << 32)
+    struct Slot {
+        std::atomic<uint32_t> seq{0};
+        std::atomic<uint64_t> word0{0}, word1{0}, word2{0};
     };
-    ClockCache<uint16_t, Entry, SidHash> cache_;
+
+    Slot &slot_of(uint16_t sid) { return slots_[(sid * 0x9e3779b1u >> 16) % slots_.size()]; }
+    const Slot &slot_of(uint16_t sid) const
+    {
+        return slots_[(sid * 0x9e3779b1u >> 16) % slots_.size()];
+    }
+    void write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2);
+
+    std::vector<Slot> slots_;
+    std::atomic<uint64_t> gen_{0};
     DomainEpochs epochs_;
+    std::mutex writer_;
 };
 
 }  // namespace viommu::vtd

@@ -104,7 +104,8 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         return fault(sid, addr, access, record, cl.fault, cl.fpd, nullptr);
     const Context &ctx = cl.ctx;
     DomainStats &ds = stats_.domain(ctx.did);
-    ds.translations.fetch_add(1, std::memory_order_relaxed);
+    DomainStats::Hot &ds_hot = ds.hot[Stats::thread_shard()];
+    ds_hot.translations.fetch_add(1, std::memory_order_relaxed);
     if (ctx.tt == TranslationType::PassThrough) {
         stats_.add(Counter::PassThrough);
         identity(addr, ctx.did, out);
@@ -116,7 +117,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     auto leaf = iotlb_.lookup(ctx.did, addr);
     if (leaf) {
         stats_.add(Counter::IotlbHits);
-        ds.iotlb_hits.fetch_add(1, std::memory_order_relaxed);
+        ds_hot.iotlb_hits.fetch_add(1, std::memory_order_relaxed);
     } else {
         stats_.add(Counter::IotlbMisses);
         ds.iotlb_misses.fetch_add(1, std::memory_order_relaxed);

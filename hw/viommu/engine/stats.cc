@@ -9,11 +9,11 @@ namespace viommu::vtd {
 
 Stats::Stats() = default;
 
-Stats::Shard &Stats::shard()
+unsigned Stats::thread_shard()
 {
     static std::atomic<unsigned> next_thread{0};
     thread_local unsigned index = next_thread.fetch_add(1, std::memory_order_relaxed) % SHARDS;
-    return shards_[index];
+    return index;
 }
 
 void Stats::latency(uint64_t ns)
@@ -82,7 +82,11 @@ void Stats::reset()
         if (!chunk)
             continue;
         for (auto &d : chunk->d) {
-            for (auto *v : {&d.translations, &d.iotlb_hits, &d.iotlb_misses, &d.page_walks,
+            for (auto &h : d.hot) {
+                h.translations.store(0, std::memory_order_relaxed);
+                h.iotlb_hits.store(0, std::memory_order_relaxed);
+            }
+            for (auto *v : {&d.iotlb_misses, &d.page_walks,
                             &d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped,
                             &d.pages_unmapped})
                 v->store(0, std::memory_order_relaxed);
@@ -292,8 +296,13 @@ std::string Stats::to_json(const Gauges &g) const
                 continue;
             j.open(nullptr, '{');
             j.num("id", ci * DOMAIN_CHUNK + i);
-            j.num("translations", d.translations.load());
-            j.num("iotlb_hits", d.iotlb_hits.load());
+            uint64_t translations = 0, hits = 0;
+            for (auto &h : d.hot) {
+                translations += h.translations.load(std::memory_order_relaxed);
+                hits += h.iotlb_hits.load(std::memory_order_relaxed);
+            }
+            j.num("translations", translations);
+            j.num("iotlb_hits", hits);
             j.num("iotlb_misses", d.iotlb_misses.load());
             j.num("page_walks", d.page_walks.load());
             j.num("faults", d.faults.load());

@@ -54,8 +54,16 @@ enum class Counter : unsigned {
     Count_
 };
 
+constexpr unsigned STAT_SHARDS = 8;
+
 struct DomainStats {
-    std::atomic<uint64_t> translations{0}, iotlb_hits{0}, iotlb_misses{0}, page_walks{0},
+    // Bumped on every translation: one cache line per thread shard, so
+    // threads translating for the same domain do not share a line.
+    struct alignas(64) Hot {
+        std::atomic<uint64_t> translations{0}, iotlb_hits{0};
+    };
+    std::array<Hot, STAT_SHARDS> hot;
+    std::atomic<uint64_t> iotlb_misses{0}, page_walks{0},
         faults{0}, inv_domain{0}, inv_page{0}, pages_mapped{0}, pages_unmapped{0};
     // The page tables this domain was last seen using (for classifying
     // page-selective invalidations as map or unmap).
@@ -70,6 +78,9 @@ public:
     static constexpr unsigned LATENCY_BUCKETS = 32;
 
     Stats();
+
+    // The calling thread's shard of the per-thread-group counters.
+    static unsigned thread_shard();
 
     void add(Counter c, uint64_t n = 1)
     {
@@ -102,7 +113,7 @@ public:
 
 private:
     static constexpr unsigned COUNTERS = static_cast<unsigned>(Counter::Count_);
-    static constexpr unsigned SHARDS = 8;
+    static constexpr unsigned SHARDS = STAT_SHARDS;
     static constexpr unsigned DOMAIN_CHUNK = 256;
 
     struct alignas(64) Shard {
@@ -113,7 +124,7 @@ private:
         std::array<DomainStats, DOMAIN_CHUNK> d;
     };
 
-    Shard &shard();
+    Shard &shard() { return shards_[thread_shard()]; }
 
     std::array<Shard, SHARDS> shards_;
     std::array<std::atomic<uint64_t>, DESC_TYPES> descriptors_{};
