@@ -48,7 +48,8 @@ public:
 
     void lock(Site site)
     {
-        Nanos t0 = timed_ ? env_.now() : 0;
+        const bool timed = timed_ && sampled();
+        Nanos t0 = timed ? env_.now() : 0;
         bool contended = env_.lock_attempt(*this, site);
         if (!try_once()) {
             contended = true;
@@ -58,17 +59,18 @@ public:
         auto &s = stats_[static_cast<unsigned>(site)];
         s.acquisitions++;
         s.contended += contended;
-        if (timed_) {
+        if (timed) {
             held_since_ = env_.now();
             s.wait_ns.add(held_since_ - t0);
         }
         site_ = site;
+        timing_ = timed;
     }
 
     void unlock()
     {
         Site site = site_;
-        if (timed_)
+        if (timing_)
             stats_[static_cast<unsigned>(site)].hold_ns.add(env_.now() - held_since_);
         word_.store(false, std::memory_order_release);
         env_.lock_released(*this, site);
@@ -87,6 +89,14 @@ private:
                !word_.exchange(true, std::memory_order_acquire);
     }
     void spin();
+    bool sampled() const
+    {
+        const unsigned shift = env_.lock_sample_shift;
+        if (!shift)
+            return true;
+        thread_local unsigned n = 0;
+        return (n++ & ((1u << shift) - 1)) == 0;
+    }
 
     Env &env_;
     std::string name_;
@@ -94,6 +104,7 @@ private:
     bool timed_;
     alignas(64) std::atomic<bool> word_{false};
     Site site_ = Site::alloc;
+    bool timing_ = false;       /* this acquisition is timed */
     Nanos held_since_ = 0;
     LockStats stats_{};
 };
