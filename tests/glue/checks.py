@@ -24,7 +24,9 @@ BASE = 0xfed90000
 
 # VT-d register offsets and bits (VT-d specification, chapter 11)
 VER, CAP, ECAP, GCMD, GSTS, RTADDR = 0x00, 0x08, 0x10, 0x18, 0x1c, 0x20
-CCMD, FECTL, FEDATA, FEADDR, IQA = 0x28, 0x38, 0x3c, 0x40, 0x90
+CCMD, FSTS, FECTL, FEDATA, FEADDR = 0x28, 0x34, 0x38, 0x3c, 0x40
+IQH, IQT, IQA = 0x80, 0x88, 0x90
+GCMD_QIE, FSTS_IQE = 1 << 26, 1 << 4
 CCMD_ICC, CCMD_GLOBAL = 1 << 63, 1 << 61
 GCMD_TE, GCMD_SRTP = 1 << 31, 1 << 30
 CAP_CM = 1 << 7
@@ -369,6 +371,44 @@ def t_migration_section():
     check(b"viommu-vtd" in data, "no viommu-vtd section in the migration stream")
 
 
+def t_queue_on_registers():
+    """Tables and queues are read from RAM only: a queue aimed at the unit's
+    own register window is an invalidation queue error, not a re-entry."""
+    vm = VM("viommu-vtd,id=iommu0")
+    try:
+        vm.writeq(IQA, BASE)
+        vm.writel(GCMD, GCMD_QIE)
+        check(vm.readl(GSTS) & GCMD_QIE, "GSTS.QIES not set")
+        vm.writeq(IQT, 0x10)
+        check(vm.readl(FSTS) & FSTS_IQE, "FSTS 0x%x: no IQE" % vm.readl(FSTS))
+        check(vm.readq(IQH) == 0, "IQH moved past an unreadable descriptor")
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def t_wait_status_to_registers():
+    """A wait descriptor whose status address is the register window must not
+    write the registers."""
+    vm = VM("viommu-vtd,id=iommu0")
+    try:
+        ram = 0x100000
+        vm.writel(FEDATA, 0x4041)
+        # wait descriptor: type 5, SW, status data 0x1234, status address FEDATA
+        vm.qtest("writeq 0x%x 0x%x" % (ram, (0x1234 << 32) | (1 << 5) | 5))
+        vm.qtest("writeq 0x%x 0x%x" % (ram + 8, BASE + FEDATA))
+        vm.writeq(IQA, ram)
+        vm.writel(GCMD, GCMD_QIE)
+        vm.writeq(IQT, 0x10)
+        check(vm.readl(FEDATA) == 0x4041, "FEDATA 0x%x: the unit wrote its own "
+              "registers" % vm.readl(FEDATA))
+        check(vm.readq(IQH) == 0x10, "IQH 0x%x: the wait descriptor was not consumed"
+              % vm.readq(IQH))
+        vm.quit()
+    finally:
+        vm.kill()
+
+
 def t_system_reset():
     vm = VM("viommu-vtd,id=iommu0")
     try:
@@ -399,6 +439,8 @@ CASES = [
     ("machine with the device and a PCI NIC starts and quits cleanly", t_starts_quits),
     ("migration round-trip keeps the register state", t_migration),
     ("migration stream carries a viommu-vtd section", t_migration_section),
+    ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),
+    ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),
 ]
 
