@@ -329,6 +329,14 @@ def console_hint(path):
     return None
 
 
+def console_has(path, needle):
+    try:
+        with open(path, errors="replace") as f:
+            return needle in f.read()
+    except OSError:
+        return False
+
+
 # ---------------------------------------------------------------- one run
 
 class Run:
@@ -403,6 +411,7 @@ class Run:
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                 start_new_session=True)
         seen, pos, buf, done, error = set(), 0, "", None, None
+        last_console_check = 0.0
         try:
             while True:
                 if time.monotonic() - start > timeout:
@@ -442,6 +451,14 @@ class Run:
                         done = line
                 if done or error:
                     break
+                # A soft lockup means the guest is wedged: stop now rather
+                # than at the timeout (the hint below names the first trouble).
+                if time.monotonic() - last_console_check > 3:
+                    last_console_check = time.monotonic()
+                    if console_has(self.console, "soft lockup"):
+                        error = ("the guest kernel reported a soft lockup; console log kept in %s"
+                                 % self.console)
+                        break
                 if proc.poll() is not None:
                     break
                 time.sleep(0.2)
@@ -633,8 +650,8 @@ def report(res):
 
 def compare_table(results):
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
-    hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio", "maps/s",
-           "iova%", "unmap%", "inval%", "inv/s", "IOTLB hit"]
+    hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio",
+           "iova%", "unmap%", "inval%", "xlat/s", "inv/s", "waits/s", "IOTLB hit"]
     rows = []
     for r in results:
         ld = r["load"]
@@ -643,8 +660,6 @@ def compare_table(results):
         ratio = ops / base["load"]["ops_per_s"] if base and ops and base["load"].get("ops_per_s") else None
         bp99 = base["load"].get("lat_p99_us") if base else None
         pr = p99 / bp99 if p99 and bp99 else None
-        ev = r.get("guest_iommu_events") or {}
-        maps = ev["map"] / r["duration"] if ev.get("map") is not None else None
         paths = (r["perf"] or {}).get("paths") or {}
         s = viommu_summary(r.get("viommu")) if r["iommu"] == "viommu-vtd" else None
         name = "%s:%s" % (r["iommu"], r["policy"])
@@ -652,10 +667,13 @@ def compare_table(results):
             rows.append([name, "FAILED"] + [""] * (len(hdr) - 2))
             continue
         rows.append([name, fmt(ops), fmt(ratio, "x", 2), fmt(ld.get("lat_avg_us")), fmt(p99),
-                     fmt(pr, "x", 2), fmt(maps, "", 0)]
+                     fmt(pr, "x", 2)]
                     + [fmt(paths[k]["incl_pct"], "%", 1) if k in paths else "n/a"
                        for k in ("iova_alloc", "unmap_flush", "invalidation")]
-                    + [fmt(s["inv_per_s"], "", 0) if s else "n/a",
+                    + [fmt(s["translations_per_s"], "", 0) if s else "n/a",
+                       fmt(s["inv_per_s"], "", 0) if s else "n/a",
+                       fmt(s["wait_descriptors"] / s["window_s"], "", 0)
+                       if s and s["wait_descriptors"] is not None else "n/a",
                        fmt(s["iotlb_hit_pct"], "%", 1) if s else "n/a"])
     w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(hdr)]
     out = ["  ".join(h.rjust(x) if i else h.ljust(x) for i, (h, x) in enumerate(zip(hdr, w)))]
@@ -663,9 +681,13 @@ def compare_table(results):
         out.append("  ".join(c.rjust(x) if i else c.ljust(x) for i, (c, x) in enumerate(zip(r, w))))
     out.append("ratio = throughput / throughput of none:lazy; p99 ratio likewise (lower is better);"
                " iova/unmap/inval% = share of guest perf samples under those kernel paths "
-               "(inclusive, largest entry point); inv/s and IOTLB hit from viommu-vtd only.")
+               "(inclusive, largest entry point); xlat/s (DMA translations), inv/s (IOTLB "
+               "invalidations), waits/s (wait descriptors) and IOTLB hit from viommu-vtd's statistics.")
     if not base:
         out.append("(no successful 'none' run: ratios are n/a)")
+    for r in results:
+        if r.get("error"):
+            out.append("FAILED %s:%s: %s" % (r["iommu"], r["policy"], r["error"]))
     return "\n".join(out)
 
 
@@ -713,7 +735,7 @@ def svg_plot(results, path, title):
         v = r["load"].get("ops_per_s")
         b = base["load"].get("ops_per_s") if base else None
         thr.append(("%s:%s" % (r["iommu"], r["policy"]), [("throughput", v / b if v and b else None)]))
-    ymax = max([s[0][1] for s in thr if s[0][1]] + [1.0]) * 1.1
+    ymax = max([ser[0][1] for _, ser in thr if ser[0][1]] + [1.0]) * 1.1
     panel(m, "throughput relative to none (higher is better)", thr, ymax, lambda v: "%.2fx" % v)
     shares = []
     for r in ok:
