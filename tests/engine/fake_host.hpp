@@ -90,8 +90,11 @@ public:
     }
 
     // --- guest memory ---
+    // Tests edit guest memory while other threads translate; the lock keeps
+    // the fake's own memcpys race-free (a real guest's are racy by design).
     int read(uint64_t gpa, void *buf, size_t len)
     {
+        std::lock_guard g(ram_lock);
         if (gpa > ram.size() || len > ram.size() - gpa)
             return -1;
         std::memcpy(buf, ram.data() + gpa, len);
@@ -99,6 +102,7 @@ public:
     }
     int write(uint64_t gpa, const void *buf, size_t len)
     {
+        std::lock_guard g(ram_lock);
         if (gpa > ram.size() || len > ram.size() - gpa)
             return -1;
         std::memcpy(ram.data() + gpa, buf, len);
@@ -254,6 +258,7 @@ public:
     }
 
     std::vector<uint8_t> ram;
+    std::mutex ram_lock;
     std::mutex log_lock;
     std::vector<Msi> msis;
     std::vector<Inval> invals;
