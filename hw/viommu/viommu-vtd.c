@@ -351,10 +351,21 @@ static void viommu_vtd_as_refresh(ViommuVtdAS *vas)
                   vtd_engine_is_pass_through(s->engine, sid);
 
     qatomic_set(&vas->domain, -1);
-    /* Whatever a notifier learned under the old context is stale now. */
-    if (vas->notifier_flags) {
-        if (bypass) {
-            viommu_vtd_sync_as(vas, 0, HWADDR_MAX);
+    /*
+     * Whatever a notifier learned under the old context is stale: drop it
+     * all, and re-map from the tables if the IOMMU region stays in use.  A
+     * region coming into use gets its notifiers (and their replay) from
+     * the memory listeners that register them.
+     */
+    if (vas->notifier_flags && (bypass || !vas->bypass)) {
+        IOMMUNotifier *n;
+
+        IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+            if (bypass) {
+                viommu_vtd_notify_unmap(vas, n, 0, viommu_vtd_limit(s));
+            } else {
+                viommu_vtd_sync_notifier(vas, n, 0, viommu_vtd_limit(s));
+            }
         }
     }
     if (bypass != vas->bypass) {
@@ -364,8 +375,6 @@ static void viommu_vtd_as_refresh(ViommuVtdAS *vas)
         memory_region_set_enabled(&vas->nodmar, bypass);
         vas->bypass = bypass;
         memory_region_transaction_commit();
-    } else if (vas->notifier_flags && !bypass) {
-        viommu_vtd_sync_as(vas, 0, HWADDR_MAX);
     }
 }
 
