@@ -55,7 +55,9 @@ if wants unit; then
 fi
 
 if wants qtest || wants glue || wants guest; then
-    if bash "$TOP/scripts/fetch-qemu.sh" && bash "$TOP/scripts/build-qemu.sh" $(bash "$TOP/scripts/qtest-targets.sh"); then
+    # The qtest targets are known only once QEMU is configured: build twice.
+    if bash "$TOP/scripts/fetch-qemu.sh" && bash "$TOP/scripts/build-qemu.sh" \
+        && bash "$TOP/scripts/build-qemu.sh" $(bash "$TOP/scripts/qtest-targets.sh"); then
         qemu_ok=1
     else
         qemu_ok=0
@@ -66,7 +68,7 @@ if wants qtest; then
     if [ "$qemu_ok" = 1 ]; then
         if [ -n "$(bash "$TOP/scripts/qtest-targets.sh")" ]; then
             say "qtests: running suite viommu"
-            meson test -C "$BUILD/qemu" --no-rebuild --print-errorlogs --suite viommu \
+            "$BUILD/qemu/pyvenv/bin/meson" test -C "$BUILD/qemu" --no-rebuild --print-errorlogs --suite viommu \
                 >"$logs/qtest.log" 2>&1
             tail -n 12 "$logs/qtest.log" | sed 's/^/    /'
             count qtest junit "$BUILD/qemu/meson-logs/testlog.junit.xml"

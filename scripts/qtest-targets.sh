@@ -6,12 +6,15 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 obj=$BUILD/qemu
 [ -f "$obj/build.ninja" ] || exit 0
-meson introspect "$obj" --tests 2>/dev/null | python3 -c '
+meson=$obj/pyvenv/bin/meson
+[ -x "$meson" ] || meson=meson
+"$meson" introspect "$obj" --tests 2>/dev/null | python3 -c '
 import json, os, sys
 obj = sys.argv[1]
 seen = set()
 for t in json.load(sys.stdin):
-    if "viommu" in t.get("suite", []):
+    # meson prefixes suites with the project name ("qemu:viommu").
+    if any(s.split(":")[-1] == "viommu" for s in t.get("suite", [])):
         exe = t["cmd"][0]
         if exe.startswith(obj + "/") and exe not in seen:
             seen.add(exe)
