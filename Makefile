@@ -6,12 +6,12 @@
 #   make bench   benchmarks (reports, not pass/fail)
 #   make qemu    only build build/qemu-system-x86_64
 #
-# Variables: SUITES="unit qtest glue guest" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
+# Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
 # QEMU_ARGS="..." extra QEMU options (run).
 
 SHELL := /bin/bash
 IOMMU ?= viommu-vtd
-SUITES ?= unit qtest glue guest
+SUITES ?= unit qtest glue guest profile
 export IOMMU SUITES QEMU_ARGS
 
 .PHONY: run check bench qemu standalone setup report clean help

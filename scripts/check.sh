@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # make check: set up, build, run every suite, print one summary line.
 #
-#   SUITES="unit qtest glue guest"   which suites to run (default: all)
+#   SUITES="unit qtest glue guest profile"   which suites to run (default: all)
 #
 # Each suite's results are counted case by case (GoogleTest cases, TAP lines);
 # the last line is "N passed, N failed" (", N skipped" when any were skipped),
@@ -10,7 +10,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-all_suites="unit qtest glue guest"
+all_suites="unit qtest glue guest profile"
 SUITES=${SUITES:-$all_suites}
 for s in $SUITES; do
     case " $all_suites " in *" $s "*) ;; *) die "unknown suite '$s' in SUITES (known: $all_suites)." ;; esac
@@ -37,8 +37,8 @@ fail_setup() {  # a suite that could not even start counts as one failure
 }
 
 level=standalone
-if wants qtest || wants glue || wants guest; then level=qemu; fi
-if wants guest; then level=guest; fi
+if wants qtest || wants glue; then level=qemu; fi
+if wants guest || wants profile; then level=guest; fi
 bash "$TOP/scripts/setup-host.sh" "$level" || exit 1
 
 if wants unit; then
@@ -54,7 +54,7 @@ if wants unit; then
     fi
 fi
 
-if wants qtest || wants glue || wants guest; then
+if wants qtest || wants glue || wants guest || wants profile; then
     # The qtest targets are known only once QEMU is configured: build twice.
     if bash "$TOP/scripts/fetch-qemu.sh" && bash "$TOP/scripts/build-qemu.sh" \
         && bash "$TOP/scripts/build-qemu.sh" $(bash "$TOP/scripts/qtest-targets.sh"); then
@@ -90,6 +90,7 @@ run_tap_suite() {  # run_tap_suite NAME SCRIPT
 }
 wants glue && run_tap_suite glue "$TOP/tests/glue/run.sh"
 wants guest && run_tap_suite guest "$TOP/tests/guest/run.sh"
+wants profile && run_tap_suite profile "$TOP/tests/profile/smoke.sh"
 
 say "summary (logs in build/check-logs):"
 printf '%s\n' "${report[@]}"
