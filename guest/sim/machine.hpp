@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Virtual CPUs and spinlocks on a virtual clock.
+ *
+ * Each virtual CPU has its own clock.  The simulator always runs the CPU
+ * whose clock is smallest (lowest id on ties), one operation at a time, so
+ * operations of different CPUs take effect in virtual-time order of their
+ * start.  A VirtualLock remembers when (in virtual time) its last holder
+ * released it and which CPU that was: a CPU that wants it earlier spins
+ * until then (FIFO, as a queued spinlock hands over in arrival order), and
+ * a CPU that is not the last holder pays for pulling the lock's line and
+ * the data it protects from the previous holder (CostModel::handoff_lines).
+ *
+ * Approximation (docs/simulation.rst): an operation runs to completion
+ * once started, so a lock taken late in one operation is ordered by the
+ * operation's start, not by the attempt's own time.  The error is bounded
+ * by one operation's duration.
+ */
+#ifndef VIOMMU_GUEST_SIM_MACHINE_HPP
+#define VIOMMU_GUEST_SIM_MACHINE_HPP
+
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cost.hpp"
+
+namespace viommu::sim {
+
+struct SpinRecord {
+    std::uint64_t acquisitions = 0;
+    std::uint64_t contended = 0;     /* had to wait for another holder */
+    Nanos spin_ns = 0;               /* in the lock function: wait + line fetch + local cost */
+    Nanos hold_ns = 0;
+};
+
+class VirtualLock {
+public:
+    explicit VirtualLock(std::string name) : name_(std::move(name)) {}
+    const std::string &name() const { return name_; }
+    /* Per call site, in first-use order of the site name. */
+    const std::map<std::string, SpinRecord, std::less<>> &sites() const { return sites_; }
+    bool held() const { return held_; }
+
+private:
+    friend class Machine;
+    std::string name_;
+    Nanos free_at_ = 0;
+    int last_cpu_ = -1;
+    bool held_ = false;
+    Nanos held_since_ = 0;
+    SpinRecord *current_ = nullptr;
+    std::map<std::string, SpinRecord, std::less<>> sites_;
+};
+
+class Machine {
+public:
+    Machine(unsigned ncpus, const CostModel &cost);
+
+    unsigned ncpus() const { return static_cast<unsigned>(clocks_.size()); }
+    const CostModel &cost() const { return cost_; }
+    Nanos now(unsigned cpu) const { return clocks_[cpu]; }
+    void advance(unsigned cpu, Nanos d) { clocks_[cpu] += d; }
+    void advance_to(unsigned cpu, Nanos t)
+    {
+        if (t > clocks_[cpu])
+            clocks_[cpu] = t;
+    }
+    /* The CPU to run next: smallest clock, lowest id on ties. */
+    unsigned next_cpu() const;
+
+    /* Locks live as long as the Machine; the reference stays valid. */
+    VirtualLock &make_lock(std::string name);
+    /* Returns true if @cpu had to wait for another holder. */
+    bool acquire(VirtualLock &l, unsigned cpu, std::string_view site) { return acquire(l, cpu, site, cost_.handoff_lines); }
+    /* The same with @lines cache lines fetched from a previous holder on
+     * another CPU (1: an atomic on a single shared word). */
+    bool acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsigned lines);
+    /* One atomic read-modify-write of a contended word, as a one-line lock. */
+    bool atomic_rmw(VirtualLock &l, unsigned cpu, std::string_view site)
+    {
+        bool waited = acquire(l, cpu, site, 1);
+        release(l, cpu);
+        return waited;
+    }
+    void release(VirtualLock &l, unsigned cpu);
+
+    /* Every CPU waits until the latest one catches up (a barrier). */
+    void align_clocks();
+    /* Start of the measured window: clears lock records, remembers clocks. */
+    void start_window();
+    /* CPU time in the window, summed over CPUs. */
+    Nanos window_cpu_time() const;
+    /* Mean clock advance since start_window(). */
+    double window_elapsed() const;
+    const std::deque<VirtualLock> &locks() const { return locks_; }
+
+private:
+    CostModel cost_;
+    std::vector<Nanos> clocks_;
+    std::vector<Nanos> window_start_;
+    std::deque<VirtualLock> locks_;
+};
+
+/* RAII holder of a VirtualLock for the sim's own models. */
+class VirtualLockGuard {
+public:
+    VirtualLockGuard(Machine &m, VirtualLock &l, unsigned cpu, std::string_view site)
+        : m_(m), l_(l), cpu_(cpu) { m_.acquire(l_, cpu_, site); }
+    ~VirtualLockGuard() { m_.release(l_, cpu_); }
+    VirtualLockGuard(const VirtualLockGuard &) = delete;
+    VirtualLockGuard &operator=(const VirtualLockGuard &) = delete;
+
+private:
+    Machine &m_;
+    VirtualLock &l_;
+    unsigned cpu_;
+};
+
+} // namespace viommu::sim
+
+#endif

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * SimEnv: the allocator's Env on the simulator's virtual CPUs.
+ *
+ * now() is the current virtual CPU's clock; InstrumentedLock attempts
+ * queue on a VirtualLock per lock instance; charge() advances the current
+ * CPU's clock by the cost model; timers go on a deadline-ordered list the
+ * simulator fires on the CPU that armed them.
+ */
+#ifndef VIOMMU_GUEST_SIM_SIM_ENV_HPP
+#define VIOMMU_GUEST_SIM_SIM_ENV_HPP
+
+#include <array>
+#include <map>
+#include <unordered_map>
+
+#include "../iova/env.hpp"
+#include "../iova/lock.hpp"
+#include "machine.hpp"
+
+namespace viommu::sim {
+
+class SimEnv final : public iova::Env {
+public:
+    explicit SimEnv(Machine &m) : m_(m) {}
+
+    iova::Nanos now() override { return m_.now(cpu_); }
+    unsigned current_cpu() override { return cpu_; }
+    unsigned ncpus() const override { return m_.ncpus(); }
+    bool arm_timer(iova::Timer &t, iova::Nanos deadline) override;
+    void cancel_timer(iova::Timer &t) override;
+
+    bool lock_attempt(const iova::InstrumentedLock &l, iova::Site s) override;
+    void lock_released(const iova::InstrumentedLock &l, iova::Site s) override;
+    void charge(iova::Work w, std::uint64_t n) override;
+
+    void set_cpu(unsigned cpu) { cpu_ = cpu; }
+    /* Earliest pending timer deadline, or UINT64_MAX. */
+    Nanos next_timer() const;
+    /* Fire the earliest timer on the CPU that armed it, not before its deadline. */
+    void fire_next_timer();
+
+    std::uint64_t work_units(iova::Work w) const { return work_[static_cast<unsigned>(w)]; }
+    void reset_work() { work_ = {}; }
+
+private:
+    struct Armed {
+        iova::Timer *timer;
+        unsigned cpu;
+    };
+    Machine &m_;
+    unsigned cpu_ = 0;
+    std::unordered_map<const iova::InstrumentedLock *, VirtualLock *> locks_;
+    std::multimap<std::pair<Nanos, std::uint64_t>, Armed> timers_;  /* (deadline, arm order) */
+    std::uint64_t arm_seq_ = 0;
+    std::array<std::uint64_t, static_cast<unsigned>(iova::Work::count_)> work_{};
+};
+
+} // namespace viommu::sim
+
+#endif

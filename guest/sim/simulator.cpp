@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "simulator.hpp"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <functional>
+#include <queue>
+
+#include "../iova/iova.hpp"
+#include "machine.hpp"
+#include "sim_env.hpp"
+#include "workload.hpp"
+
+namespace viommu::sim {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> dma_mode_names{"sac", "sac-flush", "sac-once", "forcedac"};
+
+/* Invalidations of the flush policies go to the invalidation-queue model,
+ * on the virtual CPU that issues them. */
+class SimFlusher final : public iova::Flusher {
+public:
+    SimFlusher(SimEnv &env, InvQueue &q) : env_(env), q_(q) {}
+    void flush_range(iova::Range) override { q_.submit_and_wait(env_.current_cpu(), 1); }
+    void flush_all() override { q_.submit_and_wait(env_.current_cpu(), 1); }
+
+private:
+    SimEnv &env_;
+    InvQueue &q_;
+};
+
+struct Mapping {
+    std::uint64_t iova = 0;
+    std::uint64_t bytes = 0;
+    bool live = false;
+};
+
+/* The IOMMU side of a run: allocator, flush policy, dma-iommu layer. */
+class Iommu {
+public:
+    Iommu(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env)
+        : m_(m), env_(env), legacy_sac_flush_(cfg.dma == "sac-flush")
+    {
+        iova::Config acfg;
+        acfg.granule_shift = info.granule_shift;
+        acfg.ncpus = info.cpus;
+        acfg.check_frees = false;
+        alloc_ = iova::Allocator::create(cfg.allocator, env, acfg);
+        queue_ = InvQueue::create(cfg.invq, m);
+        if (!alloc_ || !queue_)
+            return;
+        flusher_ = std::make_unique<SimFlusher>(env, *queue_);
+        policy_ = iova::FlushPolicy::create(cfg.flush, *alloc_, *flusher_);
+        if (!policy_)
+            return;
+        iova::DmaOptions opt{.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"};
+        domain_ = std::make_unique<iova::DmaDomain>(*alloc_, *policy_, opt);
+        for (const DeviceSpec &d : info.devices)
+            devices_.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
+    }
+    bool ok() const { return domain_ != nullptr; }
+
+    bool map(unsigned dev, std::uint64_t bytes, std::uint64_t &iova_out)
+    {
+        m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        iova::DmaDevice &d = devices_.at(dev);
+        if (legacy_sac_flush_ && d.pci && d.dma_mask > 0xffffffffull) {
+            unsigned shift = alloc_->config().granule_shift;
+            std::uint64_t pages = domain_->pages_for(bytes);
+            iova::AllocResult r = alloc_->alloc(pages, iova::Allocator::pfn_32bit(shift), true);
+            if (!r.ok())
+                r = alloc_->alloc(pages, std::min(d.dma_mask >> shift, alloc_->end_pfn() - 1), true);
+            iova_out = r.pfn << shift;
+            return r.ok();
+        }
+        iova::MapResult r = domain_->map(d, bytes);
+        iova_out = r.iova;
+        return r.ok();
+    }
+    void unmap(std::uint64_t iova, std::uint64_t bytes)
+    {
+        m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        domain_->unmap(iova, bytes);
+    }
+
+    iova::Allocator &allocator() { return *alloc_; }
+    InvQueue &queue() { return *queue_; }
+
+private:
+    Machine &m_;
+    SimEnv &env_;
+    bool legacy_sac_flush_;
+    std::unique_ptr<iova::Allocator> alloc_;
+    std::unique_ptr<InvQueue> queue_;
+    std::unique_ptr<SimFlusher> flusher_;
+    std::unique_ptr<iova::FlushPolicy> policy_;
+    std::unique_ptr<iova::DmaDomain> domain_;
+    std::vector<iova::DmaDevice> devices_;
+};
+
+class Run {
+public:
+    Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, Iommu *iommu)
+        : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
+          slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
+          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns)
+    {
+    }
+
+    /* Runs every CPU until @more(cpu) says stop and its pending steps are done. */
+    template <typename More> void phase(More &&more)
+    {
+        using Entry = std::pair<Nanos, unsigned>;
+        std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+        for (unsigned c = 0; c < n_; c++)
+            ready.push({m_.now(c), c});
+        while (!ready.empty()) {
+            auto [t, cpu] = ready.top();
+            if (env_.next_timer() <= t) {
+                env_.fire_next_timer();
+                continue;
+            }
+            ready.pop();
+            if (t != m_.now(cpu)) {            /* a timer ran on this CPU meanwhile */
+                ready.push({m_.now(cpu), cpu});
+                continue;
+            }
+            if (pending_[cpu].empty()) {
+                if (!more(cpu))
+                    continue;
+                wl_.next(cpu, steps_);
+                pending_[cpu].assign(steps_.begin(), steps_.end());
+                steps_.clear();
+            }
+            env_.set_cpu(cpu);
+            if (drain_ns_ && iommu_ && cpu == 0 && m_.now(0) >= next_drain_) {
+                next_drain_ = m_.now(0) + drain_ns_;
+                iommu_->allocator().flush_caches();
+            }
+            execute(cpu, pending_[cpu].front());
+            pending_[cpu].pop_front();
+            if (pending_[cpu].empty())
+                done_[cpu]++;
+            ready.push({m_.now(cpu), cpu});
+        }
+    }
+
+    void setup()
+    {
+        for (unsigned c = 0; c < n_; c++) {
+            wl_.setup(c, steps_);
+            pending_[c].assign(steps_.begin(), steps_.end());
+            steps_.clear();
+        }
+        phase([](unsigned) { return false; });
+    }
+
+    std::uint64_t done(unsigned cpu) const { return done_[cpu]; }
+    std::uint64_t total_done() const
+    {
+        std::uint64_t s = 0;
+        for (auto d : done_)
+            s += d;
+        return s;
+    }
+    void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
+    std::uint64_t failed_maps = 0;
+
+private:
+    void execute(unsigned cpu, const Step &s)
+    {
+        switch (s.kind) {
+        case VIOMMU_SIM_WORK:
+            m_.advance(cpu, s.value);
+            break;
+        case VIOMMU_SIM_MAP: {
+            Mapping &mp = slots_[cpu].at(s.arg);
+            mp = {0, s.value, true};
+            if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
+                mp.live = false;
+                failed_maps++;
+            }
+            break;
+        }
+        case VIOMMU_SIM_UNMAP: {
+            Mapping &mp = slots_[cpu].at(s.arg);
+            if (mp.live && iommu_)
+                iommu_->unmap(mp.iova, mp.bytes);
+            mp.live = false;
+            break;
+        }
+        case VIOMMU_SIM_MAP_POST: {
+            Mapping mp{0, s.value, true};
+            if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
+                failed_maps++;
+                break;
+            }
+            mailbox_.at(s.arg % n_).push_back(mp);
+            break;
+        }
+        case VIOMMU_SIM_UNMAP_MAILBOX: {
+            auto &box = mailbox_[cpu];
+            std::uint64_t n = s.value ? std::min<std::uint64_t>(s.value, box.size()) : box.size();
+            for (std::uint64_t i = 0; i < n; i++) {
+                if (iommu_)
+                    iommu_->unmap(box.front().iova, box.front().bytes);
+                box.pop_front();
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+
+    Workload &wl_;
+    Machine &m_;
+    SimEnv &env_;
+    Iommu *iommu_;
+    unsigned n_;
+    std::vector<std::vector<Mapping>> slots_;
+    std::vector<std::deque<Mapping>> mailbox_;
+    std::vector<std::deque<Step>> pending_;
+    std::vector<std::uint64_t> done_;
+    std::vector<Step> steps_;
+    Nanos drain_ns_, next_drain_;
+};
+
+struct Measured {
+    std::uint64_t transactions;
+    double elapsed_ns;
+};
+
+/* setup, warm-up, then the measured window of @ops transactions. */
+Measured drive(Run &run, Machine &m, unsigned warmup, std::uint64_t ops,
+               const std::function<void()> &window_start)
+{
+    run.setup();
+    run.reset_done();
+    m.align_clocks();
+    run.phase([&](unsigned cpu) { return run.done(cpu) < warmup; });
+    run.reset_done();
+    m.align_clocks();
+    m.start_window();
+    window_start();
+    std::uint64_t started = 0;
+    run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
+    return {run.total_done(), m.window_elapsed()};
+}
+
+bool known(std::span<const std::string_view> names, std::string_view n)
+{
+    return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+} // namespace
+
+std::span<const std::string_view> dma_modes() { return dma_mode_names; }
+
+std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, std::string *error)
+{
+    auto fail = [&](std::string msg) -> std::optional<SimResult> {
+        if (error)
+            *error = std::move(msg);
+        return std::nullopt;
+    };
+    if (!known(dma_modes(), cfg.dma))
+        return fail("unknown dma mode '" + cfg.dma + "'");
+    if (!known(InvQueue::kinds(), cfg.invq))
+        return fail("unknown invalidation queue '" + cfg.invq + "'");
+    if (cfg.allocator != "none" && !known(iova::Allocator::variants(), cfg.allocator))
+        return fail("unknown allocator '" + cfg.allocator + "'");
+    if (cfg.allocator != "none" && !known(iova::FlushPolicy::policies(), cfg.flush))
+        return fail("unknown flush policy '" + cfg.flush + "'");
+
+    SimResult res;
+    res.config = cfg;
+    auto make_wl = [&] { return Workload::create(cfg.workload, cfg.cpus, cfg.seed); };
+    auto wl = make_wl();
+    if (!wl)
+        return fail("unknown workload '" + cfg.workload + "' or more than 256 CPUs");
+    const WorkloadInfo &info = wl->info();
+    res.cpus = info.cpus;
+    res.unit = info.unit;
+    std::uint64_t ops = cfg.ops ? cfg.ops : std::uint64_t{info.measure_per_cpu} * info.cpus;
+    unsigned warmup = cfg.warmup_per_cpu >= 0 ? unsigned(cfg.warmup_per_cpu) : info.warmup_per_cpu;
+
+    /* the same workload without an IOMMU */
+    {
+        auto bwl = make_wl();
+        Machine m(info.cpus, cost);
+        SimEnv env(m);
+        Run run(cfg, *bwl, m, env, nullptr);
+        Measured b = drive(run, m, warmup, ops, [] {});
+        res.baseline_throughput = b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
+    }
+    if (cfg.allocator == "none") {
+        res.transactions = ops;
+        res.throughput = res.baseline_throughput;
+        res.relative = 1.0;
+        return res;
+    }
+
+    Machine m(info.cpus, cost);
+    SimEnv env(m);
+    Iommu iommu(cfg, info, m, env);
+    if (!iommu.ok())
+        return fail("could not create allocator/flush policy/queue");
+    Run run(cfg, *wl, m, env, &iommu);
+    Measured r = drive(run, m, warmup, ops, [&] {
+        iommu.allocator().reset_stats();
+        iommu.queue().reset_stats();
+        env.reset_work();
+        run.failed_maps = 0;
+    });
+    res.transactions = r.transactions;
+    res.elapsed_ns = r.elapsed_ns;
+    res.throughput = r.elapsed_ns > 0 ? double(r.transactions) * 1e9 / r.elapsed_ns : 0;
+    res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
+    res.failed_maps = run.failed_maps;
+
+    Nanos spin = 0;
+    for (const VirtualLock &l : m.locks()) {
+        for (const auto &[site, rec] : l.sites()) {
+            if (!rec.acquisitions)
+                continue;
+            auto it = std::find_if(res.profile.begin(), res.profile.end(),
+                                   [&](const auto &p) { return p.lock == l.name() && p.site == site; });
+            if (it == res.profile.end())
+                it = res.profile.insert(res.profile.end(), {l.name(), site});
+            it->acquisitions += rec.acquisitions;
+            it->contended += rec.contended;
+            it->spin_ns += rec.spin_ns;
+            it->hold_ns += rec.hold_ns;
+            spin += rec.spin_ns;
+        }
+    }
+    std::stable_sort(res.profile.begin(), res.profile.end(),
+                     [](const auto &a, const auto &b) { return a.spin_ns > b.spin_ns; });
+    Nanos cpu_time = m.window_cpu_time();
+    res.spin_share = cpu_time ? double(spin) / double(cpu_time) : 0;
+
+    iova::Allocator &a = iommu.allocator();
+    res.rbtree_allocs = a.stats().total(iova::Counter::rbtree_allocs);
+    res.rcache_flushes = a.stats().total(iova::Counter::rcache_flush_all);
+    auto h = a.stats().merged_hist().nodes_per_alloc;
+    res.nodes_per_alloc = h.count ? double(h.sum) / double(h.count) : 0;
+    res.inv = iommu.queue().stats();
+    res.allocator_stats = a.stats_json();
+    return res;
+}
+
+double SimResult::spin_share_of(std::string_view lock, std::string_view site) const
+{
+    Nanos s = 0;
+    for (const auto &p : profile)
+        if (p.lock == lock && (site.empty() || p.site == site))
+            s += p.spin_ns;
+    double cpu_time = elapsed_ns * cpus;
+    return cpu_time > 0 ? double(s) / cpu_time : 0;
+}
+
+double SimResult::spin_fraction_of(std::string_view lock, std::string_view site) const
+{
+    Nanos s = 0, all = 0;
+    for (const auto &p : profile) {
+        all += p.spin_ns;
+        if ((lock.empty() || p.lock == lock) && (site.empty() || p.site == site))
+            s += p.spin_ns;
+    }
+    return all ? double(s) / double(all) : 0;
+}
+
+double SimResult::mean_hold_ns(std::string_view lock, std::string_view site) const
+{
+    Nanos h = 0;
+    std::uint64_t n = 0;
+    for (const auto &p : profile)
+        if (p.lock == lock && (site.empty() || p.site == site)) {
+            h += p.hold_ns;
+            n += p.acquisitions;
+        }
+    return n ? double(h) / double(n) : 0;
+}
+
+namespace {
+
+std::string quoted(std::string_view s)
+{
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        out += c;
+    }
+    return out + '"';
+}
+
+std::string num(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+} // namespace
+
+std::string SimResult::json() const
+{
+    std::string o = "{\"config\":{";
+    o += "\"workload\":" + quoted(config.workload) + ",\"allocator\":" + quoted(config.allocator) +
+         ",\"flush\":" + quoted(config.flush) + ",\"invq\":" + quoted(config.invq) +
+         ",\"dma\":" + quoted(config.dma) + ",\"cpus\":" + std::to_string(cpus) +
+         ",\"seed\":" + std::to_string(config.seed) + ",\"ops\":" + std::to_string(config.ops) +
+         ",\"rcache_drain_ns\":" + std::to_string(config.rcache_drain_ns) + "}";
+    o += ",\"unit\":" + quoted(unit) + ",\"transactions\":" + std::to_string(transactions) +
+         ",\"elapsed_ns\":" + num(elapsed_ns) + ",\"throughput\":" + num(throughput) +
+         ",\"baseline_throughput\":" + num(baseline_throughput) + ",\"relative\":" + num(relative) +
+         ",\"spin_share\":" + num(spin_share) + ",\"failed_maps\":" + std::to_string(failed_maps) +
+         ",\"nodes_per_alloc\":" + num(nodes_per_alloc) +
+         ",\"rbtree_allocs\":" + std::to_string(rbtree_allocs) +
+         ",\"rcache_flushes\":" + std::to_string(rcache_flushes) + ",\"profile\":[";
+    bool first = true;
+    for (const auto &p : profile) {
+        if (!first)
+            o += ',';
+        first = false;
+        o += "{\"lock\":" + quoted(p.lock) + ",\"site\":" + quoted(p.site) +
+             ",\"acquisitions\":" + std::to_string(p.acquisitions) +
+             ",\"contended\":" + std::to_string(p.contended) + ",\"spin_ns\":" + std::to_string(p.spin_ns) +
+             ",\"hold_ns\":" + std::to_string(p.hold_ns) +
+             ",\"spin_share\":" + num(spin_share_of(p.lock, p.site)) +
+             ",\"spin_fraction\":" + num(spin_fraction_of(p.lock, p.site)) + "}";
+    }
+    o += "],\"invq\":" + inv.json();
+    o += ",\"allocator_stats\":" + (allocator_stats.empty() ? std::string("null") : allocator_stats) + "}";
+    return o;
+}
+
+} // namespace viommu::sim

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * One test per reported case, all with CostModel::standard() and the
+ * workloads' documented defaults.  Each asserts the direction and rough
+ * size of the published effect where the model reproduces it; where it
+ * does not, the test asserts what the model does show and says why
+ * (docs/simulation.rst, "Reproduction status").  Published figures are in
+ * /work/shared/seeds and docs/workloads.rst.
+ */
+#include <gtest/gtest.h>
+
+#include "simulator.hpp"
+
+using namespace viommu::sim;
+
+namespace {
+
+struct Case {
+    std::string workload, allocator, flush, invq = "vtd", dma = "sac";
+    unsigned cpus = 0;
+    std::uint64_t ops = 0;
+    int warmup = -1;
+    Nanos drain_ns = 0;
+};
+
+SimResult run(const Case &c)
+{
+    SimConfig cfg;
+    cfg.workload = c.workload;
+    cfg.allocator = c.allocator;
+    cfg.flush = c.flush;
+    cfg.invq = c.invq;
+    cfg.dma = c.dma;
+    cfg.cpus = c.cpus;
+    cfg.ops = c.ops;
+    cfg.warmup_per_cpu = c.warmup;
+    cfg.rcache_drain_ns = c.drain_ns;
+    std::string err;
+    auto r = simulate(cfg, CostModel::standard(), &err);
+    EXPECT_TRUE(r) << err;
+    EXPECT_EQ(r ? r->failed_maps : 1, 0u);
+    return r ? *r : SimResult{};
+}
+
+double share(const SimResult &r, std::string_view lock, std::string_view site = {})
+{
+    return r.spin_fraction_of(lock, site);
+}
+
+/* seed 000: 16 memcached instances on 16 CPUs. */
+TEST(Seed000Memcached, PercpuBatchIsThrottledByTheGlobalFlushLock)
+{
+    SimResult r = run({"memcached", "percpu-batch", "global-list"});
+    /* published 313,161 / 1,088,996 = 29%.  Reproduced about 21%: the
+     * direction and size of the collapse, just outside +-25% of 29%. */
+    EXPECT_GT(r.relative, 0.12);
+    EXPECT_LT(r.relative, 0.40);
+    /* perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
+     * (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array */
+    double flush_lock = share(r, "async_umap_flush_lock");
+    double alloc = share(r, "iova_rbtree_lock", "insert");
+    double free_array = share(r, "iova_rbtree_lock", "free_batch");
+    EXPECT_GT(flush_lock, 0.55);
+    EXPECT_LT(flush_lock, 0.90);
+    EXPECT_GT(alloc, 0.08);
+    EXPECT_LT(alloc, 0.30);
+    EXPECT_GT(free_array, 0.01);
+    EXPECT_GT(flush_lock, alloc);
+    EXPECT_GT(alloc, free_array);
+    /* NOT reproduced: 21.87% of cycles in spinlocks.  A closed-loop,
+     * CPU-bound model that loses 70% of its throughput must spend about
+     * that much time spinning; the published run lost throughput with
+     * fewer cycles spinning, so its CPUs were partly idle (client-side
+     * latency), which this model does not represent. */
+    EXPECT_GT(r.spin_share, 0.40);
+}
+
+TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
+{
+    SimResult mags = run({"memcached", "linux-4.7", "percpu-defer"});
+    SimResult batch = run({"memcached", "percpu-batch", "global-list"});
+    SimResult stock = run({"memcached", "linux-4.4", "global-list"});
+    /* published 1,067,586 / 1,088,996 = 98%, 0.75% in spinlocks */
+    EXPECT_GT(mags.relative, 0.98 * 0.75);
+    EXPECT_LE(mags.relative, 1.0);
+    EXPECT_LT(mags.spin_share, 0.10);
+    EXPECT_GT(mags.relative, 3 * batch.relative);
+    EXPECT_LT(stock.relative, 0.5);
+}
+
+/* seed 004: 64-byte forwarding between two NICs, 16 CPUs. */
+TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
+{
+    SimResult r = run({"forwarding", "linux-4.4", "global-list"});
+    /* published ~0.5 of ~10 Mpps = 5% and ~80% of CPU spinning.  Reproduced:
+     * a collapse to a few percent with most CPU time spinning (about 3%
+     * and 90%: below the published ratio by more than 25%, see docs). */
+    EXPECT_LT(r.relative, 0.10);
+    EXPECT_GT(r.relative, 0.005);
+    EXPECT_GT(r.spin_share, 0.60);
+    /* add_unmap's async_umap_flush_lock is a major contender ... */
+    EXPECT_GT(share(r, "async_umap_flush_lock", "unmap_add"), 0.10);
+    /* ... but NOT the main one, as the report's perf snippet had it: in the
+     * model the 4.4 allocation walk under iova_rbtree_lock (32-bit-first
+     * attempt, cached32_node moved up by every batched free) dominates.
+     * The report showed only one softirq thread's profile. */
+    EXPECT_GT(share(r, "iova_rbtree_lock", "alloc"), share(r, "async_umap_flush_lock", "unmap_add"));
+}
+
+TEST(Seed004Forwarding, PerCpuDesignsRemoveTheCollapse)
+{
+    SimResult stock = run({"forwarding", "linux-4.4", "global-list"});
+    SimResult mags = run({"forwarding", "linux-4.7", "percpu-defer"});
+    SimResult fq = run({"forwarding", "linux-4.15", "flush-queue"});
+    EXPECT_GT(mags.relative, 10 * stock.relative);
+    EXPECT_GT(fq.relative, 10 * stock.relative);
+    EXPECT_LT(share(fq, "async_umap_flush_lock"), 1e-9);
+}
+
+/* seed 001: 64-bit allocations with the 32-bit space full. */
+TEST(Seed001CachedNode, WalkLengthAndLockHoldFallWithTheCachedNode)
+{
+    SimResult before = run({"probe", "linux-4.7", "strict"});
+    SimResult after = run({"probe", "linux-4.15", "strict"});
+    /* O(n) walks from rb_last() vs O(1) from cached_node */
+    EXPECT_GT(before.nodes_per_alloc, 1000.0);
+    EXPECT_LT(after.nodes_per_alloc, 100.0);
+    EXPECT_GT(before.mean_hold_ns("iova_rbtree_lock", "alloc"),
+              20 * after.mean_hold_ns("iova_rbtree_lock", "alloc"));
+    /* hns_dsaf probe: ~35 s -> ~1 s (the 1 s mostly unrelated delays) */
+    EXPECT_GT(after.throughput, 35 * before.throughput);
+}
+
+Case nic(std::string allocator, std::string dma)
+{
+    Case c{"nic64k", std::move(allocator), "flush-queue", "vtd", std::move(dma)};
+    if (c.dma == "sac-flush") {
+        /* shorter than the workload default: each map of these costs real
+         * milliseconds (every cache flushed into the tree, then walked).
+         * The flush makes warm-up moot: every map starts from empty caches. */
+        c.ops = 640;
+        c.warmup = 10;
+    }
+    return c;
+}
+
+TEST(Seed001Nic64k, RcacheFlushOnEveryFailed32BitAttemptIsPathological)
+{
+    /* published: < 10% of passthrough, about 2x better with the series */
+    SimResult old_code = run(nic("linux-4.7", "sac-flush"));
+    SimResult series = run(nic("linux-4.15", "sac-flush"));
+    EXPECT_LT(old_code.relative, 0.10);
+    EXPECT_LT(series.relative, 0.10);
+    EXPECT_GT(series.rcache_flushes, 0u);
+    /* NOT reproduced: the 2x.  Both are dominated by the flush itself
+     * (every CPU's magazines back into the tree) and by walking the full
+     * 32-bit space, which the series does not shorten. */
+    EXPECT_GE(series.relative, 0.9 * old_code.relative);
+}
+
+TEST(Seed001Nic64k, NotFlushingOnThe32BitAttemptRestoresThroughput)
+{
+    /* published: 100% of passthrough when the 32-bit attempt does not flush */
+    SimResult once = run(nic("linux-6.7", "sac-once"));
+    SimResult forcedac = run(nic("linux-6.7", "forcedac"));
+    SimResult flushing = run(nic("linux-6.7", "sac-flush"));
+    EXPECT_GT(once.relative, 0.75);
+    EXPECT_EQ(once.rcache_flushes, 0u);
+    /* Nate also removed the 32-bit attempt altogether ("similar results");
+     * reproduced only in direction: with forcedac the interface-up rings
+     * land above 4 GiB too, and the occasional rcache miss then walks a
+     * populated region under a lock 32 CPUs share (about 36%). */
+    EXPECT_GT(forcedac.relative, 5 * flushing.relative);
+    /* Partly reproduced: retrying 32 bits on every map without the flush
+     * (5.0+, with max32_alloc_size failing fast) avoids the pathology but
+     * still takes iova_rbtree_lock for every failed attempt, which 32 CPUs
+     * contend for; only 6.6's once-per-device rule removes that. */
+    SimResult retry = run(nic("linux-5.0", "sac"));
+    EXPECT_GT(retry.relative, 5 * run(nic("linux-5.0", "sac-flush")).relative);
+    EXPECT_LT(retry.relative, once.relative);
+    EXPECT_GT(share(retry, "iova_rbtree_lock", "alloc"), 0.5);
+}
+
+/* seed 002: nginx with 16 workers. */
+TEST(Seed002Nginx, RcacheServesSteadyStateSoThe513RestartNeverRuns)
+{
+    /* NOT reproduced as reported: with the documented workload the
+     * magazines and depot absorb the cross-CPU TX completions and almost
+     * no allocation reaches the tree, in 5.11, 5.13 and 6.7 alike.  The
+     * reporter later called it "a running out of rcache case". */
+    for (std::string v : {"linux-5.11", "linux-5.13", "linux-6.7"}) {
+        SimResult r = run({"nginx", v, "flush-queue"});
+        double maps = 2.0 * double(r.transactions) + double(r.transactions);
+        EXPECT_LT(double(r.rbtree_allocs), 0.01 * maps) << v;
+        EXPECT_GT(r.relative, 0.9) << v;
+    }
+}
+
+TEST(Seed002Nginx, WhenTheRcacheRunsDryTheTreeLockIsContended)
+{
+    /* Stressor: every CPU's cache returned to the tree each virtual ms. */
+    Case c{"nginx", "linux-5.13", "flush-queue"};
+    c.drain_ns = 1'000'000;
+    SimResult r513 = run(c);
+    c.allocator = "linux-5.11";
+    SimResult r511 = run(c);
+    c.allocator = "linux-6.7";
+    SimResult r67 = run(c);
+    c.allocator = "viommu-lab";
+    SimResult lab = run(c);
+    /* the flame graph: queued_spin_lock_slowpath under
+     * __alloc_and_insert_iova_range */
+    EXPECT_GT(r513.spin_share_of("iova_rbtree_lock", "alloc"), 0.05);
+    EXPECT_LT(r513.relative, 0.8);
+    /* the 5.13 restart is no worse than 5.11 here: the 32-bit space is
+     * far from full, so neither restart path is taken (not the bisected
+     * regression) */
+    EXPECT_NEAR(r513.relative, r511.relative, 0.02);
+    /* 6.7's depot changes act on the put side (a full depot no longer
+     * frees a magazine under the tree lock); a dry rcache is a get-side
+     * problem, so they bring no relief here: within 15% of 5.13, and no
+     * magazine is freed to the tree by either. */
+    EXPECT_NEAR(r67.relative, r513.relative, 0.15 * r513.relative);
+    EXPECT_EQ(r513.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
+    EXPECT_EQ(r67.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
+    EXPECT_GT(lab.relative, 0.9);
+}
+
+/* seed 003: NVMe 4 KiB at QD128, strict invalidation through SMMUv3. */
+TEST(Seed003CommandQueue, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
+{
+    Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
+    c.cpus = 4;
+    SimResult few = run(c);
+    c.cpus = 32;
+    c.ops = 32 * 200;
+    SimResult many = run(c);
+    /* published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs).
+     * Reproduced: the direction; the size stays near 0.85 in the full
+     * run (docs: the owner's gather window is short in the cost model). */
+    EXPECT_LT(many.inv.owner_share(), few.inv.owner_share());
+    EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
+    EXPECT_GT(many.inv.mean_poll_ns(true), 3 * few.inv.mean_poll_ns(true));
+}
+
+TEST(Seed003CommandQueue, SpinlockProtectedQueueIsSlower)
+{
+    for (unsigned cpus : {4u, 16u}) {
+        Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
+        c.cpus = cpus;
+        SimResult lockfree = run(c);
+        c.invq = "smmu-spinlock";
+        SimResult locked = run(c);
+        EXPECT_LT(locked.throughput, lockfree.throughput) << cpus;
+    }
+}
+
+/* The viommu-lab variant on every workload above. */
+TEST(ViommuLab, AtLeastAsGoodAsEveryKernelVariantOnEveryWorkload)
+{
+    struct W {
+        Case lab;
+        std::vector<Case> kernel;
+        double floor;
+    };
+    std::vector<W> all = {
+        {{"memcached", "viommu-lab", "flush-queue"},
+         {{"memcached", "linux-4.7", "percpu-defer"}, {"memcached", "linux-6.7", "flush-queue"}}, 0.9},
+        {{"forwarding", "viommu-lab", "flush-queue"},
+         {{"forwarding", "linux-4.7", "percpu-defer"}, {"forwarding", "linux-6.7", "flush-queue"}}, 0.7},
+        {{"nginx", "viommu-lab", "flush-queue"}, {{"nginx", "linux-6.7", "flush-queue"}}, 0.9},
+        {nic("viommu-lab", "sac"), {nic("linux-6.7", "sac-once"), nic("linux-6.7", "sac")}, 0.75},
+        {{"probe", "viommu-lab", "strict"}, {{"probe", "linux-6.7", "strict"}}, 0.0},
+    };
+    for (const W &w : all) {
+        SimResult lab = run(w.lab);
+        EXPECT_GT(lab.relative, w.floor) << w.lab.workload;
+        for (const Case &k : w.kernel)
+            EXPECT_GE(lab.relative, 0.98 * run(k).relative) << w.lab.workload << " vs " << k.allocator;
+    }
+    /* strict NVMe is bound by the invalidation queue, whatever allocates */
+    Case lab{"nvme", "viommu-lab", "strict", "smmu-lockfree"};
+    Case k{"nvme", "linux-6.7", "strict", "smmu-lockfree"};
+    EXPECT_NEAR(run(lab).relative, run(k).relative, 0.05);
+}
+
+} // namespace
