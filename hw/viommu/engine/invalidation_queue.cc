@@ -148,7 +148,7 @@ bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
     }
     case desc::IOTLB: {
         auto g = static_cast<Granularity>(field(lo, 5, 4));
-        uint8_t am = field(hi, 5, 0);
+        uint8_t am = g == Granularity::Selective ? field(hi, 5, 0) : 0;
         if ((lo & desc::IOTLB_LO_RSVD) || (hi & desc::IOTLB_HI_RSVD) ||
             g == Granularity::Invalid || (g == Granularity::Selective && am > f_.mamv))
             return false;

@@ -164,7 +164,7 @@ void Engine::run_iotlb_command()
         return;
     }
     auto g = static_cast<Granularity>(field(iotlb_reg_, 61, iotlb_reg::IIRG));
-    uint8_t am = iva_ & iva::AM;
+    uint8_t am = g == Granularity::Selective ? iva_ & iva::AM : 0;
     if (g == Granularity::Invalid || (g == Granularity::Selective && am > f_.mamv)) {
         stats_.add(Counter::RegInvalid);
         return;  // IAIG = 0 reports the invalid request

@@ -7,9 +7,12 @@
 
 namespace viommu::vtd {
 
-constexpr uint64_t bit(unsigned n) { return uint64_t{1} << n; }
+constexpr uint64_t bit(unsigned n) { return n < 64 ? uint64_t{1} << n : 0; }
+// Bits hi..lo set; empty when lo > hi or lo > 63.
 constexpr uint64_t mask(unsigned hi, unsigned lo)
 {
+    if (lo > hi || lo > 63)
+        return 0;
     return (hi >= 63 ? ~uint64_t{0} : (bit(hi + 1) - 1)) & ~(bit(lo) - 1);
 }
 constexpr uint64_t field(uint64_t v, unsigned hi, unsigned lo)
