@@ -365,7 +365,7 @@ class Run:
     def qemu_args(self, qemu):
         a = self.a
         kernel = a.kernel or os.path.join(self.image, "vmlinuz")
-        args = [qemu, "-accel", "tcg", "-M", "q35,kernel-irqchip=split", "-m", str(a.mem),
+        args = [qemu, "-accel", a.accel, "-M", "q35,kernel-irqchip=split", "-m", str(a.mem),
                 "-smp", str(a.vcpus), "-nodefaults", "-display", "none", "-no-reboot"] + FIRMWARE
         args += ["-kernel", kernel, "-initrd", os.path.join(self.image, "initrd.img"),
                  "-append", self.cmdline(),
@@ -387,7 +387,7 @@ class Run:
                                                                          self.sockdir, peer))
             args += ["-netdev", nd_opts,
                      "-device", "virtio-net-pci,netdev=%s,mac=%s,iommu_platform=on,"
-                     "disable-legacy=on,romfile=" % (nd, mac)]
+                     "disable-legacy=on,romfile=%s" % (nd, mac, "," + a.nic_opts if a.nic_opts else "")]
         return args + a.qemu_arg
 
     def execute(self, qemu, progress=True):
@@ -771,6 +771,10 @@ def parse_args(argv):
     ap.add_argument("--link", default="dgram", choices=("dgram", "hub"),
                     help="how the two NICs are joined: dgram (a pair of unix datagram "
                     "sockets, default) or hub (a QEMU hub)")
+    ap.add_argument("--nic-opts", default="", help="extra virtio-net-pci properties for both NICs "
+                    "(e.g. csum=off,guest_csum=off)")
+    ap.add_argument("--accel", default="tcg", help="QEMU -accel value (default tcg; "
+                    "e.g. tcg,thread=single, or kvm where a probe shows guests run)")
     ap.add_argument("--freq", type=int, default=250, help="perf sampling frequency in Hz")
     ap.add_argument("--no-perf", action="store_true", help="no perf record in the guest")
     ap.add_argument("--events", action="store_true",
