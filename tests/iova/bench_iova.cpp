@@ -12,8 +12,11 @@
  * overhead    instrumentation off / counters / sampled lock timing / full, one thread
  *
  * Ratios are against linux-4.4 (or instrumentation off) measured in the
- * same run.  Wall-clock figures depend on the machine; the per-operation
- * lock and node counts do not.
+ * same run.  Columns: Mops/s (wall clock), cpuns/op (worker CPU time, spin
+ * included: steadier on a loaded machine), tree/op and shared/op (rbtree
+ * and other non-per-CPU lock acquisitions), cont/op, waitns/op, nodes/op.
+ * Wall-clock figures depend on the machine; the per-operation lock and
+ * node counts do not.
  */
 #include <algorithm>
 #include <chrono>
@@ -182,8 +185,9 @@ void header(const char *title)
 {
     if (json_out)
         return;
-    std::printf("\n== %s\n%-13s %3s %9s %7s %9s %9s %9s %9s %9s\n", title, "variant", "thr",
-                "Mops/s", "ratio", "tree/op", "shared/op", "cont/op", "waitns/op", "nodes/op");
+    std::printf("\n== %s\n%-13s %3s %9s %7s %9s %9s %9s %9s %9s %9s\n", title, "variant", "thr",
+                "Mops/s", "ratio", "cpuns/op", "tree/op", "shared/op", "cont/op", "waitns/op",
+                "nodes/op");
 }
 
 void row(const char *workload, std::string_view variant, unsigned threads, const Result &r,
@@ -192,17 +196,18 @@ void row(const char *workload, std::string_view variant, unsigned threads, const
     double mops = r.ops / r.ns * 1e3, op = static_cast<double>(r.ops);
     if (json_out) {
         std::printf("{\"workload\":\"%s\",\"variant\":\"%.*s\",\"threads\":%u,\"mops\":%.4f,"
-                    "\"ratio\":%.3f,\"tree_acq_per_op\":%.4f,\"shared_acq_per_op\":%.4f,"
+                    "\"ratio\":%.3f,\"cpu_ns_per_op\":%.1f,\"tree_acq_per_op\":%.4f,\"shared_acq_per_op\":%.4f,"
                     "\"contended_per_op\":%.5f,\"wait_ns_per_op\":%.2f,\"nodes_per_op\":%.3f,"
                     "\"failed\":%llu}\n",
                     workload, static_cast<int>(variant.size()), variant.data(), threads, mops,
-                    mops / base_mops, r.tree_acq / op, r.shared_acq / op, r.contended / op,
-                    r.wait_ns / op, r.nodes / op, static_cast<unsigned long long>(r.failed));
+                    mops / base_mops, r.cpu_ns / op, r.tree_acq / op, r.shared_acq / op,
+                    r.contended / op, r.wait_ns / op, r.nodes / op,
+                    static_cast<unsigned long long>(r.failed));
         return;
     }
-    std::printf("%-13.*s %3u %9.3f %7.2f %9.4f %9.4f %9.5f %9.1f %9.2f%s\n",
+    std::printf("%-13.*s %3u %9.3f %7.2f %9.1f %9.4f %9.4f %9.5f %9.1f %9.2f%s\n",
                 static_cast<int>(variant.size()), variant.data(), threads, mops, mops / base_mops,
-                r.tree_acq / op, r.shared_acq / op, r.contended / op, r.wait_ns / op, r.nodes / op,
+                r.cpu_ns / op, r.tree_acq / op, r.shared_acq / op, r.contended / op, r.wait_ns / op, r.nodes / op,
                 r.failed ? " (failures)" : "");
 }
 
