@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// A bounded, sharded cache with CLOCK (second-chance) replacement, the
-// storage behind the IOTLB and the context cache.
+// A bounded, sharded cache with CLOCK (second-chance) replacement: the
+// IOTLB's storage.
 //
-// - Each shard has its own lock, slots, hash index and CLOCK hand, so
-//   lookups from different threads only meet when they hit the same shard.
-// - When a shard is full one entry is evicted; the cache is never flushed
+// - Each shard has its own lock, an open-addressing (linear probing) table
+//   holding the entries inline, and a CLOCK hand, so a lookup is one lock
+//   and usually one cache line, and lookups from different threads only
+//   meet when they hit the same shard.
+// - A shard holds at most its share of the capacity, in a table twice that
+//   size; when full, one entry is evicted: the cache is never flushed
 //   because it is full.
-// - A lookup can declare an entry stale (the users tag entries with domain
+// - A lookup can declare an entry stale (the IOTLB tags entries with domain
 //   epochs, see epochs.hpp); a stale entry is dropped on sight and, never
 //   being referenced, is the first one CLOCK evicts.
 // - Fills race with invalidations: a filler samples generation() before it
@@ -22,7 +25,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace viommu::vtd {
@@ -45,7 +47,7 @@ public:
     {
         size_t n = 0;
         for (auto &s : shards_)
-            n += s->slots.size();
+            n += s->limit;
         return n;
     }
 
@@ -57,15 +59,15 @@ public:
     template <typename Valid>
     std::optional<Value> lookup(const Key &key, Valid valid)
     {
-        Shard &s = shard_of(key);
+        uint64_t h = mix(key);
+        Shard &s = shard_of(h);
         std::lock_guard guard(s.lock);
-        auto it = s.index.find(key);
-        if (it == s.index.end())
+        size_t i = s.find(key, h);
+        if (i == NONE)
             return std::nullopt;
-        Slot &slot = s.slots[it->second];
+        Slot &slot = s.table[i];
         if (!valid(slot.value)) {
-            s.release(it->second);
-            s.index.erase(it);
+            s.remove_at(i);
             return std::nullopt;
         }
         slot.referenced = true;
@@ -79,45 +81,39 @@ public:
 
     InsertResult insert(const Key &key, const Value &value, uint64_t gen)
     {
-        Shard &s = shard_of(key);
+        uint64_t h = mix(key);
+        Shard &s = shard_of(h);
         std::lock_guard guard(s.lock);
         InsertResult r;
         if (gen_.load() != gen)
             return r;
-        if (auto it = s.index.find(key); it != s.index.end()) {
-            s.slots[it->second].value = value;
-            r.inserted = true;
+        r.inserted = true;
+        if (size_t i = s.find(key, h); i != NONE) {
+            s.table[i].value = value;
             return r;
         }
-        uint32_t idx;
-        if (!s.free.empty()) {
-            idx = s.free.back();
-            s.free.pop_back();
-        } else {
-            idx = s.victim();
-            s.index.erase(s.slots[idx].key);
+        if (s.count == s.limit) {
+            s.remove_at(s.victim());
             r.evicted = true;
         }
-        Slot &slot = s.slots[idx];
-        slot.key = key;
-        slot.value = value;
-        slot.referenced = false;
-        slot.used = true;
-        s.index.emplace(key, idx);
-        r.inserted = true;
+        size_t i = h & s.mask;
+        while (s.table[i].used)
+            i = (i + 1) & s.mask;
+        s.table[i] = {key, value, h, true, false};
+        s.count++;
         return r;
     }
 
     // Drop one key; returns whether it was present.
     bool erase(const Key &key)
     {
-        Shard &s = shard_of(key);
+        uint64_t h = mix(key);
+        Shard &s = shard_of(h);
         std::lock_guard guard(s.lock);
-        auto it = s.index.find(key);
-        if (it == s.index.end())
+        size_t i = s.find(key, h);
+        if (i == NONE)
             return false;
-        s.release(it->second);
-        s.index.erase(it);
+        s.remove_at(i);
         return true;
     }
 
@@ -125,10 +121,9 @@ public:
     {
         size_t dropped = 0;
         for (auto &sp : shards_) {
-            Shard &s = *sp;
-            std::lock_guard guard(s.lock);
-            dropped += s.index.size();
-            s.clear();
+            std::lock_guard guard(sp->lock);
+            dropped += sp->count;
+            sp->clear();
         }
         return dropped;
     }
@@ -138,7 +133,7 @@ public:
         size_t n = 0;
         for (auto &sp : shards_) {
             std::lock_guard guard(sp->lock);
-            n += sp->index.size();
+            n += sp->count;
         }
         return n;
     }
@@ -146,71 +141,94 @@ public:
 private:
     static constexpr size_t MAX_SHARDS = 64;
     static constexpr size_t MIN_PER_SHARD = 8;
+    static constexpr size_t NONE = SIZE_MAX;
 
     struct Slot {
         Key key{};
         Value value{};
+        uint64_t hash = 0;
         bool used = false;
         bool referenced = false;
     };
 
     struct alignas(64) Shard {
-        explicit Shard(size_t n) : slots(n) { reset(); }
+        explicit Shard(size_t entries) : limit(entries)
+        {
+            size_t n = 2;
+            while (n < 2 * entries)
+                n *= 2;
+            table.resize(n);
+            mask = n - 1;
+        }
 
         std::mutex lock;
-        std::vector<Slot> slots;
-        std::vector<uint32_t> free;
-        std::unordered_map<Key, uint32_t, Hash> index;
-        uint32_t hand = 0;
+        std::vector<Slot> table;  // at most half full: probe runs stay short
+        size_t mask = 0;
+        size_t limit = 0;
+        size_t count = 0;
+        size_t hand = 0;
 
-        void reset()
+        size_t find(const Key &key, uint64_t h) const
         {
-            index.clear();
-            free.clear();
-            for (uint32_t i = slots.size(); i-- > 0;) {
-                slots[i].used = false;
-                free.push_back(i);
+            for (size_t i = h & mask;; i = (i + 1) & mask) {
+                const Slot &slot = table[i];
+                if (!slot.used)
+                    return NONE;
+                if (slot.hash == h && slot.key == key)
+                    return i;
             }
-            hand = 0;
         }
 
-        // O(entries), not O(capacity): only used slots go back to `free`.
-        void clear()
+        // Backward-shift deletion keeps every probe run unbroken.
+        void remove_at(size_t i)
         {
-            for (auto &[key, idx] : index) {
-                slots[idx].used = false;
-                slots[idx].referenced = false;
-                free.push_back(idx);
+            for (size_t j = i;;) {
+                j = (j + 1) & mask;
+                if (!table[j].used)
+                    break;
+                size_t home = table[j].hash & mask;
+                bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+                if (stays)
+                    continue;
+                table[i] = table[j];
+                i = j;
             }
-            index.clear();
+            table[i].used = false;
+            table[i].referenced = false;
+            count--;
         }
 
-        uint32_t victim()
+        // An occupied slot that was not referenced since the hand last
+        // passed (count > 0 whenever this is called).
+        size_t victim()
         {
             for (;;) {
-                Slot &slot = slots[hand];
-                uint32_t idx = hand;
-                hand = (hand + 1) % slots.size();
+                size_t i = hand;
+                hand = (hand + 1) & mask;
+                Slot &slot = table[i];
+                if (!slot.used)
+                    continue;
                 if (!slot.referenced)
-                    return idx;
+                    return i;
                 slot.referenced = false;
             }
         }
 
-        void release(uint32_t idx)
+        void clear()
         {
-            slots[idx].used = false;
-            slots[idx].referenced = false;
-            free.push_back(idx);
+            for (auto &slot : table)
+                slot.used = slot.referenced = false;
+            count = 0;
         }
     };
 
-    Shard &shard_of(const Key &key)
+    static uint64_t mix(const Key &key)
     {
-        // Use the high bits of a mixed hash: the index uses the low ones.
         uint64_t h = static_cast<uint64_t>(Hash{}(key)) * 0x9e3779b97f4a7c15ull;
-        return *shards_[(h >> 40) & (shards_.size() - 1)];
+        return h ^ (h >> 29);
     }
+    // The high bits pick the shard; the low bits the table index.
+    Shard &shard_of(uint64_t h) { return *shards_[(h >> 48) & (shards_.size() - 1)]; }
 
     std::vector<std::unique_ptr<Shard>> shards_;
     std::atomic<uint64_t> gen_{0};
