@@ -210,6 +210,7 @@ std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *er
     res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked);
 
     iova::RealEnv env(n);
+    env.lock_sample_shift = 0;      /* time every acquisition: the figures are sums */
     env.start_timer_thread();
     iova::Config acfg;
     acfg.granule_shift = info.granule_shift;

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Build the standalone tree and write the contention-simulator report:
+# build/report/report.md and its SVG plots (docs/simulation.rst, "Report").
+#
+#   VIOMMU_SIM=path/to/viommu-sim   use this binary instead of building
+#   REPORT_QUICK=1                  fewer CPU counts in the sweeps
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$top/build}
+if [ -z "${VIOMMU_SIM:-}" ]; then
+    bash "$top/scripts/build-standalone.sh"
+    VIOMMU_SIM=$build/standalone/guest/sim/viommu-sim
+fi
+[ -x "$VIOMMU_SIM" ] || { echo "make-report: no viommu-sim at $VIOMMU_SIM" >&2; exit 1; }
+exec python3 "$top/scripts/report/make_report.py" --sim "$VIOMMU_SIM" --out "$build/report" \
+    ${REPORT_QUICK:+--quick}
