@@ -41,7 +41,7 @@ void Engine::reset()
 void Engine::flush_caches()
 {
     contexts_.invalidate_all();
-    iotlb_.invalidate_all();
+    iotlb_.flush();
 }
 
 ContextLookup Engine::resolve_context(uint16_t sid)
@@ -211,7 +211,7 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
     switch (req.granularity) {
     case Granularity::Global:
         stats_.add(Counter::IotlbGlobal);
-        dropped = iotlb_.invalidate_all();
+        iotlb_.invalidate_all();
         host_.invalidated(true, 0, 0, whole);
         break;
     case Granularity::Domain:

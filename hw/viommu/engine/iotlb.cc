@@ -29,11 +29,16 @@ Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
                          token.gen);
 }
 
-size_t Iotlb::invalidate_all()
+void Iotlb::invalidate_all()
 {
     cache_.bump_generation();
     epochs_.bump_all();
-    return cache_.clear();
+}
+
+void Iotlb::flush()
+{
+    invalidate_all();
+    cache_.clear();
 }
 
 void Iotlb::invalidate_domain(uint16_t did)

@@ -61,11 +61,14 @@ public:
     using InsertResult = ClockCache<IotlbKey, Entry, IotlbKeyHash>::InsertResult;
     InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token);
 
-    // Each returns the number of entries dropped at once (entries made
-    // stale by an epoch are dropped lazily and not counted).
-    size_t invalidate_all();
+    // Global and domain invalidations are O(1): they bump epochs, and the
+    // stale entries go when next looked up or first at eviction.
+    void invalidate_all();
     void invalidate_domain(uint16_t did);
+    // Returns the number of entries dropped.
     size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool &as_domain);
+    // Empty the storage too (reset, new root table): O(capacity).
+    void flush();
 
     // Ranges needing more probes than this are invalidated as the whole
     // domain (the specification lets hardware invalidate more than asked).
