@@ -182,7 +182,9 @@ double run_threads(Workload &wl, unsigned n, std::uint64_t ops, Setup *io, std::
 
 } // namespace
 
-std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *error)
+namespace {
+
+std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
 {
     auto fail = [&](std::string msg) -> std::optional<RealResult> {
         if (error)
@@ -262,6 +264,30 @@ std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *er
                      [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
     res.spin_share = res.wall_ns > 0 ? double(wait) / (double(n) * res.wall_ns) : 0;
     return res;
+}
+
+} // namespace
+
+/* Wall-clock runs share the machine with whatever else runs: take the
+ * fastest of a few runs of each (with and without the IOMMU), alternated. */
+std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *error)
+{
+    constexpr int runs = 3;
+    std::optional<RealResult> best;
+    double best_baseline = 0;
+    for (int i = 0; i < runs; i++) {
+        auto r = run_once(cfg, error);
+        if (!r)
+            return r;
+        if (!best || r->wall_ns < best->wall_ns)
+            best = r;
+        if (!best_baseline || r->baseline_wall_ns < best_baseline)
+            best_baseline = r->baseline_wall_ns;
+    }
+    best->baseline_wall_ns = best_baseline;
+    best->baseline_throughput = double(best->transactions) * 1e9 / best_baseline;
+    best->relative = best->throughput / best->baseline_throughput;
+    return best;
 }
 
 std::string RealResult::json() const

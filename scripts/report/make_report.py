@@ -189,7 +189,11 @@ def sweeps(sim, out, cpus_list, md):
 
 def real_threads(sim, md):
     md.append("## Real threads vs simulation (2 CPUs)\n")
-    md.append("Wall-clock figures from this machine; the simulated ones use the cost model.\n")
+    load = os.getloadavg()
+    md.append("Wall-clock figures from this machine (best of 3 alternated runs each); the simulated "
+              "ones use the cost model.  Load average before these runs: "
+              f"{load[0]:.1f} on {os.cpu_count()} CPUs; with other work running, the real figures "
+              "measure the machine's load more than the locks.\n")
     md.append("| workload | variant | simulated throughput | real throughput | simulated spin | real lock wait |")
     md.append("|---|---|---|---|---|---|")
     for wl, a, f in (("memcached", "linux-4.4", "global-list"), ("memcached", "linux-4.7", "percpu-defer"),
