@@ -10,7 +10,6 @@
 
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
-#include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
 #include "exec/address-spaces.h"
