@@ -387,7 +387,9 @@ class Run:
                                                                          self.sockdir, peer))
             args += ["-netdev", nd_opts,
                      "-device", "virtio-net-pci,netdev=%s,mac=%s,iommu_platform=on,"
-                     "disable-legacy=on,romfile=%s" % (nd, mac, "," + a.nic_opts if a.nic_opts else "")]
+                     "disable-legacy=on,packed=%s,romfile=%s" % (
+                         nd, mac, "on" if a.ring == "packed" else "off",
+                         "," + a.nic_opts if a.nic_opts else "")]
         return args + a.qemu_arg
 
     def execute(self, qemu, progress=True):
@@ -403,7 +405,7 @@ class Run:
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
         timeout = a.timeout or (300 + 3 * a.duration)
-        res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload,
+        res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload, "ring": a.ring,
                "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
         snaps = {}
         start = time.monotonic()
@@ -771,6 +773,9 @@ def parse_args(argv):
     ap.add_argument("--link", default="dgram", choices=("dgram", "hub"),
                     help="how the two NICs are joined: dgram (a pair of unix datagram "
                     "sockets, default) or hub (a QEMU hub)")
+    ap.add_argument("--ring", default="packed", choices=("packed", "split"),
+                    help="virtqueue layout of the NICs (default packed: split rings lose "
+                    "TX buffers behind a vIOMMU here, see docs/profiling.rst)")
     ap.add_argument("--nic-opts", default="", help="extra virtio-net-pci properties for both NICs "
                     "(e.g. csum=off,guest_csum=off)")
     ap.add_argument("--accel", default="tcg", help="QEMU -accel value (default tcg; "
