@@ -97,6 +97,11 @@ static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
     return (1ULL << s->parent_obj.aw_bits) - 1;
 }
 
+static inline const char *viommu_vtd_name(ViommuVtdAS *vas)
+{
+    return memory_region_name(MEMORY_REGION(&vas->iommu));
+}
+
 static inline uint16_t viommu_vtd_sid(ViommuVtdAS *vas)
 {
     return PCI_BUILD_BDF(pci_bus_num(vas->bus), vas->devfn);
@@ -221,8 +226,8 @@ static void viommu_vtd_notify_unmap(ViommuVtdAS *vas, IOMMUNotifier *n,
     }
     ev.entry.iova = first;
     ev.entry.addr_mask = last - first;
-    trace_viommu_vtd_notify_unmap(memory_region_name(MEMORY_REGION(&vas->iommu)),
-                                  ev.type, first, last - first);
+    trace_viommu_vtd_notify_unmap(viommu_vtd_name(vas), ev.type, first,
+                                  last - first);
     memory_region_notify_iommu_one(n, &ev);
 }
 
@@ -256,8 +261,8 @@ static void viommu_vtd_walk_map(void *opaque, const VtdTranslation *t)
         ev.entry.iova = a;
         ev.entry.translated_addr = t->phys_base + (a - t->iova_base);
         ev.entry.addr_mask = size - 1;
-        trace_viommu_vtd_notify_map(memory_region_name(MEMORY_REGION(&w->vas->iommu)),
-                                    a, ev.entry.translated_addr, size - 1,
+        trace_viommu_vtd_notify_map(viommu_vtd_name(w->vas), a,
+                                    ev.entry.translated_addr, size - 1,
                                     ev.entry.perm);
         memory_region_notify_iommu_one(w->n, &ev);
         if (b - a == size - 1) {
@@ -290,8 +295,8 @@ static void viommu_vtd_sync_notifier(ViommuVtdAS *vas, IOMMUNotifier *n,
     }
     ret = vtd_engine_walk(s->engine, viommu_vtd_sid(vas), w.first, w.last + 1,
                           viommu_vtd_walk_map, &w);
-    trace_viommu_vtd_replay(memory_region_name(MEMORY_REGION(&vas->iommu)),
-                            viommu_vtd_sid(vas), w.first, w.last, ret);
+    trace_viommu_vtd_replay(viommu_vtd_name(vas), viommu_vtd_sid(vas),
+                            w.first, w.last, ret);
 }
 
 static void viommu_vtd_sync_as(ViommuVtdAS *vas, hwaddr first, hwaddr last)
@@ -316,8 +321,8 @@ static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
                    PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
         return -EINVAL;
     }
-    trace_viommu_vtd_notify_flag_changed(memory_region_name(MEMORY_REGION(iommu)),
-                                         old_flags, new_flags);
+    trace_viommu_vtd_notify_flag_changed(viommu_vtd_name(vas), old_flags,
+                                         new_flags);
     if (old_flags == IOMMU_NOTIFIER_NONE && new_flags != IOMMU_NOTIFIER_NONE) {
         QLIST_INSERT_HEAD(&vas->s->notified, vas, next);
     } else if (old_flags != IOMMU_NOTIFIER_NONE &&
@@ -408,7 +413,9 @@ static void viommu_vtd_process_pending(ViommuVtdState *s)
             uint16_t sid = viommu_vtd_sid(vas);
 
             for (i = 0; i < s->n_ctx; i++) {
-                if ((sid & ~s->ctx[i].mask) == (s->ctx[i].id & ~s->ctx[i].mask)) {
+                uint16_t keep = ~s->ctx[i].mask;
+
+                if ((sid & keep) == (s->ctx[i].id & keep)) {
                     viommu_vtd_as_refresh(vas);
                     break;
                 }
@@ -503,7 +510,8 @@ static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
     vas->devfn = devfn;
     vas->domain = -1;
     vas->bypass = true;
-    name = g_strdup_printf("viommu-vtd-%02x.%x", PCI_SLOT(devfn), PCI_FUNC(devfn));
+    name = g_strdup_printf("viommu-vtd-%02x.%x", PCI_SLOT(devfn),
+                           PCI_FUNC(devfn));
     iommu_name = g_strdup_printf("%s-dmar", name);
 
     memory_region_init(&vas->root, OBJECT(s), name, UINT64_MAX);
@@ -697,7 +705,8 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     cfg.fault_records = s->fault_records;
     s->engine = vtd_engine_new(&cfg, &viommu_vtd_host_ops, s, err, sizeof(err));
     if (!s->engine) {
-        error_setg(errp, "viommu-vtd: %s", err[0] ? err : "invalid configuration");
+        error_setg(errp, "viommu-vtd: %s",
+                   err[0] ? err : "invalid configuration");
         return;
     }
 
