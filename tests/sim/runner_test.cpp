@@ -30,6 +30,18 @@ TEST(Simulator, SameSeedSameResult)
     EXPECT_EQ(a->json(), b->json());
 }
 
+TEST(Simulator, TheSeedDrivesTheWorkloadMix)
+{
+    SimConfig c = small("linux-4.4", "global-list");
+    auto a = simulate(c);
+    c.seed = 2;
+    auto b = simulate(c);
+    ASSERT_TRUE(a && b);
+    EXPECT_NE(a->json(), b->json());
+    /* ... but not the figures' size */
+    EXPECT_NEAR(a->relative, b->relative, 0.1 * a->relative);
+}
+
 TEST(Simulator, NoIommuIsTheBaselineAndCostsNothing)
 {
     auto r = simulate(small("none", "strict"));
