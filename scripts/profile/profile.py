@@ -862,8 +862,12 @@ def main(argv):
                 f.write(text + "\n")
             with open(os.path.join(d, "result.json"), "w") as f:
                 json.dump(res, f, indent=1)
-            if not a.compare or not a.quiet:
+            if not a.compare:
                 print(text, flush=True)
+            elif not res.get("error"):
+                say("  %s ops/s, avg latency %s us; full report: %s" % (
+                    fmt(res["load"].get("ops_per_s")), fmt(res["load"].get("lat_avg_us")),
+                    os.path.join(d, "report.txt")))
             if res.get("error"):
                 say("error: %s:%s: %s" % (i, p, res["error"]))
             results.append(res)
