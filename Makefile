@@ -4,6 +4,7 @@
 #   make run     the main job (see README.md)
 #   make check   all tests; last line "N passed, N failed"
 #   make bench   benchmarks (reports, not pass/fail)
+#   make report  contention simulation report: build/report/report.md + SVG plots
 #   make qemu    only build build/qemu-system-x86_64
 #
 # Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
@@ -17,7 +18,7 @@ export IOMMU SUITES QEMU_ARGS
 .PHONY: run check bench qemu standalone setup report clean help
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@bash scripts/setup-host.sh guest
@@ -39,6 +40,10 @@ check:
 
 bench:
 	@bash scripts/bench.sh
+
+report:
+	@bash scripts/setup-host.sh standalone
+	@bash scripts/report/make-report.sh
 
 clean:
 	rm -rf build
