@@ -18,7 +18,7 @@ export IOMMU SUITES QEMU_ARGS
 .PHONY: run check bench qemu standalone setup report clean help
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@bash scripts/setup-host.sh guest
