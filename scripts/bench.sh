@@ -5,7 +5,13 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-bash "$TOP/scripts/setup-host.sh" standalone
+bash "$TOP/scripts/setup-host.sh" qemu
 bash "$TOP/scripts/build-standalone.sh"
 say "standalone benchmarks (engine, allocator, simulator)"
 meson test -C "$BUILD/standalone" --no-rebuild --benchmark --verbose
+
+bash "$TOP/scripts/fetch-qemu.sh"
+bash "$TOP/scripts/build-qemu.sh"
+bash "$TOP/scripts/build-qemu.sh" tests/qtest/viommu/viommu-bench
+say "viommu-dma traffic through viommu-vtd and intel-iommu (ratio = viommu-vtd / intel-iommu)"
+QTEST_QEMU_BINARY=$BUILD/qemu-system-x86_64 "$BUILD/qemu/tests/qtest/viommu/viommu-bench"
