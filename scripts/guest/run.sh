@@ -64,12 +64,14 @@ progress() { [ "$quiet" = 1 ] || say "$*"; }
 
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
 [ -x "$qemu" ] || die "no QEMU at $qemu; run 'bash scripts/fetch-qemu.sh && bash scripts/build-qemu.sh' first."
+# Captured first: grep -q on a pipe could SIGPIPE QEMU and, with pipefail, fail.
+devices=$("$qemu" -device help 2>/dev/null || true)
 if [ "$iommu" != none ]; then
-    "$qemu" -device help 2>/dev/null | grep -q "name \"$iommu\"" \
+    grep -q "name \"$iommu\"" <<< "$devices" \
         || die "$qemu has no '-device $iommu'; rebuild QEMU (scripts/build-qemu.sh) or pick another --iommu."
 fi
 if [ "$edu" = 1 ]; then
-    "$qemu" -device help 2>/dev/null | grep -q 'name "edu"' || die "$qemu has no '-device edu' (CONFIG_EDU)."
+    grep -q 'name "edu"' <<< "$devices" || die "$qemu has no '-device edu' (CONFIG_EDU)."
 fi
 
 img=$(bash "$TOP/scripts/guest/build-image.sh" --print) || die "building the guest image failed (see above)."

@@ -62,8 +62,9 @@ fi
 
 bail() { echo "Bail out! $*"; exit 1; }
 [ -x "$qemu" ] || bail "no QEMU at $qemu (run scripts/fetch-qemu.sh and scripts/build-qemu.sh)."
-"$qemu" -device help 2>/dev/null | grep -q "name \"$iommu\"" || bail "$qemu has no -device $iommu."
-wants fault && { "$qemu" -device help 2>/dev/null | grep -q 'name "edu"' || bail "$qemu has no -device edu (CONFIG_EDU)."; }
+devices=$("$qemu" -device help 2>/dev/null || true)
+grep -q "name \"$iommu\"" <<< "$devices" || bail "$qemu has no -device $iommu."
+wants fault && { grep -q 'name "edu"' <<< "$devices" || bail "$qemu has no -device edu (CONFIG_EDU)."; }
 echo "# guest image (cached after the first build)"
 bash "$TOP/scripts/guest/build-image.sh" 2>&1 | sed 's/^/# /' || bail "building the guest image failed."
 [ "${PIPESTATUS[0]}" = 0 ] || bail "building the guest image failed."
