@@ -84,7 +84,15 @@ fi
 
 # Destination: restores the state and lets the guest finish its DMA.
 bash "$TOP/scripts/guest/run.sh" "${common[@]}" --timeout 400 --log "$work/dst.log" \
-    -- -incoming "exec:cat $work/state" >"$work/dst.out" 2>&1
+    --qmp "$work/dst.qmp" -- -incoming "exec:cat $work/state" >"$work/dst.out" 2>&1 &
+dst=$!
+# For diagnosis: the unit's statistics, refreshed while the guest runs.
+while kill -0 "$dst" 2>/dev/null; do
+    python3 "$TOP/scripts/viommu-stats" --qmp "$work/dst.qmp" --timeout 10 \
+        >"$work/dst-stats.tmp" 2>/dev/null && mv "$work/dst-stats.tmp" "$work/dst-stats.txt"
+    sleep 10
+done
+wait "$dst"
 rc=$?
 after=$(grep -aE '^VIOMMU-(CHECK|DATA|TEST)' "$work/dst.log" 2>/dev/null | tr -d '\r')
 if grep -q '^VIOMMU-TEST: end' <<<"$after"; then
