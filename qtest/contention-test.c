@@ -42,6 +42,7 @@
 #define CT_POOL_PAGES       2048u           /* 8 MiB of DMA target pages */
 #define CT_PROBE_LEN        64
 #define CT_MARKER           0x5aULL
+#define CT_SETUP_DMA_FIRST  8
 #define CT_MAX_STEPS        4096
 #define CT_RAM_MB           512
 
@@ -137,6 +138,8 @@ typedef struct CtRun {
     uint64_t serial;
     bool in_flush;
     bool in_setup;
+    bool skip_invalidation; /* $VIOMMU_CT_SKIP_INVALIDATION: break it */
+    unsigned setup_maps_cpu[256];
     /* what the test did */
     uint64_t steps, nmaps, nunmaps, reused, dmas, pages_checked, probes;
     uint64_t live, max_live;
@@ -257,6 +260,16 @@ static void ct_invalidated(CtRun *r, uint64_t start, uint64_t end)
     }
 }
 
+/* Queue an IOTLB invalidation (not with $VIOMMU_CT_SKIP_INVALIDATION, which
+ * shows that the probes catch a missing one: the run must fail). */
+static void ct_push_iotlb(CtRun *r, int gran, uint16_t did, uint64_t addr,
+                          unsigned am)
+{
+    if (!r->skip_invalidation) {
+        vtd_qi_push(&r->e.g, vtd_desc_iotlb(gran, did, addr, am, false));
+    }
+}
+
 static void ct_wait(CtRun *r)
 {
     g_assert_true(vtd_qi_sync(&r->e.g));
@@ -283,13 +296,11 @@ static void ct_flush_range(void *opaque, uint64_t iova, uint64_t bytes)
         am++;
     }
     if (am <= r->mamv) {
-        vtd_qi_push(&r->e.g, vtd_desc_iotlb(VTD_GRAN_PAGE, CT_DID, base, am,
-                                            false));
+        ct_push_iotlb(r, VTD_GRAN_PAGE, CT_DID, base, am);
         r->psi++;
         r->psi_pages += 1ULL << am;
     } else {
-        vtd_qi_push(&r->e.g, vtd_desc_iotlb(VTD_GRAN_DOMAIN, CT_DID, 0, 0,
-                                            false));
+        ct_push_iotlb(r, VTD_GRAN_DOMAIN, CT_DID, 0, 0);
         r->dsi++;
         base = 0;
         end = r->top;
@@ -310,11 +321,10 @@ static void ct_flush_all(void *opaque)
     r->flush_all_batch_max = MAX(r->flush_all_batch_max, r->pending->len);
     ct_sync_ptes(r);
     if (r->all_kind == CT_FLUSH_GLOBAL) {
-        vtd_qi_push(&r->e.g, vtd_desc_iotlb(VTD_GRAN_GLOBAL, 0, 0, 0, false));
+        ct_push_iotlb(r, VTD_GRAN_GLOBAL, 0, 0, 0);
         r->gsi++;
     } else {
-        vtd_qi_push(&r->e.g, vtd_desc_iotlb(VTD_GRAN_DOMAIN, CT_DID, 0, 0,
-                                            false));
+        ct_push_iotlb(r, VTD_GRAN_DOMAIN, CT_DID, 0, 0);
         r->dsi++;
     }
     ct_wait(r);
@@ -403,7 +413,10 @@ static CtMap *ct_map(CtRun *r, unsigned cpu, unsigned dev, uint64_t bytes)
     r->live++;
     r->max_live = MAX(r->max_live, r->live);
 
-    if (m->serial % (r->in_setup ? r->c->dma_every : r->c->dma_every_run) == 0) {
+    /* At setup also the first mappings of each CPU: rings refill oldest
+     * first, so those are the ones a short run unmaps (and probes). */
+    if (m->serial % (r->in_setup ? r->c->dma_every : r->c->dma_every_run) == 0 ||
+        (r->in_setup && r->setup_maps_cpu[cpu]++ < CT_SETUP_DMA_FIRST)) {
         /* DMA through the new mapping: each page must receive it. */
         uint64_t pattern = 0xc0de000000000000ULL | m->serial;
         uint32_t len = MIN(bytes, 65536);
@@ -593,6 +606,7 @@ static void ct_test(const void *opaque)
     uint64_t failed32, retries, rflush, unmaps_iova, flushes_iova, fastfail;
     uint64_t setup_maps;
 
+    r.skip_invalidation = getenv("VIOMMU_CT_SKIP_INVALIDATION") != NULL;
     r.w = viommu_sim_workload_new(c->workload, c->cpus, 1);
     g_assert_nonnull(r.w);
     r.ncpus = viommu_sim_workload_cpus(r.w);
@@ -601,6 +615,7 @@ static void ct_test(const void *opaque)
     r.shift = viommu_sim_workload_granule_shift(r.w);
     g_assert_cmpuint(r.ndev, >=, 1);
     g_assert_cmpuint(r.ndev, <=, 8);
+    g_assert_cmpuint(r.ncpus, <=, G_N_ELEMENTS(r.setup_maps_cpu));
     for (unsigned i = 0; i < r.ndev; i++) {
         r.mask[i] = viommu_sim_workload_device_mask(r.w, i);
     }
