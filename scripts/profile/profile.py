@@ -697,9 +697,9 @@ def svg_plot(results, path, title):
     """Two bar panels: throughput relative to none, and guest profile shares."""
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
     ok = [r for r in results if not r.get("error")]
-    W, H, m = 860, 420, 60
+    W, H, m = 860, 440, 60
     pw = (W - 3 * m) / 2
-    ph = H - 2 * m - 20
+    ph = H - 2 * m - 40
     colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"]
     esc = lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
@@ -729,8 +729,9 @@ def svg_plot(results, path, title):
                 o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s'
                          '</title></rect>' % (x, m + ph - h, bw - 1, h, colors[j % len(colors)],
                                               esc(name), esc(sname), unit_fmt(v)))
-            o.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">%s</text>'
-                     % (x0 + i * gw + gw / 2, m + ph + 14, esc(name)))
+            for li, part in enumerate(name.split(":")):  # IOMMU, then policy below it
+                o.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">%s</text>'
+                         % (x0 + i * gw + gw / 2, m + ph + 14 + 12 * li, esc(part)))
 
     thr = []
     for r in ok:
