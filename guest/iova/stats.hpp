@@ -81,8 +81,7 @@ enum class Counter : std::uint8_t {
     unmaps,
     unmap_flushes,          /* IOTLB flush callbacks issued by the unmap layer */
     unmap_timer_flushes,
-    range_refills,          /* viommu-lab chunk refills */
-    range_steals,           /* viommu-lab chunk handed to another CPU */
+    range_refills,          /* percpu-batch batches, viommu-lab chunks */
     count_
 };
 

@@ -60,12 +60,13 @@ static void exercise(const char *variant, const char *policy)
 int main(void)
 {
     ViommuIovaConfig bad = { .variant = "linux-2.4" };
-    ViommuIova *h = (ViommuIova *)&bad;
+    ViommuIova *h = NULL;
     static const char *policies[] = { "strict", "global-list", "percpu-defer", "flush-queue" };
     size_t n = viommu_iova_variant_count();
 
     CHECK(n >= 9 && viommu_iova_variant_name(n) == NULL);
     CHECK(viommu_iova_new(&bad, &h) == VIOMMU_IOVA_BAD_VARIANT && h == NULL);
+    CHECK(viommu_iova_alloc(NULL, 1, 100, true, NULL) == VIOMMU_IOVA_BAD_ARG);
     CHECK(viommu_iova_new(NULL, NULL) == VIOMMU_IOVA_BAD_ARG);
     CHECK(strcmp(viommu_iova_status_name(VIOMMU_IOVA_NO_SPACE), "no_space") == 0);
     viommu_iova_destroy(NULL);
