@@ -650,6 +650,31 @@ def report(res):
     return "\n".join(L)
 
 
+def aggregate(results):
+    """One result per configuration: the run with the median throughput among
+    the successful repetitions (all its columns come from that one run), with
+    'runs', 'ok_runs' and 'spread' (max-min throughput / median) added."""
+    groups, order = {}, []
+    for r in results:
+        k = (r["iommu"], r["policy"])
+        if k not in groups:
+            groups[k] = []
+            order.append(k)
+        groups[k].append(r)
+    out = []
+    for k in order:
+        g = groups[k]
+        ok = sorted([r for r in g if not r.get("error") and r["load"].get("ops_per_s") is not None],
+                    key=lambda r: r["load"]["ops_per_s"])
+        pick = dict(ok[(len(ok) - 1) // 2]) if ok else dict(g[0])
+        pick["runs"], pick["ok_runs"] = len(g), len(ok)
+        if len(ok) > 1 and pick["load"]["ops_per_s"]:
+            v = [r["load"]["ops_per_s"] for r in ok]
+            pick["spread"] = (max(v) - min(v)) / pick["load"]["ops_per_s"]
+        out.append(pick)
+    return out
+
+
 def compare_table(results):
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
     hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio",
@@ -665,6 +690,9 @@ def compare_table(results):
         paths = (r["perf"] or {}).get("paths") or {}
         s = viommu_summary(r.get("viommu")) if r["iommu"] == "viommu-vtd" else None
         name = "%s:%s" % (r["iommu"], r["policy"])
+        if r.get("runs", 1) > 1:
+            name += " (%d/%d ok%s)" % (r["ok_runs"], r["runs"],
+                                       ", spread %.0f%%" % (100 * r["spread"]) if "spread" in r else "")
         if r.get("error"):
             rows.append([name, "FAILED"] + [""] * (len(hdr) - 2))
             continue
@@ -789,6 +817,8 @@ def parse_args(argv):
     ap.add_argument("--top", type=int, default=15, help="top symbols to print")
     ap.add_argument("--compare", nargs="?", const=DEFAULT_COMPARE, metavar="CONFIGS",
                     help="run several IOMMU:POLICY configurations (default: %s)" % DEFAULT_COMPARE)
+    ap.add_argument("--repeat", type=int, default=1, help="run every configuration N times, "
+                    "interleaved; the table shows the median-throughput run of each (default 1)")
     ap.add_argument("--out", help="result directory (default build/profile/<time>-...)")
     ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 300 + 3 x duration)")
     ap.add_argument("--append", default="", help="extra guest kernel command line")
@@ -804,7 +834,7 @@ def parse_args(argv):
         ap.error("unknown policy '%s' (use lazy or strict)" % a.policy)
     for name, v, lo, hi in (("--vcpus", a.vcpus, 1, 64), ("--duration", a.duration, 1, 3600),
                             ("--conns", a.conns, 1, 4096), ("--mem", a.mem, 768, 65536),
-                            ("--freq", a.freq, 1, 10000)):
+                            ("--freq", a.freq, 1, 10000), ("--repeat", a.repeat, 1, 20)):
         if not lo <= v <= hi:
             ap.error("%s must be between %d and %d" % (name, lo, hi))
     if a.kernel and not os.path.isfile(a.kernel):
@@ -850,13 +880,19 @@ def main(argv):
         per = 60 + a.duration + 40
         say("%d run(s): %s; about %d s each under TCG (boot ~60 s, %d s load, perf report), "
             "about %d min in all; results in %s" % (
-                len(runs), ", ".join("%s:%s" % r for r in runs), per, a.duration,
-                (per * len(runs) + 59) // 60, top))
+                len(runs) * a.repeat, ", ".join("%s:%s" % r for r in runs), per, a.duration,
+                (per * len(runs) * a.repeat + 59) // 60, top))
         results = []
-        for n, (i, p) in enumerate(runs, 1):
-            d = os.path.join(top, "%s-%s" % (i, p)) if a.compare else top
+        # Rounds interleave the configurations, so that a change of host load
+        # hits all of them rather than one.
+        plan = [(rnd, i, p) for rnd in range(a.repeat) for i, p in runs]
+        for n, (rnd, i, p) in enumerate(plan, 1):
+            sub = "%s-%s" % (i, p) if a.compare else ""
+            if a.repeat > 1:
+                sub = (sub + "-" if sub else "") + "r%d" % (rnd + 1)
+            d = os.path.join(top, sub) if sub else top
             say("[%d/%d] %s with %s, %s policy, %d vCPU (console log %s)" % (
-                n, len(runs), a.workload, i, p, a.vcpus, os.path.join(d, "console.log")))
+                n, len(plan), a.workload, i, p, a.vcpus, os.path.join(d, "console.log")))
             res = Run(a, i, p, d, image).execute(qemu, progress=not a.quiet)
             text = report(res)
             with open(os.path.join(d, "report.txt"), "w") as f:
@@ -873,6 +909,7 @@ def main(argv):
                 say("error: %s:%s: %s" % (i, p, res["error"]))
             results.append(res)
         if a.compare:
+            results = aggregate(results)
             table = compare_table(results)
             title = "%s, %d vCPU, %d s per run (TCG: compare ratios, not absolute numbers)" % (
                 a.workload, a.vcpus, a.duration)
