@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # viommu-lab: a thin wrapper over scripts/.  Every target does its own setup.
 #
-#   make run     the main job (see README.md)
+#   make run     the main job: memcached in a guest, no IOMMU vs viommu-vtd (README.md)
+#   make demo    one guest behind viommu-vtd moving data, then the device's statistics
 #   make check   all tests; last line "N passed, N failed"
 #   make bench   benchmarks (reports, not pass/fail)
 #   make report  contention simulation report: build/report/report.md + SVG plots
@@ -15,10 +16,10 @@ IOMMU ?= viommu-vtd
 SUITES ?= unit qtest glue guest profile
 export IOMMU SUITES QEMU_ARGS
 
-.PHONY: run check bench qemu standalone setup report clean help
+.PHONY: run demo check bench qemu standalone setup report clean help
 
 help:
-	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@bash scripts/setup-host.sh guest
@@ -34,6 +35,12 @@ qemu:
 
 run:
 	@bash scripts/run.sh
+
+demo:
+	@bash scripts/setup-host.sh guest
+	@bash scripts/fetch-qemu.sh
+	@bash scripts/build-qemu.sh
+	@bash scripts/guest/demo.sh --iommu $(IOMMU) -- $(QEMU_ARGS)
 
 check:
 	@bash scripts/check.sh

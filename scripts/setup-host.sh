@@ -122,6 +122,6 @@ if [ "$level" = qemu ] || [ "$level" = guest ]; then
     install_pkgs "firmware" seabios ipxe-qemu qemu-system-data
 fi
 if [ "$level" = guest ]; then
-    install_pkgs "guest image tools" cpio gzip kmod xz-utils zstd python3 util-linux coreutils
+    install_pkgs "guest image tools" cpio gzip kmod xz-utils zstd python3 util-linux coreutils debootstrap
 fi
 say "host setup ($level) complete"
