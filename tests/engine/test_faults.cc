@@ -105,6 +105,29 @@ TEST_F(Faults, OverflowSetsPfoAndDropsFaults)
     EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 9u);
 }
 
+TEST_F(Faults, RepeatsOfAPendingFaultCollapse)
+{
+    h.w32(FECTL, 0);
+    // One refused 8-byte DMA reaches translate once per 4-byte step.
+    for (uint64_t off : {0x0ull, 0x4ull, 0x0ull, 0xff8ull})
+        EXPECT_EQ(h.translate(0x0108, 0x5000 + off, VTD_PERM_READ), VTD_FR_READ);
+    EXPECT_EQ(frcd_hi(0) >> 63, 1u);
+    EXPECT_EQ(frcd_hi(1) >> 63, 0u) << "repeats of a pending fault take no record";
+    EXPECT_EQ(json_counter(h.stats(), "faults", "collapsed"), 3u);
+    // Another page, request type or source-id is another fault.
+    h.translate(0x0108, 0x6000, VTD_PERM_READ);
+    h.translate(0x0108, 0x5000, VTD_PERM_WRITE);
+    h.translate(0x0109, 0x5000, VTD_PERM_READ);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 4u);
+    EXPECT_EQ(frcd_hi(3) >> 63, 1u);
+    // Once software clears the record, the same fault is recorded again.
+    clear_record(0);
+    h.translate(0x0108, 0x5000, VTD_PERM_READ);
+    EXPECT_EQ(frcd_lo(4), 0x5000u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 5u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "collapsed"), 3u);
+}
+
 TEST_F(Faults, FaultProcessingDisable)
 {
     h.w32(FECTL, 0);

@@ -85,6 +85,18 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
     {
         std::lock_guard guard(lock_);
         bool was_pending = pending_locked();
+        uint64_t page = addr & mask(63, PAGE_SHIFT);
+        uint64_t info = FRCD_F | (is_write ? 0 : FRCD_T) | uint64_t{reason} << FRCD_FR | sid;
+        // While a record is pending the specification lets hardware collapse
+        // further faults of the same source-id into it.  QEMU's memory core
+        // retries a refused access in 4-byte steps, so one DMA would
+        // otherwise fill every record with copies of one fault.
+        for (const auto &pending : frcd_) {
+            if (pending[0] == page && pending[1] == info) {
+                stats_.add(Counter::FaultsCollapsed);
+                return;
+            }
+        }
         auto &r = frcd_[fri_];
         if ((status_ & fsts::PFO) || (r[1] & FRCD_F)) {
             stats_.add(Counter::FaultsOverflowed);
@@ -93,8 +105,8 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
                 raise_locked(was_pending, msi);
             }
         } else {
-            r[0] = addr & mask(63, PAGE_SHIFT);
-            r[1] = FRCD_F | (is_write ? 0 : FRCD_T) | uint64_t{reason} << FRCD_FR | sid;
+            r[0] = page;
+            r[1] = info;
             fri_ = (fri_ + 1) % frcd_.size();
             stats_.add(Counter::FaultsRecorded);
             raise_locked(was_pending, msi);

@@ -211,6 +211,7 @@ std::string Stats::to_json(const Gauges &g) const
     j.num("suppressed_fpd", c(Counter::FaultsSuppressedFpd));
     j.num("not_recorded", c(Counter::FaultsNotRecorded));
     j.num("overflowed", c(Counter::FaultsOverflowed));
+    j.num("collapsed", c(Counter::FaultsCollapsed));
     j.num("events", c(Counter::FaultEvents));
     j.open("by_reason", '{');
     for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)

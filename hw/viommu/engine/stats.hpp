@@ -34,6 +34,7 @@ enum class Counter : unsigned {
     FaultsSuppressedFpd,
     FaultsNotRecorded,     // record_fault was false
     FaultsOverflowed,      // dropped: PFO set or next record busy
+    FaultsCollapsed,       // same source-id, page, type and reason as a pending record
     FaultEvents,           // fault-event messages sent
     CcGlobal, CcDomain, CcDevice,
     IotlbGlobal, IotlbDomain, IotlbPage, IotlbPagesInvalidated, IotlbEntriesDropped,
