@@ -86,7 +86,8 @@ cmdline="console=ttyS0 panic=-1 viommu.test=$test viommu.mode=$mode viommu.iommu
 [ "$mode" = strict ] && cmdline+=" iommu.strict=1"
 [ -n "$append" ] && cmdline+=" $append"
 
-args=(-accel tcg -M q35,kernel-irqchip=split -m "$mem" -smp "$smp"
+accel=$(bash "$TOP/scripts/accel.sh")
+args=(-accel "$accel" -M q35,kernel-irqchip=split -m "$mem" -smp "$smp"
       -nodefaults -display none -no-reboot
       -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu
       -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$cmdline")
