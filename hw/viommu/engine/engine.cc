@@ -1,10 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "engine.hpp"
 
+#include <array>
+
 #include "page_walk.hpp"
 #include "root_context.hpp"
 
 namespace viommu::vtd {
+
+namespace {
+
+// The recent-translation cache: per thread, direct-mapped, in front of the
+// context cache and the IOTLB.  An entry is a successful translation of
+// one 4 KiB input page for one source-id, valid while its engine's epoch
+// is the one it was filled under.  A hit costs no lock and no shared
+// write besides the statistics, and counts as the context-cache and IOTLB
+// hit it stands for.
+struct RecentEntry {
+    uint64_t engine = 0;  // Engine::id_; 0: empty
+    uint64_t epoch = 0;
+    uint64_t vpn = 0;
+    uint64_t iova_base = 0, phys_base = 0, size_mask = 0;
+    uint16_t sid = 0, did = 0;
+    uint8_t perm = 0;
+};
+
+constexpr unsigned RECENT_ENTRIES = 64;
+
+constinit thread_local std::array<RecentEntry, RECENT_ENTRIES> recent{};
+
+std::atomic<uint64_t> next_engine_id{1};
+
+RecentEntry &recent_slot(uint16_t sid, uint64_t vpn)
+{
+    return recent[(vpn ^ (vpn >> 6) ^ (uint64_t{sid} * 0x9e37)) % RECENT_ENTRIES];
+}
+
+}  // namespace
 
 std::unique_ptr<Engine> Engine::create(const VtdConfig &cfg, const VtdHostOps &ops, void *opaque,
                                        std::string &err)
@@ -22,7 +54,7 @@ std::unique_ptr<Engine> Engine::create(const VtdConfig &cfg, const VtdHostOps &o
 Engine::Engine(const Features &f, const VtdHostOps &ops, void *opaque)
     : f_(f), host_(ops, opaque), faults_(host_, stats_, f_.fault_records),
       queue_(host_, f_, stats_, faults_, *this), iotlb_(f_.iotlb_entries),
-      contexts_(f_.context_entries)
+      contexts_(f_.context_entries), id_(next_engine_id.fetch_add(1))
 {
     reset();
 }
@@ -42,6 +74,7 @@ void Engine::flush_caches()
 {
     contexts_.invalidate_all();
     iotlb_.flush();
+    translations_changed();
 }
 
 ContextLookup Engine::resolve_context(uint16_t sid)
@@ -58,8 +91,10 @@ ContextLookup Engine::resolve_context(uint16_t sid)
     ContextLookup r = load_context(host_, f_, root_table_.load(std::memory_order_acquire), sid);
     stats_.add(Counter::ContextEntriesRead, r.entries_read);
     if (r.fault == VTD_FR_NONE) {
-        if (contexts_.insert(sid, r.ctx, gen))
+        if (contexts_.insert(sid, r.ctx, gen)) {
             stats_.add(Counter::ContextEvictions);
+            translations_changed();
+        }
         if (r.ctx.tt != TranslationType::PassThrough) {
             DomainStats &ds = stats_.domain(r.ctx.did);
             ds.slptptr.store(r.ctx.slptptr, std::memory_order_relaxed);
@@ -89,11 +124,40 @@ static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
     out = {addr & ~(PAGE_SIZE - 1), addr & ~(PAGE_SIZE - 1), PAGE_SIZE - 1, VTD_PERM_RW, did};
 }
 
+bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
+                              VtdTranslation &out)
+{
+    uint64_t vpn = addr >> PAGE_SHIFT;
+    const RecentEntry &e = recent_slot(sid, vpn);
+    if (e.engine != id_ || e.epoch != epoch || e.vpn != vpn || e.sid != sid ||
+        check_access(e.perm, access) != VTD_FR_NONE)
+        return false;
+    stats_.add(Counter::ContextHits);
+    stats_.add(Counter::IotlbHits);
+    DomainStats::Hot &hot = stats_.domain(e.did).hot[Stats::thread_shard()];
+    hot.translations.fetch_add(1, std::memory_order_relaxed);
+    hot.iotlb_hits.fetch_add(1, std::memory_order_relaxed);
+    out = {e.iova_base, e.phys_base, e.size_mask, e.perm, e.did};
+    return true;
+}
+
+void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t)
+{
+    uint64_t vpn = addr >> PAGE_SHIFT;
+    recent_slot(sid, vpn) = {id_, epoch, vpn, t.iova_base, t.phys_base, t.addr_mask,
+                             sid, t.domain_id, t.perm};
+}
+
 VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, bool record,
                                  VtdTranslation &out)
 {
     stats_.add(Counter::Translations);
     access &= VTD_PERM_RW;
+    // Sampled before any cache is read: a change that completes after this
+    // point makes whatever this call remembers stale.
+    uint64_t epoch = xlat_epoch_.load(std::memory_order_acquire);
+    if (translate_recent(sid, addr, access, epoch, out))
+        return VTD_FR_NONE;
     if (!translation_enabled()) {
         stats_.add(Counter::TranslationDisabled);
         identity(addr, 0, out);
@@ -132,13 +196,16 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         auto ins = iotlb_.insert(ctx.did, addr, *leaf, token);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts);
-        if (ins.evicted)
+        if (ins.evicted) {
             stats_.add(Counter::IotlbEvictions);
+            translations_changed();
+        }
     }
     if (VtdFaultReason r = check_access(leaf->perm, access); r != VTD_FR_NONE)
         return fault(sid, addr, access, record, r, ctx.fpd, &ds);
     uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
     out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
+    remember(sid, addr, epoch, out);
     return VTD_FR_NONE;
 }
 
@@ -181,6 +248,7 @@ void Engine::invalidate_context(const ContextInvalidation &req)
     case Granularity::Global:
         stats_.add(Counter::CcGlobal);
         dropped = contexts_.invalidate_all();
+        translations_changed();
         host_.context_invalidated(true, 0, 0);
         break;
     case Granularity::Domain:
@@ -188,6 +256,7 @@ void Engine::invalidate_context(const ContextInvalidation &req)
         // contexts, so the host re-evaluates every device.
         stats_.add(Counter::CcDomain);
         contexts_.invalidate_domain(req.did);
+        translations_changed();
         host_.context_invalidated(true, 0, 0);
         break;
     case Granularity::Selective: {
@@ -195,6 +264,7 @@ void Engine::invalidate_context(const ContextInvalidation &req)
         unsigned fm = req.function_mask & 3;
         uint16_t sid_mask = ((1u << fm) - 1) << (3 - fm);
         dropped = contexts_.invalidate_device(req.sid, sid_mask);
+        translations_changed();
         host_.context_invalidated(false, req.sid & ~sid_mask, sid_mask);
         break;
     }
@@ -212,12 +282,14 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
     case Granularity::Global:
         stats_.add(Counter::IotlbGlobal);
         iotlb_.invalidate_all();
+        translations_changed();
         host_.invalidated(true, 0, 0, whole);
         break;
     case Granularity::Domain:
         stats_.add(Counter::IotlbDomain);
         stats_.domain(req.did).inv_domain.fetch_add(1, std::memory_order_relaxed);
         iotlb_.invalidate_domain(req.did);
+        translations_changed();
         host_.invalidated(false, req.did, 0, whole);
         break;
     case Granularity::Selective: {
@@ -232,6 +304,7 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         if (as_domain)
             stats_.add(Counter::IotlbPageAsDomain);
         classify_pages(req.did, req.addr, pages);
+        translations_changed();
         host_.invalidated(false, req.did, req.addr, pages << PAGE_SHIFT);
         break;
     }

@@ -70,6 +70,16 @@ private:
     void invalidate_iotlb(const IotlbInvalidation &req) override;
     void classify_pages(uint16_t did, uint64_t addr, uint64_t pages);
 
+    // Recent translations, per thread (see engine.cc): valid while
+    // xlat_epoch_ is unchanged.  Whatever removes or changes an entry of
+    // the context cache or the IOTLB (invalidation, eviction, a new root
+    // table, TE, reset, load) bumps the epoch once it is done, so the
+    // recent-translation cache never holds what those caches no longer do.
+    void translations_changed() { xlat_epoch_.fetch_add(1); }
+    bool translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
+                          VtdTranslation &out);
+    void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t);
+
     const Features f_;
     const Host host_;
     Stats stats_;
@@ -78,6 +88,8 @@ private:
     Iotlb iotlb_;
     ContextCache contexts_;
 
+    const uint64_t id_;                    // this engine among all, for the per-thread cache
+    std::atomic<uint64_t> xlat_epoch_{1};
     std::atomic<bool> te_{false};
     std::atomic<uint64_t> root_table_{0};  // latched by GCMD.SRTP
     uint32_t gsts_ = 0;

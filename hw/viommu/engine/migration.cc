@@ -126,6 +126,7 @@ bool Engine::load(std::span<const uint8_t> blob)
     iotlb_reg_ = iotlb;
     root_table_.store(root);
     te_.store(gsts & gcmd::TE);
+    translations_changed();
     return true;
 }
 

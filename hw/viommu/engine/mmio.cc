@@ -128,6 +128,7 @@ void Engine::global_command(uint32_t value)
     if (te != translation_enabled()) {
         gsts_ = te ? gsts_ | gcmd::TE : gsts_ & ~gcmd::TE;
         te_.store(te, std::memory_order_release);
+        translations_changed();
         host_.context_invalidated(true, 0, 0);  // every address space switches
     }
     bool qie = value & gcmd::QIE;

@@ -9,11 +9,13 @@ namespace viommu::vtd {
 
 Stats::Stats() = default;
 
-unsigned Stats::thread_shard()
+constinit thread_local unsigned Stats::shard_index_ = Stats::NO_SHARD;
+
+unsigned Stats::assign_shard()
 {
     static std::atomic<unsigned> next_thread{0};
-    thread_local unsigned index = next_thread.fetch_add(1, std::memory_order_relaxed) % SHARDS;
-    return index;
+    shard_index_ = next_thread.fetch_add(1, std::memory_order_relaxed) % SHARDS;
+    return shard_index_;
 }
 
 void Stats::latency(uint64_t ns)
@@ -29,7 +31,7 @@ void Stats::latency(uint64_t ns)
     }
 }
 
-DomainStats &Stats::domain(uint16_t did)
+DomainStats &Stats::domain_slow(uint16_t did)
 {
     unsigned c = did / DOMAIN_CHUNK;
     DomainChunk *chunk = chunks_[c].load(std::memory_order_acquire);

@@ -80,8 +80,13 @@ public:
 
     Stats();
 
-    // The calling thread's shard of the per-thread-group counters.
-    static unsigned thread_shard();
+    // The calling thread's shard of the per-thread-group counters.  Inline
+    // and constant-initialized: no TLS wrapper call on the translate path.
+    static unsigned thread_shard()
+    {
+        unsigned s = shard_index_;
+        return s != NO_SHARD ? s : assign_shard();
+    }
 
     void add(Counter c, uint64_t n = 1)
     {
@@ -96,7 +101,16 @@ public:
         descriptors_[type % DESC_TYPES].fetch_add(1, std::memory_order_relaxed);
     }
     void latency(uint64_t ns);
-    DomainStats &domain(uint16_t did);
+    DomainStats &domain(uint16_t did)
+    {
+        DomainChunk *chunk = chunks_[did / DOMAIN_CHUNK].load(std::memory_order_acquire);
+        if (chunk) [[likely]] {
+            DomainStats &d = chunk->d[did % DOMAIN_CHUNK];
+            if (d.seen.load(std::memory_order_relaxed)) [[likely]]
+                return d;
+        }
+        return domain_slow(did);
+    }
 
     uint64_t get(Counter c) const;
     uint64_t faults_by_reason(VtdFaultReason r) const;
@@ -126,6 +140,11 @@ private:
     };
 
     Shard &shard() { return shards_[thread_shard()]; }
+    static unsigned assign_shard();
+    DomainStats &domain_slow(uint16_t did);
+
+    static constexpr unsigned NO_SHARD = ~0u;
+    static constinit thread_local unsigned shard_index_;
 
     std::array<Shard, SHARDS> shards_;
     std::array<std::atomic<uint64_t>, DESC_TYPES> descriptors_{};
