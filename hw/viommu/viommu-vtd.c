@@ -15,6 +15,7 @@
 #include "exec/address-spaces.h"
 #include "hw/i386/pc.h"
 #include "hw/pci/pci.h"
+#include "hw/pci/pci_bus.h"
 #include "hw/pci-host/q35.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
@@ -34,6 +35,7 @@ struct ViommuVtdAS {
     PCIBus *bus;
     uint8_t devfn;
     bool bypass;                    /* nodmar alias in use, not the IOMMU MR */
+    int32_t fixed_sid;              /* on a root bus: its fixed sid, else -1 */
     int32_t domain;                 /* last domain translate saw, -1 unknown */
     IOMMUNotifierFlag notifier_flags;
     QLIST_ENTRY(ViommuVtdAS) next;  /* in ViommuVtdState.notified */
@@ -102,8 +104,16 @@ static inline const char *viommu_vtd_name(ViommuVtdAS *vas)
     return memory_region_name(MEMORY_REGION(&vas->iommu));
 }
 
+/*
+ * A root bus has a fixed number, so its devices' source-ids are computed
+ * once (pci_bus_num() is a QOM-checked call: too slow for every DMA);
+ * behind a bridge the guest programs the bus number, so ask every time.
+ */
 static inline uint16_t viommu_vtd_sid(ViommuVtdAS *vas)
 {
+    if (vas->fixed_sid >= 0) {
+        return vas->fixed_sid;
+    }
     return PCI_BUILD_BDF(pci_bus_num(vas->bus), vas->devfn);
 }
 
@@ -121,9 +131,21 @@ static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
                                                    MEMTXATTRS_UNSPECIFIED);
         /* Only RAM: tables pointing at MMIO (our own registers) must fail. */
         if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (write && mr->readonly) || !l ||
-            address_space_rw(&address_space_memory, gpa,
-                             MEMTXATTRS_UNSPECIFIED, p, l, write) != MEMTX_OK) {
+            (write && mr->readonly) || !l) {
+            trace_viommu_vtd_mem_error(gpa, len, write);
+            return -1;
+        }
+        /*
+         * Reads (page-table and context entries, descriptors: the page
+         * walk's hot path) copy straight from the RAM block the one lookup
+         * found; writes (wait-descriptor status) are rare and go through
+         * address_space_rw() for dirty tracking and code invalidation.
+         */
+        if (!write) {
+            memcpy(p, qemu_map_ram_ptr(mr->ram_block, xlat), l);
+        } else if (address_space_rw(&address_space_memory, gpa,
+                                    MEMTXATTRS_UNSPECIFIED, p, l,
+                                    true) != MEMTX_OK) {
             trace_viommu_vtd_mem_error(gpa, len, write);
             return -1;
         }
@@ -510,6 +532,8 @@ static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
     vas->devfn = devfn;
     vas->domain = -1;
     vas->bypass = true;
+    vas->fixed_sid = pci_bus_is_root(bus) ?
+                     PCI_BUILD_BDF(pci_bus_num(bus), devfn) : -1;
     name = g_strdup_printf("viommu-vtd-%02x.%x", PCI_SLOT(devfn),
                            PCI_FUNC(devfn));
     iommu_name = g_strdup_printf("%s-dmar", name);
