@@ -103,10 +103,14 @@ public:
 
     struct InsertResult {
         bool inserted = false;
-        bool evicted = false;
+        bool evicted = false;        // an entry made room
+        bool evicted_live = false;   // ... and `valid` still held for it
     };
 
-    InsertResult insert(const Key &key, const Value &value, uint64_t gen)
+    // When the shard is full, CLOCK evicts an entry `valid` rejects first
+    // (it is dead anyway), else one not referenced since the hand passed.
+    template <typename Valid>
+    InsertResult insert(const Key &key, const Value &value, uint64_t gen, Valid valid)
     {
         uint64_t h = mix(key);
         Shard &s = shard_of(h);
@@ -121,8 +125,10 @@ public:
             return r;
         }
         if (s.count == s.limit) {
-            s.remove_at(s.victim());
+            bool live = false;
+            s.remove_at(s.victim(valid, live));
             r.evicted = true;
+            r.evicted_live = live;
         }
         size_t i = h & s.mask;
         while (s.table[i].used.load(std::memory_order_relaxed))
@@ -199,8 +205,9 @@ private:
 
     // Every field is a relaxed atomic: lock-free readers may race with the
     // writer, and the shard's sequence tells them whether what they read
-    // is consistent.
-    struct Slot {
+    // is consistent.  One cache line each (for the IOTLB's key and entry):
+    // a hit touches one line of the table.
+    struct alignas(64) Slot {
         std::atomic<uint64_t> hash{0};
         std::array<std::atomic<uint64_t>, KEY_WORDS> key_w{};
         std::array<std::atomic<uint64_t>, VALUE_WORDS> value_w{};
@@ -299,9 +306,11 @@ private:
             count--;
         }
 
-        // An occupied slot that was not referenced since the hand last
-        // passed (count > 0 whenever this is called).
-        size_t victim()
+        // An occupied slot that is dead (`valid` rejects it) or was not
+        // referenced since the hand last passed (count > 0 whenever this
+        // is called).  `live` tells which.
+        template <typename Valid>
+        size_t victim(Valid &valid, bool &live)
         {
             for (;;) {
                 size_t i = hand;
@@ -309,8 +318,14 @@ private:
                 Slot &slot = table[i];
                 if (!slot.used.load(std::memory_order_relaxed))
                     continue;
-                if (!slot.referenced.load(std::memory_order_relaxed))
+                if (!valid(slot.value())) {
+                    live = false;
                     return i;
+                }
+                if (!slot.referenced.load(std::memory_order_relaxed)) {
+                    live = true;
+                    return i;
+                }
                 slot.referenced.store(false, std::memory_order_relaxed);
             }
         }

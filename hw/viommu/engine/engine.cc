@@ -196,10 +196,12 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         auto ins = iotlb_.insert(ctx.did, addr, *leaf, token);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts);
-        if (ins.evicted) {
+        if (ins.evicted)
             stats_.add(Counter::IotlbEvictions);
+        // A dead entry was dropped by its invalidation already, which
+        // bumped the epoch; only evicting a live one changes what hits.
+        if (ins.evicted_live)
             translations_changed();
-        }
     }
     if (VtdFaultReason r = check_access(leaf->perm, access); r != VTD_FR_NONE)
         return fault(sid, addr, access, record, r, ctx.fpd, &ds);

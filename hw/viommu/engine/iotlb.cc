@@ -25,8 +25,9 @@ Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
                                   const FillToken &token)
 {
     levels_cached_.fetch_or(1u << leaf.level);
-    return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level}, {leaf, token.tag},
-                         token.gen);
+    auto fresh = [this](const Entry &e) { return epochs_.current(e.tag, e.did); };
+    return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level},
+                         {leaf, token.tag, did}, token.gen, fresh);
 }
 
 void Iotlb::invalidate_all()

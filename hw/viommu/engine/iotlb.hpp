@@ -57,6 +57,7 @@ public:
     struct Entry {
         Leaf leaf;
         EpochTag tag;
+        uint16_t did = 0;  // for judging staleness at eviction, without the key
     };
     using InsertResult = ClockCache<IotlbKey, Entry, IotlbKeyHash>::InsertResult;
     InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token);
