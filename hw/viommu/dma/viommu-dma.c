@@ -32,7 +32,7 @@
 OBJECT_DECLARE_SIMPLE_TYPE(ViommuDmaState, VIOMMU_DMA)
 
 /* Bounds on the work done by one bottom-half run. */
-#define VDMA_BUDGET_DESCS   64
+#define VDMA_BUDGET_DESCS   256
 #define VDMA_BUDGET_BYTES   (4 * MiB)
 #define VDMA_CHUNK          4096
 
