@@ -2,28 +2,47 @@
 /*
  * Translated-DMA throughput of viommu-vtd and intel-iommu, driven by
  * viommu-dma through qtest.  Not a test: it prints figures (see
- * docs/qtest-bench.rst).
+ * docs/qtest-bench.rst and docs/performance.rst).
  *
- * Both machines run in the same process, rows interleaved, so both see the
- * same host load.  For every row a working set of W 4K IOVA pages is
- * mapped in one domain (sequential or random page order, with or without a
- * domain-selective IOTLB invalidation between batches); a batch is a ring
- * of 4095 COPY descriptors of 1 KiB, each reading one working-set page and
- * writing another, so every descriptor needs two data translations plus
- * the ring's own.  Only the device's processing is timed: from the
- * doorbell to HEAD reaching TAIL (descriptors are written before).
+ * Both machines run in the same process, batches interleaved, so both see
+ * the same host load.  For every row a working set of W 4K IOVA pages is
+ * mapped in one domain (sequential or random page order; before each
+ * batch nothing, a domain-selective or 64 page-selective IOTLB
+ * invalidations).  A batch is NQ rings of 4095 COPY descriptors each
+ * (default 1 KiB, reading one working-set page and writing another), all
+ * started by back-to-back doorbells, so the device runs NQ * 4095
+ * descriptors without a qtest round trip in between.  Only the device's
+ * processing is timed: from the first doorbell to every HEAD reaching its
+ * TAIL (descriptors are written and invalidations done before).
  *
- * $VIOMMU_BENCH_BATCHES sets the timed batches per row (default 7).
+ * Per row: the median batch of each device, as descriptors/s, translated
+ * DMA MB/s and IOMMU translations/s (ring fetch + status write + one per
+ * page-bounded data chunk each way), and the ratio viommu-vtd/intel-iommu.
+ *
+ * $VIOMMU_BENCH_BATCHES  timed batches per row (default 7)
+ * $VIOMMU_BENCH_PAGES    only rows with this working set (pages)
+ * $VIOMMU_BENCH_LEN      bytes per descriptor (default 1024, max 65536)
+ * $VIOMMU_BENCH_VTD_OPTS options for viommu-vtd, e.g. ",iotlb-entries=4096"
+ *
+ * The last column is viommu-vtd's page walks per 1000 translations during
+ * the timed batches (from its statistics): 0 means every translation hit.
  */
 #include "qemu/osdep.h"
+#include <math.h>
+
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
+#include "qobject/qjson.h"
+#include "qapi/error.h"
 #include "viommu-test-env.h"
 
 #define RING        4096
 #define BATCH       (RING - 1)
+#define NQ          3                   /* queues 1..3; 0 belongs to vt_start */
+#define NPAGEINV    64                  /* page-selective invalidations */
 #define WIN         0x100000000ULL      /* IOVA window at 4 GiB, 1 GiB */
 #define NFRAMES     512
-#define XLEN        1024
+#define MAXLEN      65536
 #define XFER_CHUNK  (64 * 1024)
 
 static const char *const iommus[] = { "viommu-vtd", "intel-iommu" };
@@ -31,7 +50,7 @@ static const char *const iommus[] = { "viommu-vtd", "intel-iommu" };
 typedef struct Mach {
     VtEnv e;
     VtdDomain *d;
-    uint64_t ring;
+    uint64_t ring[NQ];
     uint64_t frames;
     uint64_t l2;                        /* level-2 table of the window */
     uint64_t l1[128];                   /* up to 64K pages */
@@ -56,22 +75,24 @@ static void big_write(QTestState *qts, uint64_t gpa, const uint8_t *p,
     }
 }
 
-static void mach_start(Mach *m, const char *iommu)
+static void mach_start(Mach *m, const char *iommu, const char *opts)
 {
     VtdGuest *g;
     VdmaDev *dev;
 
     memset(m, 0, sizeof(*m));
-    vt_start(&m->e, iommu, NULL, 1, 512, NULL);
+    vt_start(&m->e, iommu, opts, 1, 512, NULL);
     g = &m->e.g;
     dev = &m->e.dma[0];
     vtd_set_root_table(g);
     vtd_qi_enable(g, 0);
     m->d = vtd_domain_new(g, 1, 4);
     vt_map_rings(&m->e, m->d, 0);
-    m->ring = vtd_alloc(g, RING * VIOMMU_DMA_DESC_SIZE, 4096);
-    vtd_map(m->d, m->ring, m->ring, RING * VIOMMU_DMA_DESC_SIZE, VTD_PTE_RW,
-            VTD_PAGE_4K);
+    for (int q = 0; q < NQ; q++) {
+        m->ring[q] = vtd_alloc(g, RING * VIOMMU_DMA_DESC_SIZE, 4096);
+        vtd_map(m->d, m->ring[q], m->ring[q], RING * VIOMMU_DMA_DESC_SIZE,
+                VTD_PTE_RW, VTD_PAGE_4K);
+    }
     m->frames = vtd_alloc(g, NFRAMES * 4096ULL, 4096);
     vtd_map(m->d, WIN, m->frames, 4096, VTD_PTE_RW, VTD_PAGE_4K);
     m->l2 = vtd_pte_gpa(m->d, WIN, 2);
@@ -79,7 +100,10 @@ static void mach_start(Mach *m, const char *iommu)
     vtd_attach(m->d, vt_sid(0));
     vtd_flush_all(g);
     vtd_enable_translation(g);
-    g_assert_true(vdma_queue_setup(dev, 1, m->ring, m->ring, RING));
+    for (int q = 0; q < NQ; q++) {
+        g_assert_true(vdma_queue_setup(dev, q + 1, m->ring[q], m->ring[q],
+                                       RING));
+    }
 }
 
 /* map IOVA pages [0, pages) of the window, page i -> frame i % NFRAMES */
@@ -104,39 +128,99 @@ static void mach_map(Mach *m, int pages)
     vtd_flush_all(&m->e.g);
 }
 
-static void write_ring(Mach *m, const uint32_t *src, const uint32_t *dst)
+static uint32_t xlen = 1024;            /* bytes per descriptor */
+
+/* descriptor i of queue q copies src[q][i] to dst[q][i] (page numbers) */
+static void write_rings(Mach *m, uint32_t src[NQ][RING], uint32_t dst[NQ][RING])
 {
     g_autofree uint8_t *buf = g_malloc0(RING * VIOMMU_DMA_DESC_SIZE);
 
-    for (int i = 0; i < RING; i++) {
-        uint8_t *d = buf + i * VIOMMU_DMA_DESC_SIZE;
-        d[VIOMMU_DMA_DESC_OP] = VIOMMU_DMA_OP_COPY;
-        stl_le_p(d + VIOMMU_DMA_DESC_LEN, XLEN);
-        stq_le_p(d + VIOMMU_DMA_DESC_SRC, WIN + src[i] * 4096ULL);
-        stq_le_p(d + VIOMMU_DMA_DESC_DST, WIN + dst[i] * 4096ULL + 2048);
+    for (int q = 0; q < NQ; q++) {
+        for (int i = 0; i < RING; i++) {
+            uint8_t *d = buf + i * VIOMMU_DMA_DESC_SIZE;
+            d[VIOMMU_DMA_DESC_OP] = VIOMMU_DMA_OP_COPY;
+            stl_le_p(d + VIOMMU_DMA_DESC_LEN, xlen);
+            stq_le_p(d + VIOMMU_DMA_DESC_SRC, WIN + src[q][i] * 4096ULL);
+            stq_le_p(d + VIOMMU_DMA_DESC_DST,
+                     WIN + dst[q][i] * 4096ULL + 2048);
+        }
+        big_write(m->e.qts, m->ring[q], buf, RING * VIOMMU_DMA_DESC_SIZE);
     }
-    big_write(m->e.qts, m->ring, buf, RING * VIOMMU_DMA_DESC_SIZE);
 }
 
-/* run one batch; returns the device time in ns */
+/*
+ * IOMMU translations per descriptor: the descriptor fetch, the status
+ * write, and per data chunk one for the read and one for the write
+ * (viommu-dma splits at every 4 KiB boundary of either address, and the
+ * memory core translates every access once per IOMMU page).
+ */
+static unsigned translations_per_desc(void)
+{
+    uint64_t src = 0, dst = 2048;
+    unsigned chunks = 0;
+
+    for (uint32_t off = 0; off < xlen; chunks++) {
+        uint32_t n = MIN(xlen - off, 4096 - ((dst + off) & 4095));
+        n = MIN(n, 4096 - ((src + off) & 4095));
+        off += n;
+    }
+    return 2 + 2 * chunks;
+}
+
+/* run one batch (NQ rings of BATCH descriptors); returns the device ns */
 static int64_t run_batch(Mach *m)
 {
     VdmaDev *dev = &m->e.dma[0];
-    uint32_t qb = VIOMMU_DMA_Q_BASE(1);
-    uint32_t head = vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD);
-    uint32_t tail = (head + BATCH) % RING;
-    uint32_t errs = vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS);
-    int64_t t0 = g_get_monotonic_time();
+    uint32_t tail[NQ], errs[NQ];
+    int64_t t0;
 
-    vdma_reg_write(dev, qb + VIOMMU_DMA_Q_TAIL, tail);
-    while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail) {
-        g_assert_false(vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
-                       VIOMMU_DMA_QSTS_HALTED);
+    for (int q = 0; q < NQ; q++) {
+        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
+
+        tail[q] = (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) + BATCH) % RING;
+        errs[q] = vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS);
+    }
+    t0 = g_get_monotonic_time();
+    for (int q = 0; q < NQ; q++) {
+        vdma_reg_write(dev, VIOMMU_DMA_Q_BASE(q + 1) + VIOMMU_DMA_Q_TAIL,
+                       tail[q]);
+    }
+    /* the queues are served round-robin: the last one finishes last */
+    for (int q = NQ - 1; q >= 0; q--) {
+        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
+
+        while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail[q]) {
+            g_assert_false(vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
+                           VIOMMU_DMA_QSTS_HALTED);
+            g_usleep(20);   /* leave the main loop to the device */
+        }
     }
     t0 = g_get_monotonic_time() - t0;
     /* every descriptor must have succeeded: no faults in the figures */
-    g_assert_cmpuint(vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS), ==, errs);
+    for (int q = 0; q < NQ; q++) {
+        g_assert_cmpuint(vdma_reg_read(dev, VIOMMU_DMA_Q_BASE(q + 1) +
+                                       VIOMMU_DMA_Q_ERRS), ==, errs[q]);
+    }
     return t0 * 1000;
+}
+
+/* viommu-vtd's translate.page_walks, or 0 for intel-iommu (no statistics) */
+static uint64_t vtd_walks(Mach *m)
+{
+    QDict *resp, *stats, *tr;
+    uint64_t n;
+
+    resp = qtest_qmp(m->e.qts, "{'execute': 'qom-get', 'arguments': "
+                     "{'path': '/machine/peripheral/vtd0', "
+                     "'property': 'stats'}}");
+    g_assert(qdict_haskey(resp, "return"));
+    stats = qobject_to(QDict, qobject_from_json(qdict_get_str(resp, "return"),
+                                                &error_abort));
+    tr = qdict_get_qdict(stats, "translate");
+    n = qdict_get_int(tr, "page_walks");
+    qobject_unref(stats);
+    qobject_unref(resp);
+    return n;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -145,49 +229,76 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+enum { INV_NONE, INV_DOMAIN, INV_PAGES, INV_KINDS };
+static const char *const inv_names[] = { "none", "dom", "page" };
+
 /*
  * One row: batches alternate between the machines (same descriptors on
- * both) so host noise hits both alike; the figure is the median batch.
+ * both) so host noise hits both alike; the figure is the median batch,
+ * in descriptors per second.
  */
-static void run_row(Mach *m, int pages, bool random, bool inv, int batches,
-                    double tp[2])
+static void run_row(Mach *m, int pages, bool random, int inv, int batches,
+                    double tp[2], uint64_t *walks)
 {
-    static uint32_t src[RING], dst[RING];
+    static uint32_t src[NQ][RING], dst[NQ][RING];
     uint32_t seq = 0;
     g_autofree int64_t *ns0 = g_new(int64_t, batches);
     g_autofree int64_t *ns1 = g_new(int64_t, batches);
     int64_t *ns[2] = { ns0, ns1 };
+    /* long descriptors run past their first page: stay inside the set */
+    uint32_t span = (xlen + 2048 + 4095) / 4096;
+    uint32_t range = pages > span ? pages - span + 1 : 1;
+    int warm = 1 + range / (2 * NQ * BATCH);
 
     for (int i = 0; i < 2; i++) {
-        mach_map(&m[i], pages);
+        mach_map(&m[i], MAX(pages, span));
     }
-    for (int b = -1; b < batches; b++) {
-        for (int i = 0; i < RING; i++) {
-            if (random) {
-                src[i] = rnd() % pages;
-                dst[i] = rnd() % pages;
-            } else {
-                src[i] = seq % pages;
-                dst[i] = (seq + pages / 2) % pages;
-                seq++;
+    /*
+     * Warm-up batches (b < 0) walk the whole working set in order, so the
+     * timed batches measure the steady state, not first touches.
+     */
+    for (int b = -warm; b < batches; b++) {
+        uint64_t inv_pages[NPAGEINV];
+
+        for (int q = 0; q < NQ; q++) {
+            for (int i = 0; i < RING; i++) {
+                if (random && b >= 0) {
+                    src[q][i] = rnd() % range;
+                    dst[q][i] = rnd() % range;
+                } else {
+                    src[q][i] = seq % range;
+                    dst[q][i] = (seq + range / 2) % range;
+                    seq++;
+                }
             }
+        }
+        for (int k = 0; k < NPAGEINV; k++) {
+            inv_pages[k] = rnd() % range;
+        }
+        if (b == 0) {
+            *walks = vtd_walks(&m[0]);
         }
         for (int i = 0; i < 2; i++) {
             int64_t t;
 
-            write_ring(&m[i], src, dst);
-            if (inv) {
+            write_rings(&m[i], src, dst);
+            if (inv == INV_DOMAIN) {
                 vtd_flush_domain(&m[i].e.g, 1);
+            } else if (inv == INV_PAGES) {
+                for (int k = 0; k < NPAGEINV; k++) {
+                    vtd_flush_page(&m[i].e.g, 1, WIN + inv_pages[k] * 4096, 0);
+                }
             }
             t = run_batch(&m[i]);
-            if (b >= 0) {       /* batch -1 warms up */
+            if (b >= 0) {
                 ns[i][b] = t;
             }
         }
     }
+    *walks = vtd_walks(&m[0]) - *walks;
     for (int i = 0; i < 2; i++) {
         qsort(ns[i], batches, sizeof(int64_t), cmp_i64);
-        tp[i] = BATCH / (ns[i][batches / 2] / 1e9);
+        tp[i] = (double)NQ * BATCH / (ns[i][batches / 2] / 1e9);
     }
 }
 
@@ -195,38 +306,66 @@ static void bench(void)
 {
     static const int sets[] = { 64, 256, 1024, 2048, 4096, 16384, 65536 };
     const char *b = getenv("VIOMMU_BENCH_BATCHES");
+    const char *only = getenv("VIOMMU_BENCH_PAGES");
+    const char *len = getenv("VIOMMU_BENCH_LEN");
+    const char *vopts = getenv("VIOMMU_BENCH_VTD_OPTS");
+    g_autofree char *opts = g_strdup_printf(",id=vtd0%s", vopts ? vopts : "");
     int batches = MAX(b ? atoi(b) : 7, 1);
+    unsigned tpd;
     Mach m[2];
-    double geo = 0;
-    int rows = 0;
+    double geo = 0, geo_big = 0;
+    int rows = 0, rows_big = 0;
 
+    if (len) {
+        xlen = CLAMP(atoi(len), 1, MAXLEN);
+    }
+    tpd = translations_per_desc();
     rng_state = 1;
     for (int i = 0; i < 2; i++) {
-        mach_start(&m[i], iommus[i]);
+        mach_start(&m[i], iommus[i], i ? NULL : opts);
     }
-    printf("# viommu-dma COPY %d B/descriptor, %d descriptors per batch, "
-           "median of %d batches per row\n", XLEN, BATCH, batches);
-    printf("# throughput in descriptors/s (each: 2 data translations, "
-           "%.1f MB/s per 1000 desc/s)\n", XLEN * 1000 / 1e6);
-    printf("%-6s %-4s %-4s %14s %14s %8s\n", "pages", "ord", "inv",
-           "viommu-vtd", "intel-iommu", "ratio");
+    printf("# viommu-dma COPY %u B/descriptor, %d x %d descriptors per "
+           "batch, median of %d batches per row\n", xlen, NQ, BATCH, batches);
+    printf("# %u IOMMU translations per descriptor; vtd = viommu-vtd, "
+           "intel = intel-iommu\n", tpd);
+    printf("%-6s %-4s %-4s %10s %10s %8s %8s %7s %7s %6s %6s\n", "pages",
+           "ord", "inv", "vtd-desc/s", "int-desc/s", "vtd-MB/s", "int-MB/s",
+           "vtd-Mt/s", "int-Mt/s", "ratio", "walk/k");
     for (int s = 0; s < ARRAY_SIZE(sets); s++) {
+        if (only && atoi(only) != sets[s]) {
+            continue;
+        }
         for (int r = 0; r < 2; r++) {
-            for (int inv = 0; inv < 2; inv++) {
-                double tp[2];
+            for (int inv = 0; inv < INV_KINDS; inv++) {
+                double tp[2], ratio;
+                uint64_t walks = 0;
 
-                run_row(m, sets[s], r, inv, batches, tp);
-                printf("%-6d %-4s %-4s %14.0f %14.0f %8.2f\n", sets[s],
-                       r ? "rand" : "seq", inv ? "dom" : "none", tp[0],
-                       tp[1], tp[0] / tp[1]);
+                run_row(m, sets[s], r, inv, batches, tp, &walks);
+                ratio = tp[0] / tp[1];
+                printf("%-6d %-4s %-4s %10.0f %10.0f %8.1f %8.1f %7.2f %7.2f "
+                       "%6.2f %6.1f\n", sets[s], r ? "rand" : "seq",
+                       inv_names[inv], tp[0], tp[1], tp[0] * xlen / 1e6,
+                       tp[1] * xlen / 1e6, tp[0] * tpd / 1e6,
+                       tp[1] * tpd / 1e6, ratio,
+                       walks * 1000.0 / ((double)batches * NQ * BATCH * tpd));
                 fflush(stdout);
-                geo += log(tp[0] / tp[1]);
+                geo += log(ratio);
                 rows++;
+                if (sets[s] > 1024) {
+                    geo_big += log(ratio);
+                    rows_big++;
+                }
             }
         }
     }
-    printf("# geometric mean ratio viommu-vtd/intel-iommu: %.2f\n",
-           exp(geo / rows));
+    if (rows) {
+        printf("# geometric mean ratio viommu-vtd/intel-iommu: %.2f "
+               "(%d rows)\n", exp(geo / rows), rows);
+    }
+    if (rows_big) {
+        printf("# geometric mean ratio, working sets above 1024 pages: "
+               "%.2f (%d rows)\n", exp(geo_big / rows_big), rows_big);
+    }
     for (int i = 0; i < 2; i++) {
         g_free(m[i].d);
         vt_stop(&m[i].e);
