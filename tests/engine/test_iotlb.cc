@@ -218,6 +218,36 @@ TEST_P(Staleness, ContextFunctionMask)
     EXPECT_EQ(h.ctx_invals.back().mask, 6u);
 }
 
+// The paging-structure cache keeps each 2 MiB region's level-1 table: a
+// new table behind an unchanged address is seen after a page-selective
+// invalidation without IH or a domain invalidation, not after one with IH
+// (only leaves changed, says the guest).
+TEST_P(Staleness, PagingStructureCache)
+{
+    h.map(pt, 4, 0x10000, 0xa0000, 3);
+    h.map(pt, 4, 0x11000, 0xa1000, 3);
+    EXPECT_EQ(phys(SID, 0x10000), 0xa0000u);
+    EXPECT_EQ(phys(SID, 0x11000), 0xa1000u);
+    EXPECT_EQ(json_counter(h.stats(), "translate", "paging_entries_read"), 5u)
+        << "the second walk starts at the cached level-1 table";
+    auto swap_table = [&](uint64_t phys) {
+        uint64_t l1 = h.alloc_page();
+        h.put64(l1 + 0x10 * 8, 0xc0000 | 3);
+        h.put64(l1 + 0x11 * 8, phys | 3);
+        h.put64(h.pte_addr(pt, 4, 0x10000, 2), l1 | 3);
+    };
+    swap_table(0xc1000);
+    iotlb_page(DID, 0x11000, 0, true);  // IH: the old level-1 table is kept
+    EXPECT_EQ(phys(SID, 0x11000), 0xa1000u);
+    iotlb_page(DID, 0x11000, 0);
+    EXPECT_EQ(phys(SID, 0x11000), 0xc1000u);
+    EXPECT_EQ(phys(SID, 0x10000), 0xa0000u) << "leaf still cached";
+    swap_table(0xd1000);
+    iotlb_domain(DID);
+    EXPECT_EQ(phys(SID, 0x11000), 0xd1000u);
+    EXPECT_EQ(phys(SID, 0x10000), 0xc0000u);
+}
+
 TEST_P(Staleness, NotPresentIsNotCached)
 {
     // Caching mode or not, a fault is not cached: mapping then invalidating

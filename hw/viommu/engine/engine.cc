@@ -186,7 +186,13 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         stats_.add(Counter::IotlbMisses);
         ds.iotlb_misses.fetch_add(1, std::memory_order_relaxed);
         auto token = iotlb_.prepare_fill(ctx.did);
-        WalkResult w = walk_address(host_, f_, ctx, addr, access);
+        auto pde = iotlb_.lookup_pde(ctx.did, addr);
+        WalkResult w = pde ? walk_level1(host_, f_, pde->table, pde->perm, addr, access)
+                           : walk_address(host_, f_, ctx, addr, access);
+        // Only successful walks fill it: a faulting one may be about to be
+        // fixed by the guest, and a fresh walk then sees every level.
+        if (!pde && w.has_l1 && w.fault == VTD_FR_NONE)
+            iotlb_.insert_pde(ctx.did, addr, {w.l1_table, w.l1_perm}, token);
         stats_.add(Counter::PageWalks);
         stats_.add(Counter::WalkLevelsRead, w.levels_read);
         ds.page_walks.fetch_add(1, std::memory_order_relaxed);
@@ -295,14 +301,14 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         host_.invalidated(false, req.did, 0, whole);
         break;
     case Granularity::Selective: {
-        // IH only spares non-leaf (paging-structure) caches, which this
-        // model does not have: leaf entries are dropped either way.
+        // Leaf entries are dropped either way; IH spares the cached
+        // paging-structure entries (level-1 tables) of the range.
         uint64_t pages = uint64_t{1} << req.am;
         stats_.add(Counter::IotlbPage);
         stats_.add(Counter::IotlbPagesInvalidated, pages);
         stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
         bool as_domain = false;
-        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, as_domain);
+        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain);
         if (as_domain)
             stats_.add(Counter::IotlbPageAsDomain);
         classify_pages(req.did, req.addr, pages);

@@ -30,9 +30,28 @@ Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
                          {leaf, token.tag, did}, token.gen, fresh);
 }
 
+static constexpr unsigned PDE_SHIFT = PAGE_SHIFT + 9;  // a level-1 table maps 2 MiB
+
+std::optional<Iotlb::Pde> Iotlb::lookup_pde(uint16_t did, uint64_t addr)
+{
+    auto fresh = [this, did](const Entry &e) { return epochs_.current(e.tag, did); };
+    auto e = pdes_.lookup({addr >> PDE_SHIFT, did, 0}, fresh);
+    if (!e)
+        return std::nullopt;
+    return Pde{e->leaf.phys, e->leaf.perm};
+}
+
+void Iotlb::insert_pde(uint16_t did, uint64_t addr, const Pde &pde, const FillToken &token)
+{
+    auto fresh = [this](const Entry &e) { return epochs_.current(e.tag, e.did); };
+    pdes_.insert({addr >> PDE_SHIFT, did, 0}, {{pde.table, 0, pde.perm}, token.tag, did},
+                 token.pde_gen, fresh);
+}
+
 void Iotlb::invalidate_all()
 {
     cache_.bump_generation();
+    pdes_.bump_generation();
     epochs_.bump_all();
 }
 
@@ -40,20 +59,24 @@ void Iotlb::flush()
 {
     invalidate_all();
     cache_.clear();
+    pdes_.clear();
 }
 
 void Iotlb::invalidate_domain(uint16_t did)
 {
     cache_.bump_generation();
+    pdes_.bump_generation();
     epochs_.bump(did);
 }
 
 // Probes every key that could hold a page of the range: O(pages) for 4 KiB
 // entries plus the covering superpage keys; beyond MAX_PAGE_PROBES the
 // domain's epoch is bumped instead.
-size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool &as_domain)
+size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih,
+                               bool &as_domain)
 {
     cache_.bump_generation();
+    pdes_.bump_generation();
     as_domain = false;
     uint8_t levels = levels_cached_.load();
     if (pages == 0)
@@ -70,10 +93,19 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
             probes += (last >> s) - (first >> s) + 1;
         }
     }
+    if (!ih)
+        probes += (last >> 9) - (first >> 9) + 1;
     if (probes > MAX_PAGE_PROBES) {
         epochs_.bump(did);
         as_domain = true;
         return 0;
+    }
+    if (!ih) {
+        for (uint64_t vpn = first >> 9;; vpn++) {
+            pdes_.erase({vpn, did, 0});
+            if (vpn == last >> 9)
+                break;
+        }
     }
     size_t dropped = 0;
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {

@@ -3,6 +3,7 @@
 // and page-size level (1 = 4 KiB, 2 = 2 MiB, 3 = 1 GiB).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -40,7 +41,8 @@ struct Leaf {
 
 class Iotlb {
 public:
-    explicit Iotlb(size_t capacity) : cache_(capacity) {}
+    explicit Iotlb(size_t capacity)
+        : cache_(capacity), pdes_(std::max<size_t>(capacity / PDES_PER_ENTRIES, MIN_PDES)) {}
 
     size_t capacity() const { return cache_.capacity(); }
     size_t size() { return cache_.size(); }
@@ -50,8 +52,12 @@ public:
     struct FillToken {
         uint64_t gen;
         EpochTag tag;
+        uint64_t pde_gen;
     };
-    FillToken prepare_fill(uint16_t did) const { return {cache_.generation(), epochs_.tag(did)}; }
+    FillToken prepare_fill(uint16_t did) const
+    {
+        return {cache_.generation(), epochs_.tag(did), pdes_.generation()};
+    }
 
     std::optional<Leaf> lookup(uint16_t did, uint64_t addr);
     struct Entry {
@@ -62,12 +68,26 @@ public:
     using InsertResult = ClockCache<IotlbKey, Entry, IotlbKeyHash>::InsertResult;
     InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token);
 
+    // Paging-structure cache: for each 2 MiB region of a domain, the
+    // level-1 table a walk reached and the AND of the permissions above
+    // it, so a miss reads one entry instead of one per level.  Tagged and
+    // invalidated like the leaves; a page-selective invalidation without
+    // IH drops the regions it covers.
+    struct Pde {
+        uint64_t table = 0;
+        uint8_t perm = 0;
+    };
+    std::optional<Pde> lookup_pde(uint16_t did, uint64_t addr);
+    void insert_pde(uint16_t did, uint64_t addr, const Pde &pde, const FillToken &token);
+
     // Global and domain invalidations are O(1): they bump epochs, and the
     // stale entries go when next looked up or first at eviction.
     void invalidate_all();
     void invalidate_domain(uint16_t did);
-    // Returns the number of entries dropped.
-    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool &as_domain);
+    // Returns the number of leaf entries dropped.  `ih`: only leaves
+    // changed, cached paging-structure entries stay.
+    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih,
+                            bool &as_domain);
     // Empty the storage too (reset, new root table): O(capacity).
     void flush();
 
@@ -76,7 +96,11 @@ public:
     static constexpr uint64_t MAX_PAGE_PROBES = 4096;
 
 private:
+    static constexpr size_t PDES_PER_ENTRIES = 64;
+    static constexpr size_t MIN_PDES = 64;
+
     ClockCache<IotlbKey, Entry, IotlbKeyHash> cache_;
+    ClockCache<IotlbKey, Entry, IotlbKeyHash> pdes_;  // level 0 keys: addr >> 21
     DomainEpochs epochs_;
     // Page-size levels that have ever been cached, so a lookup does not probe
     // superpage sizes nobody uses.  Set before insert() and read after an

@@ -47,17 +47,18 @@ static unsigned index_at(uint64_t addr, unsigned level)
     return (addr >> level_shift(level)) & ((1u << LEVEL_STRIDE) - 1);
 }
 
-WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
-                        uint64_t addr, unsigned access)
+// Walk from `table` at `level` down to the leaf, `perm` being the AND of
+// the levels above.  Records the level-1 table when the walk reaches it.
+static WalkResult walk_from(const Host &host, const Features &f, uint64_t table, unsigned top,
+                            uint8_t perm, uint64_t addr, unsigned access)
 {
     WalkResult r;
-    if (addr >> level_aw(ctx.levels)) {
-        r.fault = VTD_FR_ADDR_BEYOND_MGAW;
-        return r;
-    }
-    uint64_t table = ctx.slptptr;
-    uint8_t perm = VTD_PERM_RW;
-    for (unsigned level = ctx.levels; level >= 1; level--) {
+    for (unsigned level = top; level >= 1; level--) {
+        if (level == 1) {
+            r.l1_table = table;
+            r.l1_perm = perm;
+            r.has_l1 = true;
+        }
         r.levels_read++;
         auto pte = host.read_u64(table + index_at(addr, level) * ENTRY_SIZE);
         if (!pte) {
@@ -82,6 +83,23 @@ WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
     }
     r.fault = VTD_FR_PAGING_ENTRY_INV;  // not reached: level 1 is always a leaf
     return r;
+}
+
+WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
+                        uint64_t addr, unsigned access)
+{
+    if (addr >> level_aw(ctx.levels)) {
+        WalkResult r;
+        r.fault = VTD_FR_ADDR_BEYOND_MGAW;
+        return r;
+    }
+    return walk_from(host, f, ctx.slptptr, ctx.levels, VTD_PERM_RW, addr, access);
+}
+
+WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint8_t perm,
+                       uint64_t addr, unsigned access)
+{
+    return walk_from(host, f, table, 1, perm, addr, access);
 }
 
 namespace {

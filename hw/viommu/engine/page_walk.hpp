@@ -17,6 +17,11 @@ struct WalkResult {
     VtdFaultReason fault = VTD_FR_NONE;
     Leaf leaf;              // valid when fault == VTD_FR_NONE
     unsigned levels_read = 0;
+    // The level-1 table the walk reached (for the paging-structure cache)
+    // and the AND of the permissions above it.
+    bool has_l1 = false;
+    uint8_t l1_perm = 0;
+    uint64_t l1_table = 0;
 };
 
 // Translate one address.  A not-present entry (R and W clear) at any level
@@ -25,6 +30,11 @@ struct WalkResult {
 // caller's job (the same check applies to IOTLB hits).
 WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
                         uint64_t addr, unsigned access);
+
+// The last step of walk_address(), from a cached level-1 table whose
+// upper levels granted `perm`.
+WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint8_t perm,
+                       uint64_t addr, unsigned access);
 
 // Visit every present, well-formed leaf intersecting [start, end).
 // Malformed entries and unreadable tables are skipped.  At most
