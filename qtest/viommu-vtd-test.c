@@ -197,6 +197,9 @@ static void check_fault(VtdGuest *g, uint64_t addr, uint16_t sid,
 
     g_test_message("expect fault reason %d at 0x%" PRIx64, reason, addr);
     g_assert_true(vtd_readl(g, VTD_FSTS) & VTD_FSTS_PPF);
+    /* Software (Linux's dmar_fault) starts reading at FSTS.FRI. */
+    g_assert_true(vtd_fault_read(g, VTD_FSTS_FRI(vtd_readl(g, VTD_FSTS)) %
+                                 VTD_CAP_NFR(g->cap), &fr));
     g_assert_true(vtd_fault_pop(g, &fr));
     g_assert_cmphex(fr.reason, ==, reason);
     g_assert_cmphex(fr.addr, ==, addr & ~0xfffULL);

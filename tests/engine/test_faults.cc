@@ -32,7 +32,7 @@ TEST_F(Faults, RecordContents)
     EXPECT_EQ(h.translate(0x0108, 0x123456789, VTD_PERM_WRITE), VTD_FR_WRITE);
     uint32_t fsts = h.mmio32(FSTS);
     EXPECT_EQ(fsts & 3, 2u) << "PPF set, PFO clear";
-    EXPECT_EQ((fsts >> 8) & 0xff, 1u) << "FRI advanced";
+    EXPECT_EQ((fsts >> 8) & 0xff, 0u) << "FRI names the pending record";
     EXPECT_EQ(frcd_lo(0), 0x123456000u);
     uint64_t hi = frcd_hi(0);
     EXPECT_EQ(hi & 0xffff, 0x0108u) << "source id";
@@ -59,7 +59,7 @@ TEST_F(Faults, RecordContents)
     // A new fault after everything was serviced raises a new event.
     h.translate(0x0108, 0x6000, VTD_PERM_READ);
     EXPECT_EQ(h.msis.size(), 2u);
-    EXPECT_EQ((h.mmio32(FSTS) >> 8) & 0xff, 3u);
+    EXPECT_EQ((h.mmio32(FSTS) >> 8) & 0xff, 2u);
 }
 
 TEST_F(Faults, MaskedEventIsPendingUntilUnmasked)
@@ -126,6 +126,24 @@ TEST_F(Faults, RepeatsOfAPendingFaultCollapse)
     EXPECT_EQ(frcd_lo(4), 0x5000u);
     EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 5u);
     EXPECT_EQ(json_counter(h.stats(), "faults", "collapsed"), 3u);
+}
+
+TEST_F(Faults, FriNamesTheOldestPendingRecord)
+{
+    h.w32(FECTL, 0);
+    auto fri = [&] { return (h.mmio32(FSTS) >> 8) & 0xff; };
+    h.translate(0x0108, 0x1000, VTD_PERM_READ);
+    EXPECT_EQ(fri(), 0u) << "Linux reads the first record at FRI";
+    h.translate(0x0108, 0x2000, VTD_PERM_READ);
+    EXPECT_EQ(fri(), 0u);
+    clear_record(0);
+    EXPECT_EQ(fri(), 1u);
+    clear_record(1);
+    EXPECT_EQ(h.mmio32(FSTS) & 2, 0u) << "PPF clear once no record is pending";
+    // The next fault goes to the next free record, and FRI follows it.
+    h.translate(0x0108, 0x3000, VTD_PERM_READ);
+    EXPECT_EQ(fri(), 2u);
+    EXPECT_EQ(frcd_lo(2), 0x3000u);
 }
 
 TEST_F(Faults, FaultProcessingDisable)

@@ -38,13 +38,18 @@ bool FaultRecorder::pending_locked() const
     return (fsts_locked() & (fsts::W1C | fsts::PPF)) != 0;
 }
 
+// While PPF is set, FRI names the oldest pending record: software reads
+// records from there until one has F clear.  Records fill in order from
+// fri_, the next free one.
 uint32_t FaultRecorder::fsts_locked() const
 {
-    uint32_t v = status_ | fri_ << fsts::FRI;
-    for (auto &r : frcd_)
-        if (r[1] & FRCD_F)
-            return v | fsts::PPF;
-    return v;
+    size_t n = frcd_.size();
+    for (size_t i = 0; i < n; i++) {
+        size_t index = (fri_ + i) % n;
+        if (frcd_[index][1] & FRCD_F)
+            return status_ | fsts::PPF | uint32_t(index) << fsts::FRI;
+    }
+    return status_ | fri_ << fsts::FRI;
 }
 
 uint32_t FaultRecorder::fsts() const
