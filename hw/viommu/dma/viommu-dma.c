@@ -35,6 +35,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(ViommuDmaState, VIOMMU_DMA)
 #define VDMA_BUDGET_DESCS   256
 #define VDMA_BUDGET_BYTES   (4 * MiB)
 #define VDMA_CHUNK          4096
+/* Descriptors fetched by one DMA read (never across a ring page). */
+#define VDMA_PREFETCH       16
 
 typedef struct VDMAQueue {
     uint64_t ring;
@@ -62,6 +64,18 @@ struct ViommuDmaState {
     uint64_t faults;
 
     uint8_t buf[2][VDMA_CHUNK];
+
+    /*
+     * Descriptors read ahead, per queue: pf[qi] holds ring entries from
+     * index pf_base on; those in [pf_head, pf_end) are not consumed yet
+     * (never wrapping).  Not migrated: anything that may change what a
+     * queue's descriptors mean (ring registers, enable, reset, halt, load)
+     * empties it, and an empty buffer is simply read again.
+     */
+    uint8_t pf[VIOMMU_DMA_MAX_QUEUES][VDMA_PREFETCH * VIOMMU_DMA_DESC_SIZE];
+    uint32_t pf_base[VIOMMU_DMA_MAX_QUEUES];
+    uint32_t pf_head[VIOMMU_DMA_MAX_QUEUES];
+    uint32_t pf_end[VIOMMU_DMA_MAX_QUEUES];
 
     /* properties */
     uint32_t nqueues;
@@ -194,6 +208,43 @@ static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
     return VIOMMU_DMA_ST_OK;
 }
 
+/*
+ * Fetch the descriptor at q->head into desc.  Up to VDMA_PREFETCH pending
+ * descriptors of the same ring page are read by one DMA (one translation);
+ * if that read fails, the descriptor is read alone, so a fault is
+ * reported at the exact descriptor as before.
+ */
+static bool vdma_fetch(ViommuDmaState *s, uint32_t qi, uint8_t *desc)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    VDMAQueue *q = &s->q[qi];
+    uint64_t addr = q->ring + (uint64_t)q->head * VIOMMU_DMA_DESC_SIZE;
+
+    if (q->head != s->pf_head[qi] || q->head >= s->pf_end[qi]) {
+        uint32_t pending = (q->tail - q->head) & (q->size - 1);
+        uint32_t n = MIN(MIN(pending, VDMA_PREFETCH), q->size - q->head);
+
+        n = MIN(n, (4096 - (addr & 4095)) / VIOMMU_DMA_DESC_SIZE);
+        s->pf_head[qi] = s->pf_end[qi] = 0;
+        if (n <= 1 || pci_dma_read(pdev, addr, s->pf[qi],
+                                   n * VIOMMU_DMA_DESC_SIZE) != MEMTX_OK) {
+            return pci_dma_read(pdev, addr, desc, VIOMMU_DMA_DESC_SIZE) ==
+                   MEMTX_OK;
+        }
+        s->pf_base[qi] = s->pf_head[qi] = q->head;
+        s->pf_end[qi] = q->head + n;
+    }
+    memcpy(desc, s->pf[qi] + (q->head - s->pf_base[qi]) * VIOMMU_DMA_DESC_SIZE,
+           VIOMMU_DMA_DESC_SIZE);
+    s->pf_head[qi]++;       /* consumed: a later lap reads the ring again */
+    return true;
+}
+
+static void vdma_prefetch_drop(ViommuDmaState *s, uint32_t qi)
+{
+    s->pf_head[qi] = s->pf_end[qi] = 0;
+}
+
 /* Process one descriptor of queue qi; returns the bytes it asked for. */
 static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
 {
@@ -206,9 +257,10 @@ static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
     uint64_t src, dst, pattern;
     uint8_t done[8];
 
-    if (pci_dma_read(pdev, addr, desc, sizeof(desc)) != MEMTX_OK) {
+    if (!vdma_fetch(s, qi, desc)) {
         s->faults++;
         q->status |= VIOMMU_DMA_QSTS_HALTED;
+        vdma_prefetch_drop(s, qi);
         trace_viommu_dma_queue_halt(qi, q->head, addr);
         return 0;
     }
@@ -233,6 +285,7 @@ static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
                       sizeof(done)) != MEMTX_OK) {
         s->faults++;
         q->status |= VIOMMU_DMA_QSTS_HALTED;
+        vdma_prefetch_drop(s, qi);
         trace_viommu_dma_queue_halt(qi, q->head, addr);
         return 0;
     }
@@ -299,6 +352,8 @@ static void vdma_reset_all(ViommuDmaState *s)
     }
     s->descs = s->errors = s->bytes = s->faults = 0;
     s->next_queue = 0;
+    memset(s->pf_head, 0, sizeof(s->pf_head));
+    memset(s->pf_end, 0, sizeof(s->pf_end));
     qemu_bh_cancel(s->bh);
     vdma_update_intx(s);
 }
@@ -373,6 +428,10 @@ static void vdma_queue_write(ViommuDmaState *s, uint32_t qi, hwaddr off,
 {
     VDMAQueue *q = &s->q[qi];
     bool enabled = q->ctrl & VIOMMU_DMA_QCTRL_ENABLE;
+
+    if (off != VIOMMU_DMA_Q_TAIL && off != VIOMMU_DMA_Q_ISR) {
+        vdma_prefetch_drop(s, qi);
+    }
 
     switch (off) {
     case VIOMMU_DMA_Q_RING_LO:
@@ -516,6 +575,9 @@ static void vdma_reset(DeviceState *dev)
 static int vdma_post_load(void *opaque, int version_id)
 {
     ViommuDmaState *s = opaque;
+
+    memset(s->pf_head, 0, sizeof(s->pf_head));
+    memset(s->pf_end, 0, sizeof(s->pf_end));
 
     for (uint32_t i = 0; i < VIOMMU_DMA_MAX_QUEUES; i++) {
         VDMAQueue *q = &s->q[i];
