@@ -554,10 +554,9 @@ def viommu_summary(v):
 
     hits, misses = g("iotlb.hits"), g("iotlb.misses")
     hit = (100.0 * hits / (hits + misses)) if hits is not None and misses is not None and hits + misses else None
-    below = None
-    for k in e:
-        if "below_4g" in k or "below4g" in k or "under_4g" in k:
-            below = (k, e[k])
+    walks_lo, walks_hi = g("iova.walks_below_4g"), g("iova.walks_above_4g")
+    below = (100.0 * walks_lo / (walks_lo + walks_hi)) \
+        if walks_lo is not None and walks_hi is not None and walks_lo + walks_hi else None
     s = {
         "window_s": dt,
         "translations_per_s": rate(g("translate.requests")),
@@ -632,8 +631,8 @@ def report(res):
                 fmt(s["inv_context"]), fmt(s["inv_device_iotlb"]), fmt(s["inv_iec"])))
             L.append("   wait descriptors %s   IOTLB hit rate %s" % (
                 fmt(s["wait_descriptors"]), fmt(s["iotlb_hit_pct"], "%")))
-            L.append("   IOVA space below 4 GiB: %s" % (
-                "%s = %s" % s["iova_below_4g"] if s["iova_below_4g"] else "n/a (not in the statistics)"))
+            L.append("   IOVAs below 4 GiB: %s of the page walks during the load" %
+                     fmt(s["iova_below_4g"], "%", 1))
     p = a["perf"]
     L.append("-- guest kernel profile (perf record -a -g, cpu-clock, samples %s)" % fmt(p.get("samples")))
     if p.get("paths"):
@@ -678,7 +677,7 @@ def aggregate(results):
 def compare_table(results):
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
     hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio",
-           "iova%", "unmap%", "inval%", "xlat/s", "inv/s", "waits/s", "IOTLB hit"]
+           "iova%", "unmap%", "inval%", "xlat/s", "inv/s", "waits/s", "IOTLB hit", "<4GiB"]
     rows = []
     for r in results:
         ld = r["load"]
@@ -704,7 +703,8 @@ def compare_table(results):
                        fmt(s["inv_per_s"], "", 0) if s else "n/a",
                        fmt(s["wait_descriptors"] / s["window_s"], "", 0)
                        if s and s["wait_descriptors"] is not None else "n/a",
-                       fmt(s["iotlb_hit_pct"], "%", 1) if s else "n/a"])
+                       fmt(s["iotlb_hit_pct"], "%", 1) if s else "n/a",
+                       fmt(s["iova_below_4g"], "%", 1) if s else "n/a"])
     w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(hdr)]
     out = ["  ".join(h.rjust(x) if i else h.ljust(x) for i, (h, x) in enumerate(zip(hdr, w)))]
     for r in rows:
@@ -712,7 +712,7 @@ def compare_table(results):
     out.append("ratio = throughput / throughput of none:lazy; p99 ratio likewise (lower is better);"
                " iova/unmap/inval% = share of guest perf samples under those kernel paths "
                "(inclusive, largest entry point); xlat/s (DMA translations), inv/s (IOTLB "
-               "invalidations), waits/s (wait descriptors) and IOTLB hit from viommu-vtd's statistics.")
+               "invalidations), waits/s (wait descriptors), IOTLB hit and <4GiB (share of page walks at IOVAs below 4 GiB) from viommu-vtd's statistics.")
     if not base:
         out.append("(no successful 'none' run: ratios are n/a)")
     for r in results:

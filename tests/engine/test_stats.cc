@@ -49,6 +49,9 @@ TEST(Stats, CountersFollowActivity)
     EXPECT_EQ(json_counter(s, "latency_ns", "count"), 5u);
     EXPECT_EQ(json_counter(s, "pages", "unmapped"), 0u);
     EXPECT_EQ(json_counter(s, "pages", "mapped"), 1u) << "0x1000 is still mapped";
+    EXPECT_EQ(json_counter(s, "iova", "walks_below_4g"), 2u);
+    EXPECT_EQ(json_counter(s, "iova", "walks_above_4g"), 0u);
+    EXPECT_EQ(json_counter(s, "iova", "pages_invalidated_below_4g"), 1u);
     // Per-domain section.
     size_t d4 = s.find("{\"id\":4,");
     ASSERT_NE(d4, std::string::npos);
@@ -58,4 +61,24 @@ TEST(Stats, CountersFollowActivity)
     EXPECT_EQ(json_counter(s.substr(d4), "", "page_invalidations"), 1u);
     EXPECT_EQ(json_counter(s.substr(d4), "", "domain_invalidations"), 1u);
     EXPECT_NE(s.find("{\"id\":5,"), std::string::npos);
+}
+
+TEST(Stats, IovaPlacementAboveAndBelow4G)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 4, 4);
+    h.map(pt, 4, 0x1234000, 0xa000, 3);
+    h.map(pt, 4, 0x500000000, 0xb000, 3);
+    h.enable_translation();
+    h.enable_qi();
+    h.translate(0x8, 0x1234000, VTD_PERM_READ);
+    h.translate(0x8, 0x500000000, VTD_PERM_READ);
+    h.translate(0x8, 0x500000008, VTD_PERM_READ);  // IOTLB hit: no walk
+    h.submit(FakeHost::iotlb_desc(3, 4), FakeHost::iotlb_addr(0x500000000, 1));
+    std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "iova", "walks_below_4g"), 1u);
+    EXPECT_EQ(json_counter(s, "iova", "walks_above_4g"), 1u);
+    EXPECT_EQ(json_counter(s, "iova", "pages_invalidated_below_4g"), 0u);
+    EXPECT_EQ(json_counter(s, "iova", "pages_invalidated_above_4g"), 2u);
 }

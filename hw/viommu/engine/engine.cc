@@ -195,6 +195,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
             iotlb_.insert_pde(ctx.did, addr, {w.l1_table, w.l1_perm}, token);
         stats_.add(Counter::PageWalks);
         stats_.add(Counter::WalkLevelsRead, w.levels_read);
+        stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G);
         ds.page_walks.fetch_add(1, std::memory_order_relaxed);
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
@@ -306,6 +307,8 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         uint64_t pages = uint64_t{1} << req.am;
         stats_.add(Counter::IotlbPage);
         stats_.add(Counter::IotlbPagesInvalidated, pages);
+        stats_.add(req.addr >> 32 ? Counter::PagesInvalidatedAbove4G
+                                  : Counter::PagesInvalidatedBelow4G, pages);
         stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
         bool as_domain = false;
         dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain);

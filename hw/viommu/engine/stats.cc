@@ -201,6 +201,13 @@ std::string Stats::to_json(const Gauges &g) const
     j.num("evictions", c(Counter::IotlbEvictions));
     j.close('}');
 
+    j.open("iova", '{');
+    j.num("walks_below_4g", c(Counter::WalksBelow4G));
+    j.num("walks_above_4g", c(Counter::WalksAbove4G));
+    j.num("pages_invalidated_below_4g", c(Counter::PagesInvalidatedBelow4G));
+    j.num("pages_invalidated_above_4g", c(Counter::PagesInvalidatedAbove4G));
+    j.close('}');
+
     j.open("context_cache", '{');
     j.num("entries", g.context_entries);
     j.num("hits", c(Counter::ContextHits));

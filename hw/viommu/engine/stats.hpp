@@ -35,6 +35,8 @@ enum class Counter : unsigned {
     FaultsNotRecorded,     // record_fault was false
     FaultsOverflowed,      // dropped: PFO set or next record busy
     FaultsCollapsed,       // same source-id, page, type and reason as a pending record
+    WalksBelow4G, WalksAbove4G,            // page walks by IOVA: where the guest puts its DMA
+    PagesInvalidatedBelow4G, PagesInvalidatedAbove4G,
     FaultEvents,           // fault-event messages sent
     CcGlobal, CcDomain, CcDevice,
     IotlbGlobal, IotlbDomain, IotlbPage, IotlbPagesInvalidated, IotlbEntriesDropped,
