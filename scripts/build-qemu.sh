@@ -36,7 +36,8 @@ fi
 
 bins=()
 for t in ${TARGETS//,/ }; do bins+=("qemu-system-${t%-softmmu}"); done
-steps=$(ninja -C "$obj" -n "${bins[@]}" "$@" 2>/dev/null | grep -c '^\[' || true)
+# qemu-version.h is always regenerated (and rewritten only when it changes).
+steps=$(ninja -C "$obj" -n "${bins[@]}" "$@" 2>/dev/null | grep '^\[' | grep -vc 'qemu-version.h' || true)
 if [ "$steps" -gt 0 ]; then
     say "building ${bins[*]} $* ($steps steps; a first build takes about 4 minutes on 2 cores)"
 fi
