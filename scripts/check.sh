@@ -90,6 +90,8 @@ run_tap_suite() {  # run_tap_suite NAME SCRIPT
 }
 wants glue && run_tap_suite glue "$TOP/tests/glue/run.sh"
 wants guest && run_tap_suite guest "$TOP/tests/guest/run.sh"
+# Live migration of a guest behind viommu-vtd (about a minute under TCG).
+wants guest && run_tap_suite migrate "$TOP/tests/glue/guest-migrate.sh"
 wants profile && run_tap_suite profile "$TOP/tests/profile/smoke.sh"
 
 say "summary (logs in build/check-logs):"
