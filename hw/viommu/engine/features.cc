@@ -5,7 +5,7 @@
 
 namespace viommu::vtd {
 
-static constexpr uint32_t DEFAULT_IOTLB_ENTRIES = 65536;
+static constexpr uint32_t DEFAULT_IOTLB_ENTRIES = 131072;
 static constexpr uint32_t DEFAULT_CONTEXT_ENTRIES = 1024;
 static constexpr unsigned DEFAULT_FAULT_RECORDS = 8;
 static constexpr unsigned MAX_FAULT_RECORDS = (VTD_MMIO_SIZE - reg::FRCD) / reg::FRCD_LEN;

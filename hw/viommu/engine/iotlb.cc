@@ -10,13 +10,14 @@ static constexpr unsigned MAX_LEAF_LEVEL = 3;
 std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr)
 {
     uint8_t levels = levels_cached_.load(std::memory_order_relaxed);
-    auto fresh = [this, did](const Entry &e) { return epochs_.current(e.tag, did); };
+    auto is_fresh = [this, did](uint32_t e) { return fresh(did, e); };
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {
         if (!(levels & (1u << level)))
             continue;
-        auto e = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)}, fresh);
-        if (e)
-            return e->leaf;
+        auto v = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)},
+                               is_fresh);
+        if (v)
+            return Leaf{v->frame << PAGE_SHIFT, static_cast<uint8_t>(level), v->perm};
     }
     return std::nullopt;
 }
@@ -25,27 +26,39 @@ Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
                                   const FillToken &token)
 {
     levels_cached_.fetch_or(1u << leaf.level);
-    auto fresh = [this](const Entry &e) { return epochs_.current(e.tag, e.did); };
+    auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
     return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level},
-                         {leaf, token.tag, did}, token.gen, fresh);
+                         {leaf.phys >> PAGE_SHIFT, leaf.perm, token.epoch}, token.gen, is_fresh);
 }
 
 static constexpr unsigned PDE_SHIFT = PAGE_SHIFT + 9;  // a level-1 table maps 2 MiB
 
 std::optional<Iotlb::Pde> Iotlb::lookup_pde(uint16_t did, uint64_t addr)
 {
-    auto fresh = [this, did](const Entry &e) { return epochs_.current(e.tag, did); };
-    auto e = pdes_.lookup({addr >> PDE_SHIFT, did, 0}, fresh);
-    if (!e)
+    auto is_fresh = [this, did](uint32_t e) { return fresh(did, e); };
+    auto v = pdes_.lookup({addr >> PDE_SHIFT, did, 0}, is_fresh);
+    if (!v)
         return std::nullopt;
-    return Pde{e->leaf.phys, e->leaf.perm};
+    return Pde{v->frame << PAGE_SHIFT, v->perm};
 }
 
 void Iotlb::insert_pde(uint16_t did, uint64_t addr, const Pde &pde, const FillToken &token)
 {
-    auto fresh = [this](const Entry &e) { return epochs_.current(e.tag, e.did); };
-    pdes_.insert({addr >> PDE_SHIFT, did, 0}, {{pde.table, 0, pde.perm}, token.tag, did},
-                 token.pde_gen, fresh);
+    auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
+    pdes_.insert({addr >> PDE_SHIFT, did, 0}, {pde.table >> PAGE_SHIFT, pde.perm, token.epoch},
+                 token.pde_gen, is_fresh);
+}
+
+// Called after every epoch bump (invalidations run on one thread).
+void Iotlb::epoch_bumped()
+{
+    if (bumps_.fetch_add(1) + 1 < SWEEP_INTERVAL)
+        return;
+    bumps_.store(0);
+    auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
+    cache_.sweep(is_fresh);
+    pdes_.sweep(is_fresh);
+    sweeps_.fetch_add(1);
 }
 
 void Iotlb::invalidate_all()
@@ -53,13 +66,17 @@ void Iotlb::invalidate_all()
     cache_.bump_generation();
     pdes_.bump_generation();
     epochs_.bump_all();
+    epoch_bumped();
 }
 
 void Iotlb::flush()
 {
-    invalidate_all();
+    cache_.bump_generation();
+    pdes_.bump_generation();
+    epochs_.bump_all();
     cache_.clear();
     pdes_.clear();
+    bumps_.store(0);
 }
 
 void Iotlb::invalidate_domain(uint16_t did)
@@ -67,6 +84,7 @@ void Iotlb::invalidate_domain(uint16_t did)
     cache_.bump_generation();
     pdes_.bump_generation();
     epochs_.bump(did);
+    epoch_bumped();
 }
 
 // Probes every key that could hold a page of the range: O(pages) for 4 KiB
@@ -97,6 +115,7 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
         probes += (last >> 9) - (first >> 9) + 1;
     if (probes > MAX_PAGE_PROBES) {
         epochs_.bump(did);
+        epoch_bumped();
         as_domain = true;
         return 0;
     }

@@ -8,28 +8,10 @@
 #include <cstdint>
 #include <optional>
 
-#include "clock_cache.hpp"
 #include "epochs.hpp"
+#include "iotlb_table.hpp"
 
 namespace viommu::vtd {
-
-struct IotlbKey {
-    uint64_t vpn;  // input address >> level_shift(level)
-    uint16_t did;
-    uint8_t level;
-    bool operator==(const IotlbKey &) const = default;
-};
-
-struct IotlbKeyHash {
-    size_t operator()(const IotlbKey &k) const
-    {
-        uint64_t h = k.vpn ^ (uint64_t{k.did} << 48) ^ (uint64_t{k.level} << 40);
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 33;
-        return static_cast<size_t>(h);
-    }
-};
 
 // A leaf mapping: the page of size 4 KiB << (9 * (level - 1)) containing
 // the input address maps to `phys` (page-aligned) with `perm`.
@@ -46,26 +28,23 @@ public:
 
     size_t capacity() const { return cache_.capacity(); }
     size_t size() { return cache_.size(); }
+    // Bytes of table memory (leaves and paging-structure entries).
+    size_t bytes() const { return cache_.bytes() + pdes_.bytes(); }
 
     // Sampled before walking the guest's tables; insert() discards the
     // result if an invalidation happened in between.
     struct FillToken {
         uint64_t gen;
-        EpochTag tag;
+        uint32_t epoch;
         uint64_t pde_gen;
     };
     FillToken prepare_fill(uint16_t did) const
     {
-        return {cache_.generation(), epochs_.tag(did), pdes_.generation()};
+        return {cache_.generation(), epoch(did), pdes_.generation()};
     }
 
     std::optional<Leaf> lookup(uint16_t did, uint64_t addr);
-    struct Entry {
-        Leaf leaf;
-        EpochTag tag;
-        uint16_t did = 0;  // for judging staleness at eviction, without the key
-    };
-    using InsertResult = ClockCache<IotlbKey, Entry, IotlbKeyHash>::InsertResult;
+    using InsertResult = IotlbTable::InsertResult;
     InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token);
 
     // Paging-structure cache: for each 2 MiB region of a domain, the
@@ -81,7 +60,8 @@ public:
     void insert_pde(uint16_t did, uint64_t addr, const Pde &pde, const FillToken &token);
 
     // Global and domain invalidations are O(1): they bump epochs, and the
-    // stale entries go when next looked up or first at eviction.
+    // stale entries go when next filled over or first at eviction (and in
+    // a sweep every SWEEP_INTERVAL bumps, see below).
     void invalidate_all();
     void invalidate_domain(uint16_t did);
     // Returns the number of leaf entries dropped.  `ih`: only leaves
@@ -95,13 +75,31 @@ public:
     // domain (the specification lets hardware invalidate more than asked).
     static constexpr uint64_t MAX_PAGE_PROBES = 4096;
 
+    // Entries carry EPOCH_BITS of their domain's epoch (global + domain
+    // epoch, which only grow).  An entry that survives a sweep is current;
+    // after fewer than 2^EPOCH_BITS further bumps its epoch still differs
+    // from the current one if any of them concerned it, so sweeping every
+    // SWEEP_INTERVAL bumps keeps epoch wrap-around from reviving it.
+    static constexpr uint64_t SWEEP_INTERVAL = uint64_t{1} << (IotlbTable::EPOCH_BITS - 1);
+    uint64_t sweeps() const { return sweeps_.load(); }
+
 private:
     static constexpr size_t PDES_PER_ENTRIES = 64;
     static constexpr size_t MIN_PDES = 64;
 
-    ClockCache<IotlbKey, Entry, IotlbKeyHash> cache_;
-    ClockCache<IotlbKey, Entry, IotlbKeyHash> pdes_;  // level 0 keys: addr >> 21
+    uint32_t epoch(uint16_t did) const
+    {
+        EpochTag t = epochs_.tag(did);
+        return (t.global + t.domain) & IotlbTable::EPOCH_MASK;
+    }
+    bool fresh(uint16_t did, uint32_t e) const { return epoch(did) == e; }
+    void epoch_bumped();
+
+    IotlbTable cache_;
+    IotlbTable pdes_;  // level 0 keys: addr >> 21
     DomainEpochs epochs_;
+    std::atomic<uint64_t> bumps_{0};  // since the last sweep
+    std::atomic<uint64_t> sweeps_{0};
     // Page-size levels that have ever been cached, so a lookup does not probe
     // superpage sizes nobody uses.  Set before insert() and read after an
     // invalidation bumps the generation, both sequentially consistent: either

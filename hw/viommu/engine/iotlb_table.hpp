@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The IOTLB's storage: a compact set-associative table of 16-byte entries.
+//
+// - Entries are two 64-bit words: a tag (page number, domain-id, level)
+//   and a value (frame number, permissions, a referenced bit, the epoch the
+//   fill started under).  A 64-byte cache line is a set of 4 ways, so a
+//   table of N entries takes N * 16 bytes (64K entries: 1 MiB, against
+//   8 MiB for one cache line per entry), and a hit reads one line.
+// - Every key has two candidate sets (two independent hashes).  Inserts go
+//   to the first set while it has room, so most hits read one line; the
+//   second set absorbs the overflow a hash table at this load would
+//   otherwise evict (two-choice hashing keeps conflict misses rare while
+//   the working set is below the capacity).
+// - Lookups take no lock.  Sets map to stripes; each stripe has a sequence
+//   count (odd while a writer changes one of its sets) and a mutex for
+//   writers.  A reader loads the set with relaxed atomic loads and keeps
+//   what it read only if the sequence was even and unchanged; otherwise it
+//   takes the stripe's mutex and reads again.  The referenced bit is set
+//   by readers with a compare-and-swap on the exact value they read, so it
+//   can never resurrect an entry a writer changed.
+// - Eviction replaces one way of a full set: an empty one, else one whose
+//   epoch is stale (dead anyway), else one not referenced since it was
+//   last passed over (a per-set CLOCK).  Nothing is ever flushed because
+//   the table is full.
+// - Epochs are 21 bits; the owner (Iotlb) sweeps stale entries out before
+//   any epoch can wrap around to a value an old entry still carries.
+// - Translations the encoding cannot hold (a page number above 2^45, a
+//   frame above 2^40, i.e. a guest-physical address above 4 PiB) are
+//   simply not cached: the walk is repeated, the result is the same.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace viommu::vtd {
+
+struct TableKey {
+    uint64_t vpn;  // input address >> level shift (or >> 21 for level 0)
+    uint16_t did;
+    uint8_t level;  // 0..3
+};
+
+struct TableValue {
+    uint64_t frame;  // output address >> 12
+    uint8_t perm;    // 2 bits
+    uint32_t epoch;  // EPOCH_BITS bits
+};
+
+class IotlbTable {
+public:
+    static constexpr unsigned WAYS = 4;
+    static constexpr unsigned VPN_BITS = 45;
+    static constexpr unsigned FRAME_BITS = 40;
+    static constexpr unsigned EPOCH_BITS = 21;
+    static constexpr uint32_t EPOCH_MASK = (uint32_t{1} << EPOCH_BITS) - 1;
+
+    // `capacity` entries, rounded up to whole sets (a power of two of them).
+    explicit IotlbTable(size_t capacity)
+    {
+        size_t sets = std::bit_ceil(std::max<size_t>((capacity + WAYS - 1) / WAYS, 1));
+        mask_ = sets - 1;
+        sets_ = allocate_sets(sets);
+        stripes_ = std::min<size_t>(sets, MAX_STRIPES);
+        seq_ = std::make_unique<std::atomic<uint32_t>[]>(stripes_);
+        locks_ = std::make_unique<std::mutex[]>(stripes_);
+    }
+
+    size_t capacity() const { return (mask_ + 1) * WAYS; }
+    size_t bytes() const { return (mask_ + 1) * sizeof(Set); }
+
+    uint64_t generation() const { return gen_.load(); }
+    // Sequentially consistent, as are callers' own flags published before
+    // insert() (see Iotlb::levels_cached_).
+    void bump_generation() { gen_.fetch_add(1); }
+
+    static bool encodable(const TableKey &k) { return k.vpn < (uint64_t{1} << VPN_BITS) && k.level < 4; }
+
+    // `fresh(epoch)`: whether an entry of this key's domain filled under
+    // `epoch` is still valid.
+    template <typename Fresh>
+    std::optional<TableValue> lookup(const TableKey &key, Fresh fresh)
+    {
+        if (!encodable(key))
+            return std::nullopt;
+        const uint64_t tag = make_tag(key);
+        const uint64_t h = mix(tag);
+        size_t sets[2];
+        unsigned n = candidates(h, sets);
+        for (unsigned c = 0; c < n; c++) {
+            Set &set = sets_[sets[c]];
+            std::atomic<uint32_t> &seq = seq_[stripe(sets[c])];
+            uint64_t value = 0;
+            int way = -1;
+            uint32_t s = seq.load(std::memory_order_acquire);
+            bool consistent = false;
+            if (!(s & 1)) {
+                way = find(set, tag, value);
+                std::atomic_thread_fence(std::memory_order_acquire);
+                consistent = seq.load(std::memory_order_relaxed) == s;
+            }
+            if (!consistent) {
+                std::lock_guard guard(locks_[stripe(sets[c])]);
+                way = find(set, tag, value);
+            }
+            if (way < 0)
+                continue;
+            TableValue v = unpack(value);
+            if (!fresh(v.epoch))
+                return std::nullopt;
+            if (!(value & REF)) {
+                // A hint: fails harmlessly if a writer changed the way.
+                set.w[2 * way + 1].compare_exchange_strong(value, value | REF,
+                                                            std::memory_order_relaxed);
+            }
+            return v;
+        }
+        return std::nullopt;
+    }
+
+    struct InsertResult {
+        bool inserted = false;
+        bool evicted = false;       // an entry made room
+        bool evicted_live = false;  // ... and it was not stale
+    };
+
+    // Inserts unless an invalidation bumped the generation since `gen` was
+    // sampled.  `fresh(did, epoch)` judges victims.
+    template <typename Fresh>
+    InsertResult insert(const TableKey &key, const TableValue &v, uint64_t gen, Fresh fresh)
+    {
+        InsertResult r;
+        if (!encodable(key) || v.frame >= (uint64_t{1} << FRAME_BITS))
+            return r;
+        const uint64_t tag = make_tag(key);
+        const uint64_t value = pack(v);
+        size_t sets[2];
+        unsigned n = candidates(mix(tag), sets);
+        StripeGuard guard(*this, sets, n);
+        if (gen_.load() != gen)
+            return r;
+        r.inserted = true;
+        WriteSection ws(*this, sets, n);
+        uint64_t old;
+        for (unsigned c = 0; c < n; c++) {
+            if (int way = find(sets_[sets[c]], tag, old); way >= 0) {
+                store(sets_[sets[c]], way, tag, value);
+                return r;
+            }
+        }
+        // An empty way, else a dead one, else CLOCK over the candidates.
+        for (unsigned c = 0; c < n; c++) {
+            Set &set = sets_[sets[c]];
+            for (unsigned w = 0; w < WAYS; w++) {
+                if (!set.w[2 * w].load(std::memory_order_relaxed)) {
+                    store(set, w, tag, value);
+                    count_.fetch_add(1, std::memory_order_relaxed);
+                    return r;
+                }
+            }
+        }
+        r.evicted = true;
+        for (unsigned c = 0; c < n; c++) {
+            Set &set = sets_[sets[c]];
+            for (unsigned w = 0; w < WAYS; w++) {
+                uint64_t t = set.w[2 * w].load(std::memory_order_relaxed);
+                uint64_t val = set.w[2 * w + 1].load(std::memory_order_relaxed);
+                if (!fresh(tag_did(t), unpack(val).epoch)) {
+                    store(set, w, tag, value);
+                    return r;
+                }
+            }
+        }
+        // CLOCK over the candidates' ways, from a position the key picks
+        // (sets have no hand of their own): the first way not referenced
+        // since it was last passed over; passing clears the bit.
+        r.evicted_live = true;
+        const unsigned ways = n * WAYS;
+        const unsigned start = static_cast<unsigned>(mix(tag ^ value) >> 58) % ways;
+        for (unsigned i = 0;; i++) {
+            unsigned k = (start + i) % ways;
+            Set &set = sets_[sets[k / WAYS]];
+            std::atomic<uint64_t> &val = set.w[2 * (k % WAYS) + 1];
+            uint64_t x = val.load(std::memory_order_relaxed);
+            if (!(x & REF) || i >= ways) {
+                store(set, k % WAYS, tag, value);
+                return r;
+            }
+            val.store(x & ~REF, std::memory_order_relaxed);
+        }
+    }
+
+    // Drop one key; returns whether it was present.
+    bool erase(const TableKey &key)
+    {
+        if (!encodable(key))
+            return false;
+        const uint64_t tag = make_tag(key);
+        size_t sets[2];
+        unsigned n = candidates(mix(tag), sets);
+        StripeGuard guard(*this, sets, n);
+        uint64_t old;
+        for (unsigned c = 0; c < n; c++) {
+            Set &set = sets_[sets[c]];
+            if (int way = find(set, tag, old); way >= 0) {
+                WriteSection ws(*this, sets + c, 1);
+                set.w[2 * way].store(0, std::memory_order_relaxed);
+                set.w[2 * way + 1].store(0, std::memory_order_relaxed);
+                count_.fetch_sub(1, std::memory_order_relaxed);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Drop every entry `fresh(did, epoch)` rejects, set by set; live
+    // entries stay.  Returns the number dropped.  O(capacity).
+    template <typename Fresh>
+    size_t sweep(Fresh fresh)
+    {
+        size_t dropped = 0;
+        for (size_t i = 0; i <= mask_; i++)
+            dropped += clear_set(i, [&](uint64_t t, uint64_t v) {
+                return !fresh(tag_did(t), unpack(v).epoch);
+            });
+        return dropped;
+    }
+
+    // Drop everything.  O(capacity).
+    size_t clear()
+    {
+        size_t dropped = 0;
+        for (size_t i = 0; i <= mask_; i++)
+            dropped += clear_set(i, [](uint64_t, uint64_t) { return true; });
+        return dropped;
+    }
+
+    size_t size() const { return count_.load(std::memory_order_relaxed); }
+
+private:
+    static constexpr size_t MAX_STRIPES = 1024;
+    static constexpr uint64_t REF = uint64_t{1} << (FRAME_BITS + 2);
+    static constexpr unsigned EPOCH_SHIFT = FRAME_BITS + 3;
+    static_assert(EPOCH_SHIFT + EPOCH_BITS == 64);
+    static_assert(1 + 2 + 16 + VPN_BITS == 64);
+
+    struct alignas(64) Set {
+        std::atomic<uint64_t> w[2 * WAYS];  // tag, value per way; tag 0: empty
+    };
+    static_assert(sizeof(Set) == 64);
+
+    struct FreeSets {
+        void operator()(Set *p) const { std::free(p); }
+    };
+    using SetArray = std::unique_ptr<Set[], FreeSets>;
+
+    // Zeroed, 2 MiB-aligned when large, so the kernel can back it with huge
+    // pages (one TLB entry instead of 512 for a random lookup's line).
+    static SetArray allocate_sets(size_t n)
+    {
+        constexpr size_t HUGE = size_t{2} << 20;
+        size_t bytes = n * sizeof(Set);
+        size_t align = bytes >= HUGE ? HUGE : alignof(Set);
+        bytes = (bytes + align - 1) / align * align;
+        void *mem = std::aligned_alloc(align, bytes);
+        if (!mem)
+            throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (align == HUGE)
+            madvise(mem, bytes, MADV_HUGEPAGE);  // advice only: failure is fine
+#endif
+        Set *sets = static_cast<Set *>(mem);
+        std::uninitialized_value_construct_n(sets, n);
+        return SetArray(sets);
+    }
+
+    static uint64_t make_tag(const TableKey &k)
+    {
+        return 1 | uint64_t{k.level} << 1 | uint64_t{k.did} << 3 | k.vpn << 19;
+    }
+    static uint16_t tag_did(uint64_t tag) { return static_cast<uint16_t>(tag >> 3); }
+
+    static uint64_t pack(const TableValue &v)
+    {
+        return v.frame | uint64_t{v.perm & 3u} << FRAME_BITS |
+               uint64_t{v.epoch & EPOCH_MASK} << EPOCH_SHIFT;
+    }
+    static TableValue unpack(uint64_t x)
+    {
+        return {x & ((uint64_t{1} << FRAME_BITS) - 1),
+                static_cast<uint8_t>((x >> FRAME_BITS) & 3),
+                static_cast<uint32_t>(x >> EPOCH_SHIFT)};
+    }
+
+    static uint64_t mix(uint64_t x)
+    {
+        x ^= x >> 31;
+        x *= 0x9e3779b97f4a7c15ull;
+        x ^= x >> 29;
+        x *= 0xbf58476d1ce4e5b9ull;
+        return x ^ (x >> 32);
+    }
+    unsigned candidates(uint64_t h, size_t sets[2]) const
+    {
+        sets[0] = h & mask_;
+        sets[1] = (h >> 32) & mask_;
+        return sets[1] == sets[0] ? 1 : 2;
+    }
+    size_t stripe(size_t set) const { return set & (stripes_ - 1); }
+
+    // The way holding `tag` (its value in `value`), or -1.
+    static int find(const Set &set, uint64_t tag, uint64_t &value)
+    {
+        for (unsigned w = 0; w < WAYS; w++) {
+            if (set.w[2 * w].load(std::memory_order_relaxed) == tag) {
+                value = set.w[2 * w + 1].load(std::memory_order_relaxed);
+                return static_cast<int>(w);
+            }
+        }
+        return -1;
+    }
+    static void store(Set &set, unsigned way, uint64_t tag, uint64_t value)
+    {
+        set.w[2 * way].store(tag, std::memory_order_relaxed);
+        set.w[2 * way + 1].store(value, std::memory_order_relaxed);
+    }
+
+    template <typename Drop>
+    size_t clear_set(size_t i, Drop drop)
+    {
+        StripeGuard guard(*this, &i, 1);
+        WriteSection ws(*this, &i, 1);
+        size_t dropped = 0;
+        Set &set = sets_[i];
+        for (unsigned w = 0; w < WAYS; w++) {
+            uint64_t t = set.w[2 * w].load(std::memory_order_relaxed);
+            if (t && drop(t, set.w[2 * w + 1].load(std::memory_order_relaxed))) {
+                set.w[2 * w].store(0, std::memory_order_relaxed);
+                set.w[2 * w + 1].store(0, std::memory_order_relaxed);
+                dropped++;
+            }
+        }
+        count_.fetch_sub(dropped, std::memory_order_relaxed);
+        return dropped;
+    }
+
+    // Holds the writer locks of one or two sets' stripes, lower one first.
+    class StripeGuard {
+    public:
+        StripeGuard(IotlbTable &t, const size_t *sets, unsigned n)
+        {
+            a_ = &t.locks_[t.stripe(sets[0])];
+            if (n > 1 && t.stripe(sets[1]) != t.stripe(sets[0])) {
+                b_ = &t.locks_[t.stripe(sets[1])];
+                if (b_ < a_)
+                    std::swap(a_, b_);
+            }
+            a_->lock();
+            if (b_)
+                b_->lock();
+        }
+        ~StripeGuard()
+        {
+            if (b_)
+                b_->unlock();
+            a_->unlock();
+        }
+        StripeGuard(const StripeGuard &) = delete;
+        StripeGuard &operator=(const StripeGuard &) = delete;
+
+    private:
+        std::mutex *a_ = nullptr, *b_ = nullptr;
+    };
+
+    // Brackets changes to one or two sets (their stripes' locks are held):
+    // their sequences are odd meanwhile.
+    class WriteSection {
+    public:
+        WriteSection(IotlbTable &t, const size_t *sets, unsigned n) : t_(t)
+        {
+            s_[0] = t.stripe(sets[0]);
+            n_ = 1;
+            if (n > 1 && t.stripe(sets[1]) != s_[0])
+                s_[n_++] = t.stripe(sets[1]);
+            for (unsigned i = 0; i < n_; i++)
+                t_.seq_[s_[i]].store(t_.seq_[s_[i]].load(std::memory_order_relaxed) + 1,
+                                     std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_release);
+        }
+        ~WriteSection()
+        {
+            for (unsigned i = 0; i < n_; i++)
+                t_.seq_[s_[i]].store(t_.seq_[s_[i]].load(std::memory_order_relaxed) + 1,
+                                     std::memory_order_release);
+        }
+        WriteSection(const WriteSection &) = delete;
+        WriteSection &operator=(const WriteSection &) = delete;
+
+    private:
+        IotlbTable &t_;
+        size_t s_[2] = {};
+        unsigned n_ = 0;
+    };
+
+    SetArray sets_;
+    size_t mask_ = 0;
+    size_t stripes_ = 1;
+    std::unique_ptr<std::atomic<uint32_t>[]> seq_;
+    std::unique_ptr<std::mutex[]> locks_;
+    std::atomic<size_t> count_{0};
+    std::atomic<uint64_t> gen_{0};
+};
+
+}  // namespace viommu::vtd
