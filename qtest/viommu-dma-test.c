@@ -61,6 +61,10 @@ static void test_ops(void)
     g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_ERRORS), ==, 1);
     g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_BYTES), ==,
                      9001 * 2 + 4099);
+    /* moving 22 KB took some CPU time, and less than a minute of it */
+    g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_BH_NS), >, 0);
+    g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_BH_NS), <,
+                     60000000000ULL);
     vt_stop(&e);
 }
 
@@ -180,6 +184,7 @@ static void test_irq_and_reset(void)
     vdma_reg_write(d, VIOMMU_DMA_REG_CTRL, VIOMMU_DMA_CTRL_RESET);
     g_assert_cmphex(vdma_reg_read(d, q0 + VIOMMU_DMA_Q_CTRL), ==, 0);
     g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_DESCS), ==, 0);
+    g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_BH_NS), ==, 0);
     vt_stop(&e);
 }
 

@@ -16,6 +16,9 @@
  *   0x028 ERRORS      RO  64-bit: descriptors completed with an error status
  *   0x030 BYTES       RO  64-bit: bytes moved successfully
  *   0x038 FAULTS      RO  64-bit: DMA accesses that failed (MEMTX error)
+ *   0x040 BH_NS       RO  64-bit: host CPU time (ns, the thread's CPU clock)
+ *                         spent processing descriptors; a host-side
+ *                         measure for benchmarks, not migrated
  *   0x100 + q * 0x40  per-queue block, see VIOMMU_DMA_Q_*
  * BAR1: MSI-X table and PBA, one vector per queue (vector q for queue q).
  *
@@ -51,6 +54,7 @@
 #define VIOMMU_DMA_REG_ERRORS       0x028
 #define VIOMMU_DMA_REG_BYTES        0x030
 #define VIOMMU_DMA_REG_FAULTS       0x038
+#define VIOMMU_DMA_REG_BH_NS        0x040
 
 /* Per-queue registers: VIOMMU_DMA_Q_BASE(q) + offset */
 #define VIOMMU_DMA_Q_BASE(q)        (0x100 + (q) * 0x40)
