@@ -25,7 +25,7 @@ as_root mkdir -p "$CCACHE_DIR"
 ccache_wrap=""
 command -v ccache >/dev/null && ccache_wrap="ccache "
 
-config_line="--target-list=$TARGETS --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3"
+config_line="--target-list=$TARGETS --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3"
 if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.viommu-lab-config" 2>/dev/null)" != "$config_line" ]; then
     say "configuring QEMU ($TARGETS, lean, ccache) in build/qemu"
     rm -rf "$obj"; mkdir -p "$obj"
