@@ -60,6 +60,11 @@ uint64_t viommu_sim_workload_device_mask(const ViommuSimWorkload *w, size_t i)
     return w && i < w->w->info().devices.size() ? w->w->info().devices[i].dma_mask : 0;
 }
 
+unsigned viommu_sim_workload_device_domain(const ViommuSimWorkload *w, size_t i)
+{
+    return w && i < w->w->info().devices.size() ? w->w->info().devices[i].domain : 0;
+}
+
 static int copy_steps(ViommuSimWorkload *w, ViommuSimStep *steps, size_t max)
 {
     size_t n = w->steps.size();

@@ -40,11 +40,29 @@ void SimEnv::fire_next_timer()
     cpu_ = saved;
 }
 
+/* Locks that are global in the kernel, not per IOMMU domain: intel-iommu's
+ * async_umap_flush_lock (one static lock, 2008-4.6) and its per-CPU
+ * deferred-flush queues (4.7-4.13, one per CPU for all domains).  Every
+ * domain's flush policy has its own instance; they share one virtual lock
+ * per (class, instance). */
+bool SimEnv::shared_class(std::string_view name)
+{
+    return name == "async_umap_flush_lock" || name == "deferred_flush";
+}
+
 bool SimEnv::lock_attempt(const iova::InstrumentedLock &l, iova::Site s)
 {
     auto [it, fresh] = locks_.try_emplace(&l, nullptr);
-    if (fresh)
-        it->second = &m_.make_lock(l.name());
+    if (fresh) {
+        if (shared_class(l.name())) {
+            auto [g, first] = shared_.try_emplace({l.name(), l.instance()}, nullptr);
+            if (first)
+                g->second = &m_.make_lock(l.name());
+            it->second = g->second;
+        } else {
+            it->second = &m_.make_lock(l.name());
+        }
+    }
     return m_.acquire(*it->second, cpu_, iova::site_name(s));
 }
 

@@ -12,6 +12,8 @@
 
 #include <array>
 #include <map>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "../iova/env.hpp"
@@ -42,6 +44,9 @@ public:
 
     std::uint64_t work_units(iova::Work w) const { return work_[static_cast<unsigned>(w)]; }
     void reset_work() { work_ = {}; }
+    /* A kernel-global lock class: one virtual lock per (class, instance)
+     * whatever domain's policy takes it. */
+    static bool shared_class(std::string_view name);
 
 private:
     struct Armed {
@@ -51,6 +56,7 @@ private:
     Machine &m_;
     unsigned cpu_ = 0;
     std::unordered_map<const iova::InstrumentedLock *, VirtualLock *> locks_;
+    std::map<std::pair<std::string, unsigned>, VirtualLock *> shared_;
     std::multimap<std::pair<Nanos, std::uint64_t>, Armed> timers_;  /* (deadline, arm order) */
     std::uint64_t arm_seq_ = 0;
     std::array<std::uint64_t, static_cast<unsigned>(iova::Work::count_)> work_{};

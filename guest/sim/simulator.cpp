@@ -34,70 +34,105 @@ private:
 struct Mapping {
     std::uint64_t iova = 0;
     std::uint64_t bytes = 0;
+    std::uint8_t device = 0;
     bool live = false;
 };
 
-/* The IOMMU side of a run: allocator, flush policy, dma-iommu layer. */
+/* The IOMMU side of a run: one invalidation queue (one IOMMU), and per
+ * IOMMU domain an allocator, a flush policy and the dma-iommu layer.
+ * Devices map into their own domain (DeviceSpec::domain) as intel-iommu
+ * and dma-iommu give each PCI function (not sharing a group) its own
+ * domain and IOVA space. */
 class Iommu {
 public:
     Iommu(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env)
         : m_(m), env_(env), legacy_sac_flush_(cfg.dma == "sac-flush")
     {
-        iova::Config acfg;
-        acfg.granule_shift = info.granule_shift;
-        acfg.ncpus = info.cpus;
-        acfg.check_frees = false;
-        alloc_ = iova::Allocator::create(cfg.allocator, env, acfg);
         queue_ = InvQueue::create(cfg.invq, m);
-        if (!alloc_ || !queue_)
+        if (!queue_)
             return;
         flusher_ = std::make_unique<SimFlusher>(env, *queue_);
-        policy_ = iova::FlushPolicy::create(cfg.flush, *alloc_, *flusher_);
-        if (!policy_)
-            return;
-        iova::DmaOptions opt{.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"};
-        domain_ = std::make_unique<iova::DmaDomain>(*alloc_, *policy_, opt);
+        unsigned ndomains = 1;
         for (const DeviceSpec &d : info.devices)
+            ndomains = std::max(ndomains, d.domain + 1);
+        iova::DmaOptions opt{.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"};
+        for (unsigned i = 0; i < ndomains; i++) {
+            Domain &dom = domains_.emplace_back();
+            iova::Config acfg;
+            acfg.granule_shift = info.granule_shift;
+            acfg.ncpus = info.cpus;
+            acfg.check_frees = false;
+            dom.alloc = iova::Allocator::create(cfg.allocator, env, acfg);
+            if (!dom.alloc)
+                return;
+            dom.policy = iova::FlushPolicy::create(cfg.flush, *dom.alloc, *flusher_);
+            if (!dom.policy)
+                return;
+            dom.dma = std::make_unique<iova::DmaDomain>(*dom.alloc, *dom.policy, opt);
+        }
+        for (const DeviceSpec &d : info.devices) {
             devices_.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
+            device_domain_.push_back(d.domain);
+        }
+        ok_ = true;
     }
-    bool ok() const { return domain_ != nullptr; }
+    bool ok() const { return ok_; }
 
     bool map(unsigned dev, std::uint64_t bytes, std::uint64_t &iova_out)
     {
         m_.advance(env_.current_cpu(), m_.cost().pte_update);
         iova::DmaDevice &d = devices_.at(dev);
+        Domain &dom = domains_.at(device_domain_.at(dev));
+        iova::Allocator &a = *dom.alloc;
         if (legacy_sac_flush_ && d.pci && d.dma_mask > 0xffffffffull) {
-            unsigned shift = alloc_->config().granule_shift;
-            std::uint64_t pages = domain_->pages_for(bytes);
-            iova::AllocResult r = alloc_->alloc(pages, iova::Allocator::pfn_32bit(shift), true);
+            unsigned shift = a.config().granule_shift;
+            std::uint64_t pages = dom.dma->pages_for(bytes);
+            iova::AllocResult r = a.alloc(pages, iova::Allocator::pfn_32bit(shift), true);
             if (!r.ok())
-                r = alloc_->alloc(pages, std::min(d.dma_mask >> shift, alloc_->end_pfn() - 1), true);
+                r = a.alloc(pages, std::min(d.dma_mask >> shift, a.end_pfn() - 1), true);
             iova_out = r.pfn << shift;
             return r.ok();
         }
-        iova::MapResult r = domain_->map(d, bytes);
+        iova::MapResult r = dom.dma->map(d, bytes);
         iova_out = r.iova;
         return r.ok();
     }
-    void unmap(std::uint64_t iova, std::uint64_t bytes)
+    void unmap(unsigned dev, std::uint64_t iova, std::uint64_t bytes)
     {
         m_.advance(env_.current_cpu(), m_.cost().pte_update);
-        domain_->unmap(iova, bytes);
+        domains_.at(device_domain_.at(dev)).dma->unmap(iova, bytes);
     }
 
-    iova::Allocator &allocator() { return *alloc_; }
+    std::size_t domain_count() const { return domains_.size(); }
+    iova::Allocator &allocator(std::size_t i = 0) { return *domains_.at(i).alloc; }
+    /* every domain's cached IOVAs back to its tree (the drain stressor) */
+    void flush_caches()
+    {
+        for (Domain &d : domains_)
+            d.alloc->flush_caches();
+    }
+    void reset_stats()
+    {
+        for (Domain &d : domains_)
+            d.alloc->reset_stats();
+    }
     InvQueue &queue() { return *queue_; }
 
 private:
+    struct Domain {
+        std::unique_ptr<iova::Allocator> alloc;
+        std::unique_ptr<iova::FlushPolicy> policy;
+        std::unique_ptr<iova::DmaDomain> dma;
+    };
     Machine &m_;
     SimEnv &env_;
     bool legacy_sac_flush_;
-    std::unique_ptr<iova::Allocator> alloc_;
+    bool ok_ = false;
     std::unique_ptr<InvQueue> queue_;
     std::unique_ptr<SimFlusher> flusher_;
-    std::unique_ptr<iova::FlushPolicy> policy_;
-    std::unique_ptr<iova::DmaDomain> domain_;
+    std::deque<Domain> domains_;
     std::vector<iova::DmaDevice> devices_;
+    std::vector<unsigned> device_domain_;
 };
 
 class Run {
@@ -137,7 +172,7 @@ public:
             env_.set_cpu(cpu);
             if (drain_ns_ && iommu_ && cpu == 0 && m_.now(0) >= next_drain_) {
                 next_drain_ = m_.now(0) + drain_ns_;
-                iommu_->allocator().flush_caches();
+                iommu_->flush_caches();
             }
             execute(cpu, pending_[cpu].front());
             pending_[cpu].pop_front();
@@ -177,7 +212,7 @@ private:
             break;
         case VIOMMU_SIM_MAP: {
             Mapping &mp = slots_[cpu].at(s.arg);
-            mp = {0, s.value, true};
+            mp = {0, s.value, s.device, true};
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 mp.live = false;
                 failed_maps++;
@@ -187,12 +222,12 @@ private:
         case VIOMMU_SIM_UNMAP: {
             Mapping &mp = slots_[cpu].at(s.arg);
             if (mp.live && iommu_)
-                iommu_->unmap(mp.iova, mp.bytes);
+                iommu_->unmap(mp.device, mp.iova, mp.bytes);
             mp.live = false;
             break;
         }
         case VIOMMU_SIM_MAP_POST: {
-            Mapping mp{0, s.value, true};
+            Mapping mp{0, s.value, s.device, true};
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 failed_maps++;
                 break;
@@ -205,7 +240,7 @@ private:
             std::uint64_t n = s.value ? std::min<std::uint64_t>(s.value, box.size()) : box.size();
             for (std::uint64_t i = 0; i < n; i++) {
                 if (iommu_)
-                    iommu_->unmap(box.front().iova, box.front().bytes);
+                    iommu_->unmap(box.front().device, box.front().iova, box.front().bytes);
                 box.pop_front();
             }
             break;
@@ -310,7 +345,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         return fail("could not create allocator/flush policy/queue");
     Run run(cfg, *wl, m, env, &iommu);
     Measured r = drive(run, m, warmup, ops, [&] {
-        iommu.allocator().reset_stats();
+        iommu.reset_stats();
         iommu.queue().reset_stats();
         env.reset_work();
         run.failed_maps = 0;
@@ -342,13 +377,22 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     Nanos cpu_time = m.window_cpu_time();
     res.spin_share = cpu_time ? double(spin) / double(cpu_time) : 0;
 
-    iova::Allocator &a = iommu.allocator();
-    res.rbtree_allocs = a.stats().total(iova::Counter::rbtree_allocs);
-    res.rcache_flushes = a.stats().total(iova::Counter::rcache_flush_all);
-    auto h = a.stats().merged_hist().nodes_per_alloc;
-    res.nodes_per_alloc = h.count ? double(h.sum) / double(h.count) : 0;
+    /* allocator figures summed over the domains */
+    std::uint64_t nodes = 0, walks = 0;
+    for (std::size_t i = 0; i < iommu.domain_count(); i++) {
+        iova::Allocator &a = iommu.allocator(i);
+        res.rbtree_allocs += a.stats().total(iova::Counter::rbtree_allocs);
+        res.rcache_flushes += a.stats().total(iova::Counter::rcache_flush_all);
+        auto h = a.stats().merged_hist().nodes_per_alloc;
+        nodes += h.sum;
+        walks += h.count;
+        res.allocator_stats += std::string(i ? "," : "") + a.stats_json();
+    }
+    if (iommu.domain_count() > 1)
+        res.allocator_stats = "[" + res.allocator_stats + "]";
+    res.domains = unsigned(iommu.domain_count());
+    res.nodes_per_alloc = walks ? double(nodes) / double(walks) : 0;
     res.inv = iommu.queue().stats();
-    res.allocator_stats = a.stats_json();
     return res;
 }
 
@@ -421,7 +465,8 @@ std::string SimResult::json() const
          ",\"spin_share\":" + num(spin_share) + ",\"failed_maps\":" + std::to_string(failed_maps) +
          ",\"nodes_per_alloc\":" + num(nodes_per_alloc) +
          ",\"rbtree_allocs\":" + std::to_string(rbtree_allocs) +
-         ",\"rcache_flushes\":" + std::to_string(rcache_flushes) + ",\"profile\":[";
+         ",\"rcache_flushes\":" + std::to_string(rcache_flushes) +
+         ",\"domains\":" + std::to_string(domains) + ",\"profile\":[";
     bool first = true;
     for (const auto &p : profile) {
         if (!first)

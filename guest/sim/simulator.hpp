@@ -65,8 +65,9 @@ struct SimResult {
     double nodes_per_alloc = 0;             /* rbtree nodes per rbtree allocation */
     std::uint64_t rbtree_allocs = 0;
     std::uint64_t rcache_flushes = 0;
+    unsigned domains = 1;                   /* IOMMU domains (one per device group) */
     InvStats inv;
-    std::string allocator_stats;            /* the allocator's own JSON */
+    std::string allocator_stats;            /* the allocator's own JSON (an array if several domains) */
 
     /* Share of all CPU time spent spinning on @lock (all sites if @site empty). */
     double spin_share_of(std::string_view lock, std::string_view site = {}) const;

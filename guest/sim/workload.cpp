@@ -106,7 +106,7 @@ public:
         : RingWorkload({.name = "forwarding", .unit = "packets", .default_cpus = 16,
                         .cpus = ncpus ? ncpus : 16, .granule_shift = 12, .slots_per_cpu = 0,
                         .warmup_per_cpu = 1500, .measure_per_cpu = 2000, .work_ns = 1'600,
-                        .devices = {{"x540-in", mask_bits(64), true}, {"x540-out", mask_bits(64), true}}},
+                        .devices = {{"x540-in", mask_bits(64), true, 0}, {"x540-out", mask_bits(64), true, 1}}},
                        seed, 512, 512) {}
 
     void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 2048, 0); }

@@ -28,6 +28,7 @@ struct DeviceSpec {
     std::string name;
     std::uint64_t dma_mask;
     bool pci;
+    unsigned domain = 0;          /* IOMMU domain (own IOVA space) the device is attached to */
 };
 
 struct WorkloadInfo {

@@ -51,6 +51,9 @@ unsigned viommu_sim_workload_granule_shift(const ViommuSimWorkload *w);
 size_t viommu_sim_workload_device_count(const ViommuSimWorkload *w);
 /* DMA mask of device @i, 0 if out of range. */
 uint64_t viommu_sim_workload_device_mask(const ViommuSimWorkload *w, size_t i);
+/* IOMMU domain (own IOVA space) of device @i: devices with the same number
+ * share one; 0 if out of range.  Callers that model one domain may ignore it. */
+unsigned viommu_sim_workload_device_domain(const ViommuSimWorkload *w, size_t i);
 
 /* Steps of @cpu's setup (before the measured run) or next transaction.
  * Writes at most @max steps; returns the full number of steps (call again

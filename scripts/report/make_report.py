@@ -103,10 +103,12 @@ def cases(sim, t):
     t.add("000 memcached", "viommu-lab: throughput", None, lab["relative"])
     # seed 004
     fwd = sim.run("forwarding", "linux-4.4", "global-list")
-    t.add("004 forwarding", "global async_umap_flush_lock: throughput", 0.05, fwd["relative"])
+    t.add("004 forwarding", "global async_umap_flush_lock: throughput", 0.05, fwd["relative"],
+          note="not reproduced: flush-lock hold+handover per packet ~1.45 us vs ~2 us (docs)")
     t.add("004 forwarding", "cycles spinning", 0.80, fwd["spin_share"])
-    t.add("004 forwarding", "spin share add_unmap", 0.6266, fraction(fwd, "async_umap_flush_lock", "unmap_add"),
-          note="model: rbtree alloc walk dominates")
+    t.add("004 forwarding", "spin share add_unmap (main contender)", 0.6266,
+          fraction(fwd, "async_umap_flush_lock", "unmap_add"),
+          note=f"one domain per port; next: rbtree alloc {pct(fraction(fwd, 'iova_rbtree_lock', 'alloc'))}")
     for a, f in (("linux-4.7", "percpu-defer"), ("linux-6.7", "flush-queue"), ("viommu-lab", "flush-queue")):
         t.add("004 forwarding", f"{a} {f}: throughput", None, sim.run("forwarding", a, f)["relative"])
     # seed 001

@@ -7,6 +7,8 @@
  * (docs/simulation.rst, "Reproduction status").  Published figures are in
  * /work/shared/seeds and docs/workloads.rst.
  */
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "simulator.hpp"
@@ -88,23 +90,50 @@ TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
     EXPECT_LT(stock.relative, 0.5);
 }
 
-/* seed 004: 64-byte forwarding between two NICs, 16 CPUs. */
+/* seed 004: 64-byte forwarding between two NICs, 16 CPUs.  Each X540 port
+ * is its own PCI function with its own domain (own IOVA tree and lock);
+ * async_umap_flush_lock is global. */
 TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
 {
     SimResult r = run({"forwarding", "linux-4.4", "global-list"});
-    /* published ~0.5 of ~10 Mpps = 5% and ~80% of CPU spinning.  Reproduced:
-     * a collapse to a few percent with most CPU time spinning (about 3%
-     * and 90%: below the published ratio by more than 25%, see docs). */
+    EXPECT_EQ(r.domains, 2u);
+    /* published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
+     * Reproduced: a collapse to a few percent (about 7%: ratio ~1.4, more
+     * than 25% above; see NotReproducedThroughputRatio) with most CPU time
+     * spinning (about 84%, ratio ~1.05). */
     EXPECT_LT(r.relative, 0.10);
-    EXPECT_GT(r.relative, 0.005);
-    EXPECT_GT(r.spin_share, 0.60);
-    /* add_unmap's async_umap_flush_lock is a major contender ... */
-    EXPECT_GT(share(r, "async_umap_flush_lock", "unmap_add"), 0.10);
-    /* ... but NOT the main one, as the report's perf snippet had it: in the
-     * model the 4.4 allocation walk under iova_rbtree_lock (32-bit-first
-     * attempt, cached32_node moved up by every batched free) dominates.
-     * The report showed only one softirq thread's profile. */
-    EXPECT_GT(share(r, "iova_rbtree_lock", "alloc"), share(r, "async_umap_flush_lock", "unmap_add"));
+    EXPECT_GT(r.relative, 0.02);
+    EXPECT_GT(r.spin_share, 0.80 * 0.75);
+    EXPECT_LT(r.spin_share, std::min(1.0, 0.80 * 1.25));
+    /* perf: 62.66% of the spinlock time in add_unmap.  Reproduced (about
+     * 54%): add_unmap's async_umap_flush_lock is the main contender, the
+     * allocation walk under each port's own iova_rbtree_lock second. */
+    double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
+    EXPECT_GT(add_unmap, 0.6266 * 0.75);
+    EXPECT_LT(add_unmap, 0.6266 * 1.25);
+    EXPECT_GT(add_unmap, share(r, "iova_rbtree_lock", "alloc"));
+}
+
+TEST(Seed004Forwarding, NotReproducedThroughputRatio)
+{
+    /* The published 5% is not within +-25%: the model gives about 7%.  At
+     * this collapse the rate is set by async_umap_flush_lock, passed from
+     * CPU to CPU: held ~1 us per packet (two add_unmaps, and every 250
+     * unmaps a flush that frees 250 IOVAs) plus ~0.45 us of handovers
+     * (the lock line and the list between cores), ~1.45 us per packet;
+     * the published 500 Kpps means ~2 us.  The cost model's lock and
+     * line-transfer figures are round numbers for that CPU, not fitted.
+     * What the model shows, asserted so a change is noticed: above the
+     * published ratio, below twice it, and the lock held most of the time
+     * (the rest is handover). */
+    SimResult r = run({"forwarding", "linux-4.4", "global-list"});
+    EXPECT_GT(r.relative, 0.05 * 1.25);
+    EXPECT_LT(r.relative, 0.05 * 2);
+    double held = 0;
+    for (const auto &p : r.profile)
+        if (p.lock == "async_umap_flush_lock")
+            held += double(p.hold_ns);
+    EXPECT_GT(held / r.elapsed_ns, 0.6);
 }
 
 TEST(Seed004Forwarding, PerCpuDesignsRemoveTheCollapse)
@@ -112,8 +141,9 @@ TEST(Seed004Forwarding, PerCpuDesignsRemoveTheCollapse)
     SimResult stock = run({"forwarding", "linux-4.4", "global-list"});
     SimResult mags = run({"forwarding", "linux-4.7", "percpu-defer"});
     SimResult fq = run({"forwarding", "linux-4.15", "flush-queue"});
-    EXPECT_GT(mags.relative, 10 * stock.relative);
-    EXPECT_GT(fq.relative, 10 * stock.relative);
+    EXPECT_GT(mags.relative, 5 * stock.relative);
+    EXPECT_GT(fq.relative, 5 * stock.relative);
+    EXPECT_GT(fq.relative, mags.relative);
     EXPECT_LT(share(fq, "async_umap_flush_lock"), 1e-9);
 }
 

@@ -5,11 +5,14 @@
 #include <viommu/sim.h>
 
 #include "../../guest/iova/allocator.hpp"
+#include "sim_env.hpp"
 #include "simulator.hpp"
 
 using namespace viommu::sim;
 
 namespace {
+
+bool SimEnv_shared(std::string_view n) { return SimEnv::shared_class(n); }
 
 SimConfig small(std::string allocator, std::string flush, unsigned cpus = 4)
 {
@@ -83,6 +86,35 @@ TEST(Simulator, EveryVariantRunsEveryWorkloadWithoutFailedMaps)
             EXPECT_GT(r->relative, 0.0) << v << " " << w;
             EXPECT_LE(r->relative, 1.0 + 1e-9) << v << " " << w;
         }
+}
+
+TEST(Simulator, EachDomainHasItsOwnTreeButKernelGlobalLocksAreShared)
+{
+    SimConfig c = small("linux-4.4", "global-list");
+    c.workload = "forwarding";
+    c.ops = 2000;
+    auto r = simulate(c);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->domains, 2u);
+    /* one allocator per domain: an array of two statistics objects */
+    EXPECT_EQ(r->allocator_stats.front(), '[');
+    /* async_umap_flush_lock is one kernel lock: both domains' policies
+     * queue on the same virtual lock; trees and flush queues are per domain */
+    std::uint64_t flush_acq = 0;
+    for (const auto &p : r->profile)
+        if (p.lock == "async_umap_flush_lock")
+            flush_acq += p.acquisitions;
+    EXPECT_GT(flush_acq, 0u);
+    EXPECT_GT(r->spin_share_of("async_umap_flush_lock"), 0.0);
+    EXPECT_TRUE(SimEnv_shared("async_umap_flush_lock"));
+    EXPECT_TRUE(SimEnv_shared("deferred_flush"));
+    EXPECT_FALSE(SimEnv_shared("iova_rbtree_lock"));
+    EXPECT_FALSE(SimEnv_shared("fq_ring"));
+    SimConfig one = small("linux-4.4", "global-list");
+    auto m = simulate(one);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->domains, 1u);
+    EXPECT_NE(m->allocator_stats.front(), '[');
 }
 
 TEST(Simulator, RejectsBadConfigurations)

@@ -156,6 +156,10 @@ TEST(WorkloadCApi, ReplaysTheSameStepsAsCpp)
     EXPECT_EQ(viommu_sim_workload_cpus(w), 2u);
     EXPECT_EQ(viommu_sim_workload_device_count(w), 2u);
     EXPECT_EQ(viommu_sim_workload_device_mask(w, 5), 0u);
+    /* two ports, two PCI functions, two domains */
+    EXPECT_EQ(viommu_sim_workload_device_domain(w, 0), 0u);
+    EXPECT_EQ(viommu_sim_workload_device_domain(w, 1), 1u);
+    EXPECT_EQ(viommu_sim_workload_device_domain(w, 5), 0u);
     auto cpp = Workload::create("forwarding", 2, 9);
     std::vector<Step> expect;
     ViommuSimStep buf[8];
