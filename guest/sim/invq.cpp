@@ -36,8 +36,15 @@ void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
 
 Nanos InvQueue::consume(Nanos published, unsigned descs, bool fetch)
 {
-    hw_free_at_ = std::max(published, hw_free_at_) + (fetch ? m_.cost().inv_hw_fetch : 0) +
-                  Nanos{descs} * m_.cost().inv_hw_desc;
+    /* A busy engine reads everything published by the time it is ready
+     * for more in one fetch: a list published before the last fetch began
+     * rides on it. */
+    if (fetch && published <= last_fetch_)
+        fetch = false;
+    Nanos start = std::max(published, hw_free_at_);
+    if (fetch)
+        last_fetch_ = start;
+    hw_free_at_ = start + (fetch ? m_.cost().inv_hw_fetch : 0) + Nanos{descs} * m_.cost().inv_hw_desc;
     return hw_free_at_;
 }
 

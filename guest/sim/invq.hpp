@@ -18,7 +18,9 @@
  * (CostModel::inv_hw_fetch), then consumes the descriptors one after the
  * other (inv_hw_desc each); a wait descriptor / CMD_SYNC completes when the
  * hardware reaches it.  So lists gathered under one producer write share
- * one fetch, and their syncs complete close together.
+ * one fetch, and their syncs complete close together.  A busy engine
+ * fetches, when it is ready for more, everything published by then in
+ * one read: lists published while it worked share that fetch.
  */
 #ifndef VIOMMU_GUEST_SIM_INVQ_HPP
 #define VIOMMU_GUEST_SIM_INVQ_HPP
@@ -71,6 +73,7 @@ protected:
     std::string kind_;
     Machine &m_;
     Nanos hw_free_at_ = 0;
+    Nanos last_fetch_ = 0;   /* start of the hardware's last fetch */
     InvStats stats_;
 };
 

@@ -55,6 +55,27 @@ TEST(InvQueue, OneCpuWaitsForTheHardwareEveryTime)
     }
 }
 
+TEST(InvQueue, ABusyEngineFetchesWhatWasPublishedMeanwhileInOneGo)
+{
+    /* vtd: CPU 0 submits at t=0; CPUs 1 and 2 publish while the hardware
+     * is still busy with CPU 0's list.  The engine fetches both with one
+     * read when it is ready, so the last completion is one fetch after
+     * the first list, not two. */
+    CostModel c = CostModel::standard();
+    Machine m(3, c);
+    auto q = InvQueue::create("vtd", m);
+    q->submit_and_wait(0, 1);
+    Nanos first = m.now(0);
+    m.advance(1, 10);
+    m.advance(2, 20);
+    q->submit_and_wait(1, 1);
+    q->submit_and_wait(2, 1);
+    Nanos per_list = 2 * c.inv_hw_desc;
+    /* CPU 2's wait ends after one more fetch and two more lists */
+    EXPECT_LE(m.now(2), first + c.inv_hw_fetch + 2 * per_list + 2 * c.inv_poll);
+    EXPECT_GT(m.now(2), first + 2 * per_list);
+}
+
 TEST(InvQueue, LockFreeOwnerShareFallsAsCpusAreAdded)
 {
     /* seed 003: about 1 owner in 3 submissions on mainline, 1 in 8 once
