@@ -42,6 +42,12 @@ def fraction(r, lock, site=None):
                if p["lock"] == lock and (site is None or p["site"] == site)) / total
 
 
+def held_share(r, lock, site):
+    cpu_time = r["elapsed_ns"] * r["config"]["cpus"]
+    return sum(p["hold_ns"] for p in r["profile"] if p["lock"] == lock and p["site"] == site) / cpu_time \
+        if cpu_time else 0
+
+
 def hold(r, lock, site):
     ps = [p for p in r["profile"] if p["lock"] == lock and p["site"] == site]
     n = sum(p["acquisitions"] for p in ps)
@@ -61,18 +67,28 @@ def num(x):
 class Table:
     def __init__(self):
         self.rows = []
+        self.scored = []
 
-    def add(self, case, what, published, reproduced, fmt=pct, note="", bound=False):
-        """bound: the published figure is an upper bound ("< 10%")."""
+    def add(self, case, what, published, reproduced, fmt=pct, note="", bound=None, scored=True):
+        """bound: "upper" if the published figure is an upper bound ("< 10%"),
+        "lower" if it is a lower bound ("most cycles": > 50%); a bound is met
+        only if clearly passed (by 2%).  scored=False: an input, not a result."""
         ratio = reproduced / published if published and reproduced is not None else None
         if ratio is None:
             within = "-"
-        elif bound:
-            within = "yes (below bound)" if reproduced <= published else "no"
+        elif bound == "upper":
+            within = "yes (below bound)" if reproduced < 0.98 * published else "no"
+        elif bound == "lower":
+            within = "yes (above bound)" if reproduced > 1.02 * published else "no"
         else:
             within = "yes" if 0.75 <= ratio <= 1.25 else "no"
-        self.rows.append(f"| {case} | {what} | {fmt(published)} | {fmt(reproduced)} | "
+        shown = fmt(published)
+        if published is not None and bound:
+            shown = ("< " if bound == "upper" else "> ") + shown
+        self.rows.append(f"| {case} | {what} | {shown} | {fmt(reproduced)} | "
                          f"{'-' if ratio is None else f'{ratio:.2f}'} | {within} | {note} |")
+        if scored and published is not None and reproduced is not None:
+            self.scored.append(within.startswith("yes"))
 
     def markdown(self):
         head = ["| case | figure | published | reproduced | ratio | within 25% | note |",
@@ -87,10 +103,11 @@ def cases(sim, t):
     stock = sim.run("memcached", "linux-4.4", "global-list")
     lab = sim.run("memcached", "viommu-lab", "flush-queue")
     t.add("000 memcached", "no-IOMMU throughput (tx/s, calibrates the workload)", 1088996,
-          batch["baseline_throughput"], num, "input, not a result")
-    t.add("000 memcached", "percpu-batch: throughput vs no IOMMU", 0.29, batch["relative"])
+          batch["baseline_throughput"], num, "input, not a result", scored=False)
+    t.add("000 memcached", "percpu-batch: throughput vs no IOMMU", 0.29, batch["relative"],
+          note="not reproduced within 25% (docs)")
     t.add("000 memcached", "percpu-batch: cycles in spinlocks", 0.2187, batch["spin_share"],
-          note="closed CPU-bound model: see docs")
+          note="not reproduced: published loss was mostly not spinning (docs)")
     t.add("000 memcached", "percpu-batch: spin share async_umap_flush_lock (intel_unmap)", 0.6784,
           fraction(batch, "async_umap_flush_lock"))
     t.add("000 memcached", "percpu-batch: spin share alloc_iova (rbtree insert)", 0.1754,
@@ -98,7 +115,8 @@ def cases(sim, t):
     t.add("000 memcached", "percpu-batch: spin share free_iova_array", 0.1285,
           fraction(batch, "iova_rbtree_lock", "free_batch"))
     t.add("000 memcached", "magazines + per-CPU deferred flush: throughput", 0.98, mags["relative"])
-    t.add("000 memcached", "magazines: cycles in spinlocks", 0.0075, mags["spin_share"])
+    t.add("000 memcached", "magazines: cycles in spinlocks", 0.0075, mags["spin_share"],
+          note="not reproduced (docs)")
     t.add("000 memcached", "linux-4.4 stock: throughput", None, stock["relative"], note="not published")
     t.add("000 memcached", "viommu-lab: throughput", None, lab["relative"])
     # seed 004
@@ -115,7 +133,11 @@ def cases(sim, t):
     before = sim.run("probe", "linux-4.7", "strict")
     after = sim.run("probe", "linux-4.15", "strict")
     t.add("001 probe", "speed-up of the probe's mappings (35 s -> ~1 s)", 35.0,
-          after["throughput"] / before["throughput"], num, "published includes unrelated delays")
+          after["throughput"] / before["throughput"], num,
+          "not comparable: the published ~1 s is mostly unrelated mdelay()s", scored=False)
+    t.add("001 probe", "share of probe time under iova_rbtree_lock in alloc, before", 0.76,
+          held_share(before, "iova_rbtree_lock", "alloc"),
+          note="model probe does nothing but map (docs)")
     t.add("001 probe", "rbtree nodes per allocation, before", None, before["nodes_per_alloc"], num)
     t.add("001 probe", "rbtree nodes per allocation, after cached_node", None, after["nodes_per_alloc"], num)
     t.add("001 probe", "iova_rbtree_lock hold per alloc (ns), before", None,
@@ -126,32 +148,56 @@ def cases(sim, t):
     old = sim.run("nic64k", "linux-4.7", dma="sac-flush", **quick)
     new = sim.run("nic64k", "linux-4.15", dma="sac-flush", **quick)
     t.add("001 nic64k", "flush on failed 32-bit attempt, old code: throughput (<10%)", 0.10, old["relative"],
-          bound=True)
-    t.add("001 nic64k", "the same with the series (<10%)", 0.10, new["relative"], bound=True)
+          bound="upper")
+    t.add("001 nic64k", "the same with the series (<10%)", 0.10, new["relative"], bound="upper")
     t.add("001 nic64k", "series speed-up (~2x)", 2.0, new["relative"] / old["relative"] if old["relative"] else None,
-          num)
+          num, "not reproduced: flush + full 32-bit walk dominate both (docs)")
     for a, d, note in (("linux-5.0", "sac", "32-bit retried every map, no flush"),
                        ("linux-6.7", "sac-once", "6.6 once-per-device rule"),
                        ("linux-6.7", "forcedac", "no 32-bit attempt"),
                        ("viommu-lab", "sac", "")):
         t.add("001 nic64k", f"{a} {d}: throughput (~100%)", 1.0, sim.run("nic64k", a, dma=d)["relative"], note=note)
-    # seed 002
+    # seed 002: the report's figures are qualitative: "most of cpu cycles" spent
+    # acquiring iova_rbtree_lock in __alloc_and_insert_iova_range, and 5.13
+    # (commit 371d7955e310) slower than before it.
+    runs = {}
     for a in ("linux-5.11", "linux-5.13", "linux-6.7", "viommu-lab"):
         plain = sim.run("nginx", a)
         dry = sim.run("nginx", a, drain_us=1000)
-        t.add("002 nginx", f"{a}: throughput / rbtree-lock alloc spin (cycles)", None, plain["relative"],
-              note=f"rbtree alloc spin {pct(spin_cycles(plain, 'iova_rbtree_lock', 'alloc'))}")
+        runs[a] = (plain, dry)
+        t.add("002 nginx", f"{a}: throughput", None, plain["relative"],
+              note=f"rbtree alloc spin {pct(spin_cycles(plain, 'iova_rbtree_lock', 'alloc'))} of cycles")
         t.add("002 nginx", f"{a}, rcache drained every 1 ms: throughput", None, dry["relative"],
-              note=f"rbtree alloc spin {pct(spin_cycles(dry, 'iova_rbtree_lock', 'alloc'))}")
-    # seed 003
+              note=f"rbtree alloc spin {pct(spin_cycles(dry, 'iova_rbtree_lock', 'alloc'))} of cycles")
+    p513, d513 = runs["linux-5.13"]
+    p511, d511 = runs["linux-5.11"]
+    t.add("002 nginx", "5.13: cycles spinning on iova_rbtree_lock in alloc ('most')", 0.5,
+          spin_cycles(p513, "iova_rbtree_lock", "alloc"), bound="lower",
+          note="not reproduced: the rcache serves the steady state (docs)")
+    t.add("002 nginx", "5.13, rcache drained: the same", 0.5, spin_cycles(d513, "iova_rbtree_lock", "alloc"),
+          bound="lower", note="stressor, not the reported setup")
+    t.add("002 nginx", "5.13 / 5.11 throughput (regression: < 1)", 1.0, p513["relative"] / p511["relative"],
+          num, bound="upper", note="not reproduced: no regression in the model (docs)")
+    t.add("002 nginx", "5.13 / 5.11 throughput, rcache drained", 1.0, d513["relative"] / d511["relative"],
+          num, bound="upper", note="32-bit space far from full: neither restart path runs")
+    # seed 003: "mainline" (NVMe interrupts on few CPUs) vs LPI spreading
+    # (many more CPUs involved); the CPU counts 4 and 32 stand for the two.
     for cpus in (4, 16, 32):
         lf = sim.run("nvme", "linux-5.13", "strict", "smmu-lockfree", cpus=cpus)
         sl = sim.run("nvme", "linux-5.13", "strict", "smmu-spinlock", cpus=cpus)
+        q = lf["invq"]
+        owners = q["owners"]
+        non = q["submissions"] - owners
         pub = 1 / 3 if cpus == 4 else (1 / 8 if cpus == 32 else None)
-        t.add("003 nvme", f"{cpus} CPUs: owner share", pub, lf["invq"]["owners"] / max(1, lf["invq"]["submissions"]),
-              num, "1 in 3 (mainline) / 1 in 8 (more CPUs)")
-        t.add("003 nvme", f"{cpus} CPUs: spinlock / lock-free queue throughput (<1)", None,
-              sl["throughput"] / lf["throughput"], num)
+        t.add("003 nvme", f"{cpus} CPUs: owner share", pub, owners / max(1, q["submissions"]),
+              num, "not reproduced: 1 in 3 (mainline) / 1 in 8 (more CPUs), docs" if pub else "")
+        poll = (q["nonowner_poll_ns"] / max(1, non)) / (q["owner_poll_ns"] / max(1, owners)) \
+            if owners and non and q["owner_poll_ns"] else None
+        pub_poll = 3 / 2 if cpus == 4 else (12 / 3 if cpus == 32 else None)
+        t.add("003 nvme", f"{cpus} CPUs: non-owner / owner sync polling time", pub_poll, poll, num,
+              "published 3/2 (mainline), 12/3 (spreading)" if pub_poll else "")
+        t.add("003 nvme", f"{cpus} CPUs: spinlock / lock-free queue throughput (always slower)", 1.0,
+              sl["throughput"] / lf["throughput"], num, bound="upper")
 
 
 def spin_cycles(r, lock, site):
@@ -224,6 +270,9 @@ def main():
     t = Table()
     cases(sim, t)
     md.append(t.markdown() + "\n")
+    md.append(f"{sum(t.scored)} of {len(t.scored)} published figures reproduced within +-25% "
+              "(or on the right side of a published bound); every other one is explained in "
+              "docs/simulation.rst, \"Reproduction status\".\n")
     md.append("## Sweeps over CPU count\n")
     sweeps(sim, args.out, [1, 4, 16] if args.quick else [1, 2, 4, 8, 16, 32, 64], md)
     real_threads(sim, md)

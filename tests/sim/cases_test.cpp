@@ -8,6 +8,8 @@
  * /work/shared/seeds and docs/workloads.rst.
  */
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -25,7 +27,22 @@ struct Case {
     Nanos drain_ns = 0;
 };
 
+SimResult run_uncached(const Case &c);
+
+/* Deterministic runs: several tests look at the same case, run it once. */
 SimResult run(const Case &c)
+{
+    static std::map<std::string, SimResult> done;
+    std::string key = c.workload + '/' + c.allocator + '/' + c.flush + '/' + c.invq + '/' + c.dma + '/' +
+                      std::to_string(c.cpus) + '/' + std::to_string(c.ops) + '/' + std::to_string(c.warmup) +
+                      '/' + std::to_string(c.drain_ns);
+    auto it = done.find(key);
+    if (it == done.end())
+        it = done.emplace(key, run_uncached(c)).first;
+    return it->second;
+}
+
+SimResult run_uncached(const Case &c)
 {
     SimConfig cfg;
     cfg.workload = c.workload;
@@ -50,31 +67,43 @@ double share(const SimResult &r, std::string_view lock, std::string_view site = 
 }
 
 /* seed 000: 16 memcached instances on 16 CPUs. */
-TEST(Seed000Memcached, PercpuBatchIsThrottledByTheGlobalFlushLock)
+TEST(Seed000Memcached, PercpuBatchSpinSplitFollowsPerf)
 {
     SimResult r = run({"memcached", "percpu-batch", "global-list"});
-    /* published 313,161 / 1,088,996 = 29%.  Reproduced about 21%: the
-     * direction and size of the collapse, just outside +-25% of 29%. */
-    EXPECT_GT(r.relative, 0.12);
-    EXPECT_LT(r.relative, 0.40);
     /* perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
-     * (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array */
+     * (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array.
+     * Reproduced within +-25%: the first two (~78%, ~17%); the batch frees
+     * come third, as published, but smaller (~5%). */
     double flush_lock = share(r, "async_umap_flush_lock");
     double alloc = share(r, "iova_rbtree_lock", "insert");
     double free_array = share(r, "iova_rbtree_lock", "free_batch");
-    EXPECT_GT(flush_lock, 0.55);
-    EXPECT_LT(flush_lock, 0.90);
-    EXPECT_GT(alloc, 0.08);
-    EXPECT_LT(alloc, 0.30);
+    EXPECT_GT(flush_lock, 0.6784 * 0.75);
+    EXPECT_LT(flush_lock, 0.6784 * 1.25);
+    EXPECT_GT(alloc, 0.1754 * 0.75);
+    EXPECT_LT(alloc, 0.1754 * 1.25);
     EXPECT_GT(free_array, 0.01);
     EXPECT_GT(flush_lock, alloc);
     EXPECT_GT(alloc, free_array);
-    /* NOT reproduced: 21.87% of cycles in spinlocks.  A closed-loop,
-     * CPU-bound model that loses 70% of its throughput must spend about
-     * that much time spinning; the published run lost throughput with
-     * fewer cycles spinning, so its CPUs were partly idle (client-side
-     * latency), which this model does not represent. */
-    EXPECT_GT(r.spin_share, 0.40);
+}
+
+TEST(Seed000Memcached, NotReproducedPercpuBatchThroughputAndSpinShare)
+{
+    SimResult r = run({"memcached", "percpu-batch", "global-list"});
+    /* Published: 313,161 / 1,088,996 = 29% with 21.87% of cycles in
+     * spinlocks.  The model collapses too, to about 21% (ratio 0.72, just
+     * outside +-25%), but spends ~72% of its CPU time spinning.  A
+     * CPU-bound server cannot lose 71% of its throughput with only 22% of
+     * its cycles spinning unless the rest of the loss is other work, and
+     * memslap's closed loop (128 connections over 16 instances: 8 requests
+     * outstanding per instance) keeps a slowed server busy rather than
+     * idle.  So the published run lost most of its time to costs outside
+     * the spinlock profile (or spun in other contexts: the line is for the
+     * memcached command only), which this model does not charge.
+     * Asserted: the collapse's direction and rough size, and the model's
+     * own spin share, so a change that moves either shows up. */
+    EXPECT_GT(r.relative, 0.12);
+    EXPECT_LT(r.relative, 0.29);
+    EXPECT_GT(r.spin_share, 0.2187 * 2);
 }
 
 TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
@@ -82,12 +111,23 @@ TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
     SimResult mags = run({"memcached", "linux-4.7", "percpu-defer"});
     SimResult batch = run({"memcached", "percpu-batch", "global-list"});
     SimResult stock = run({"memcached", "linux-4.4", "global-list"});
-    /* published 1,067,586 / 1,088,996 = 98%, 0.75% in spinlocks */
+    /* published 1,067,586 / 1,088,996 = 98%: reproduced (~92%) */
     EXPECT_GT(mags.relative, 0.98 * 0.75);
     EXPECT_LE(mags.relative, 1.0);
-    EXPECT_LT(mags.spin_share, 0.10);
     EXPECT_GT(mags.relative, 3 * batch.relative);
     EXPECT_LT(stock.relative, 0.5);
+}
+
+TEST(Seed000Memcached, NotReproducedMagazinesSpinShare)
+{
+    /* Published 0.75% of cycles in spinlocks; the model spends ~5%: the
+     * per-CPU deferred-flush locks, taken by the CPU that flushes every
+     * CPU's queue when its own reaches 250 entries.  Asserted: small, but
+     * above the published figure by more than 25%. */
+    SimResult mags = run({"memcached", "linux-4.7", "percpu-defer"});
+    EXPECT_LT(mags.spin_share, 0.10);
+    EXPECT_GT(mags.spin_share, 0.0075 * 1.25);
+    EXPECT_GT(share(mags, "deferred_flush"), 0.5);
 }
 
 /* seed 004: 64-byte forwarding between two NICs, 16 CPUs.  Each X540 port
@@ -161,6 +201,22 @@ TEST(Seed001CachedNode, WalkLengthAndLockHoldFallWithTheCachedNode)
     EXPECT_GT(after.throughput, 35 * before.throughput);
 }
 
+TEST(Seed001CachedNode, NotReproducedShareOfProbeTimeUnderTheLock)
+{
+    /* Published: ~76% of the 35 s probe under the lock in alloc_iova().
+     * The model's probe does nothing but map (100 ns of driver work per
+     * mapping, an assumption), so almost all of it is under the lock: the
+     * other 24% (8 s of unrelated probe work) is not modelled. */
+    SimResult before = run({"probe", "linux-4.7", "strict"});
+    double held = 0;
+    for (const auto &p : before.profile)
+        if (p.lock == "iova_rbtree_lock" && p.site == "alloc")
+            held += double(p.hold_ns);
+    double share_held = held / (before.elapsed_ns * before.cpus);
+    EXPECT_GT(share_held, 0.76 * 1.25);
+    EXPECT_LE(share_held, 1.0);
+}
+
 Case nic(std::string allocator, std::string dma)
 {
     Case c{"nic64k", std::move(allocator), "flush-queue", "vtd", std::move(dma)};
@@ -182,25 +238,43 @@ TEST(Seed001Nic64k, RcacheFlushOnEveryFailed32BitAttemptIsPathological)
     EXPECT_LT(old_code.relative, 0.10);
     EXPECT_LT(series.relative, 0.10);
     EXPECT_GT(series.rcache_flushes, 0u);
-    /* NOT reproduced: the 2x.  Both are dominated by the flush itself
-     * (every CPU's magazines back into the tree) and by walking the full
-     * 32-bit space, which the series does not shorten. */
+}
+
+TEST(Seed001Nic64k, NotReproducedTheSeriesDoublingThroughput)
+{
+    /* Published: the series made this case ~2x faster (still < 10%).  The
+     * model gives ~1x: both are dominated by the flush itself (every CPU's
+     * magazines back into the tree) and by walking the full 32-bit space,
+     * which the series does not shorten.  Asserted: no worse, and less
+     * than the published 2x. */
+    SimResult old_code = run(nic("linux-4.7", "sac-flush"));
+    SimResult series = run(nic("linux-4.15", "sac-flush"));
     EXPECT_GE(series.relative, 0.9 * old_code.relative);
+    EXPECT_LT(series.relative, 2 * 0.75 * old_code.relative);
 }
 
 TEST(Seed001Nic64k, NotFlushingOnThe32BitAttemptRestoresThroughput)
 {
     /* published: 100% of passthrough when the 32-bit attempt does not flush */
     SimResult once = run(nic("linux-6.7", "sac-once"));
-    SimResult forcedac = run(nic("linux-6.7", "forcedac"));
     SimResult flushing = run(nic("linux-6.7", "sac-flush"));
+    /* reproduced with 6.6's once-per-device rule (~83%) */
     EXPECT_GT(once.relative, 0.75);
     EXPECT_EQ(once.rcache_flushes, 0u);
+    EXPECT_GT(once.relative, 5 * flushing.relative);
+}
+
+TEST(Seed001Nic64k, NotReproducedFullThroughputWithoutTheFlushOrThe32BitAttempt)
+{
+    SimResult once = run(nic("linux-6.7", "sac-once"));
+    SimResult forcedac = run(nic("linux-6.7", "forcedac"));
+    SimResult flushing = run(nic("linux-6.7", "sac-flush"));
     /* Nate also removed the 32-bit attempt altogether ("similar results");
      * reproduced only in direction: with forcedac the interface-up rings
      * land above 4 GiB too, and the occasional rcache miss then walks a
      * populated region under a lock 32 CPUs share (about 36%). */
     EXPECT_GT(forcedac.relative, 5 * flushing.relative);
+    EXPECT_LT(forcedac.relative, 0.75);
     /* Partly reproduced: retrying 32 bits on every map without the flush
      * (5.0+, with max32_alloc_size failing fast) avoids the pathology but
      * still takes iova_rbtree_lock for every failed attempt, which 32 CPUs
@@ -208,11 +282,12 @@ TEST(Seed001Nic64k, NotFlushingOnThe32BitAttemptRestoresThroughput)
     SimResult retry = run(nic("linux-5.0", "sac"));
     EXPECT_GT(retry.relative, 5 * run(nic("linux-5.0", "sac-flush")).relative);
     EXPECT_LT(retry.relative, once.relative);
+    EXPECT_LT(retry.relative, 0.75);
     EXPECT_GT(share(retry, "iova_rbtree_lock", "alloc"), 0.5);
 }
 
 /* seed 002: nginx with 16 workers. */
-TEST(Seed002Nginx, RcacheServesSteadyStateSoThe513RestartNeverRuns)
+TEST(Seed002Nginx, NotReproducedRcacheServesSteadyStateSoThe513RestartNeverRuns)
 {
     /* NOT reproduced as reported: with the documented workload the
      * magazines and depot absorb the cross-CPU TX completions and almost
@@ -226,7 +301,7 @@ TEST(Seed002Nginx, RcacheServesSteadyStateSoThe513RestartNeverRuns)
     }
 }
 
-TEST(Seed002Nginx, WhenTheRcacheRunsDryTheTreeLockIsContended)
+TEST(Seed002Nginx, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
 {
     /* Stressor: every CPU's cache returned to the tree each virtual ms. */
     Case c{"nginx", "linux-5.13", "flush-queue"};
@@ -271,6 +346,33 @@ TEST(Seed003CommandQueue, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
     EXPECT_LT(many.inv.owner_share(), few.inv.owner_share());
     EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
     EXPECT_GT(many.inv.mean_poll_ns(true), 3 * few.inv.mean_poll_ns(true));
+    /* mainline: a non-owner polls ~3 units, an owner ~2: reproduced at 4
+     * CPUs (~1.4x) */
+    EXPECT_GT(few.inv.mean_poll_ns(false), 1.5 * 0.75 * few.inv.mean_poll_ns(true));
+    EXPECT_LT(few.inv.mean_poll_ns(false), 1.5 * 1.25 * few.inv.mean_poll_ns(true));
+}
+
+TEST(Seed003CommandQueue, NotReproducedOwnerShareSize)
+{
+    /* Published: an owner 1 in 3 (mainline) and 1 in 8 (LPI spreading,
+     * many more CPUs); a non-owner polling 4x as long as an owner (12 vs 3).
+     * The model's owners gather for ~0.25 us (reserve, write their own
+     * commands, clear OWNED), short against the arrival spacing, so most
+     * submissions still find OWNED clear: ~0.89 at 4 CPUs, ~0.75 at 32,
+     * with non-owners polling about as long as owners.  John's durations
+     * (2-3 units before polling on every call, owner or not) point at a
+     * reservation and gather phase on that machine as long as the hardware
+     * time per list, which nothing in the cost model (x86-class line
+     * transfers) gives. */
+    Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
+    c.cpus = 4;
+    SimResult few = run(c);
+    c.cpus = 32;
+    c.ops = 32 * 200;
+    SimResult many = run(c);
+    EXPECT_GT(few.inv.owner_share(), 1.0 / 3 * 1.25);
+    EXPECT_GT(many.inv.owner_share(), 1.0 / 8 * 1.25);
+    EXPECT_LT(many.inv.mean_poll_ns(false), 4 * 0.75 * many.inv.mean_poll_ns(true));
 }
 
 TEST(Seed003CommandQueue, SpinlockProtectedQueueIsSlower)
