@@ -23,6 +23,7 @@ const char *status_name(Status s)
     case Status::bad_limit: return "bad_limit";
     case Status::not_allocated: return "not_allocated";
     case Status::bad_variant: return "bad_variant";
+    case Status::busy: return "busy";
     }
     return "unknown";
 }
@@ -144,6 +145,31 @@ Status Allocator::free(Pfn pfn, std::uint64_t pages)
     }
     do_free(pfn, pages);
     return Status::ok;
+}
+
+Status Allocator::reserve(Pfn lo, Pfn hi)
+{
+    unsigned c = cpu();
+    if (hi < lo) {
+        stats_.add_always(c, Counter::bad_size);
+        return Status::bad_size;
+    }
+    if (lo < cfg_.start_pfn || hi >= cfg_.end_pfn) {
+        stats_.add_always(c, Counter::bad_limit);
+        return Status::bad_limit;
+    }
+    if (!do_reserve(lo, hi)) {
+        stats_.add_always(c, Counter::bad_reserve);
+        return Status::busy;
+    }
+    stats_.add(c, Counter::reserves);
+    return Status::ok;
+}
+
+void Allocator::flush_caches()
+{
+    stats_.add(cpu(), Counter::cache_flushes);
+    do_flush_caches();
 }
 
 void Allocator::extra_json(std::string &) const {}

@@ -44,6 +44,7 @@ enum class Status : int {
     bad_limit = 3,       /* limit_pfn below start_pfn */
     not_allocated = 4,   /* free of a range that is not live (never, or twice) */
     bad_variant = 5,
+    busy = 7,            /* reserve of a range that overlaps one in use */
 };
 
 const char *status_name(Status s);
@@ -85,8 +86,14 @@ public:
     /* Free a range returned by alloc(); @pages must be what was asked. */
     Status free(Pfn pfn, std::uint64_t pages);
 
-    /* Return every cached range to the tree (free_cpu_cached_iovas for all CPUs). */
-    virtual void flush_caches() = 0;
+    /* Take [lo, hi] out of the domain for good (reserve_iova(), e.g. the
+     * MSI window at 0xfee00000): busy if any of it is allocated or cached,
+     * bad_limit/bad_size for a range outside the domain or hi < lo. */
+    Status reserve(Pfn lo, Pfn hi);
+
+    /* Return every cached range to the tree (free_cpu_cached_iovas for all
+     * CPUs); counted as cache_flushes. */
+    void flush_caches();
 
     std::string_view name() const { return name_; }
     const Config &config() const { return cfg_; }
@@ -111,6 +118,9 @@ protected:
     Allocator(std::string_view name, Env &env, const Config &cfg);
     virtual AllocResult do_alloc(std::uint64_t pages, Pfn limit_pfn, bool flush_rcache) = 0;
     virtual void do_free(Pfn pfn, std::uint64_t pages) = 0;
+    virtual void do_flush_caches() = 0;
+    /* Insert [lo, hi] as one node unless it overlaps one. */
+    virtual bool do_reserve(Pfn lo, Pfn hi) = 0;
 
     unsigned cpu() { return env_.current_cpu() % ncpus_; }
     unsigned ncpus() const { return ncpus_; }

@@ -33,7 +33,7 @@ MapResult DmaDomain::map(DmaDevice &dev, std::uint64_t bytes)
     bool try_sac = dev.pci && dma_limit > limit32 && !opt_.forcedac &&
                    !(opt_.sac_once && dev.sac_failed);
     if (try_sac) {
-        r = alloc_.alloc(pages, limit32, false);
+        r = alloc_.alloc(pages, limit32, opt_.sac_flush);
         if (!r.ok() && r.status == Status::no_space) {
             st.add_always(cpu, Counter::failed_32bit);
             if (opt_.sac_once)

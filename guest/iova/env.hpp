@@ -84,6 +84,9 @@ enum class Work : std::uint8_t {
     tree_update,    /* one rbtree insert or erase (with rebalancing) */
     mag_op,         /* one magazine push/pop/swap */
     invalidate,     /* one IOTLB invalidation issued */
+    shared_atomic,  /* one atomic read-modify-write of a word other CPUs
+                     * also write (the flush queue's flush counters): its
+                     * line usually comes from another CPU's cache */
     count_
 };
 

@@ -15,10 +15,10 @@ protected:
     Env &env() { return a_.env(); }
     unsigned cpu() { return a_.env().current_cpu() % a_.config().ncpus; }
     void count(Counter c, std::uint64_t n = 1) { a_.stats().add(cpu(), c, n); }
-    void flush_all()
+    void flush_all(std::size_t ranges)
     {
         env().charge(Work::invalidate, 1);
-        f_.flush_all();
+        f_.flush_all(ranges);
         count(Counter::unmap_flushes);
     }
     void give_back(std::span<const Range> rs)
@@ -88,7 +88,7 @@ private:
     {
         if (list_.empty())
             return;
-        flush_all();
+        flush_all(list_.size());
         give_back(list_);
         list_.clear();
     }
@@ -165,7 +165,7 @@ private:
         LockGuard g(q.lock, site);
         if (q.entries.empty())
             return;
-        flush_all();
+        flush_all(q.entries.size());
         give_back(q.entries);
         q.entries.clear();
         q.size.store(0, std::memory_order_relaxed);
@@ -201,6 +201,7 @@ public:
                 free_done(ring);
             }
             ring.entries.push_back({r, start_.load(std::memory_order_acquire)});
+            ring.size.store(ring.entries.size(), std::memory_order_relaxed);
         }
         env().arm_timer(timer_, env().now() + t_.timeout_ns);
     }
@@ -223,7 +224,7 @@ public:
     {
         std::size_t n = 0;
         for (auto &r : rings_)
-            n += r->entries.size();
+            n += r->size.load(std::memory_order_relaxed);
         return n;
     }
 
@@ -236,13 +237,18 @@ private:
         Ring(Env &env, unsigned c, bool timed) : lock(env, "fq_ring", c, timed) {}
         InstrumentedLock lock;
         std::deque<Entry> entries;
+        std::atomic<std::size_t> size{0};   /* read by others without the lock */
     };
 
+    /* Every queued entry is older than the new flush_start: all of them
+     * can be freed once it finishes. */
     void domain_flush()
     {
         start_.fetch_add(1, std::memory_order_acq_rel);
-        flush_all();
+        env().charge(Work::shared_atomic, 1);
+        flush_all(pending());
         finish_.fetch_add(1, std::memory_order_acq_rel);
+        env().charge(Work::shared_atomic, 1);
     }
     /* With the ring's lock held: entries queued before a completed flush. */
     void free_done(Ring &ring)
@@ -253,6 +259,7 @@ private:
             ring.entries.pop_front();
             a_.free(r.pfn, r.pages);
         }
+        ring.size.store(ring.entries.size(), std::memory_order_relaxed);
     }
     void timeout()
     {
@@ -274,6 +281,12 @@ constexpr std::string_view policy_names[] = {"strict", "global-list", "percpu-de
 } // namespace
 
 std::span<const std::string_view> FlushPolicy::policies() { return policy_names; }
+
+void FlushPolicy::reset_stats()
+{
+    for (const InstrumentedLock *l : locks())
+        const_cast<InstrumentedLock *>(l)->reset_stats();
+}
 
 std::unique_ptr<FlushPolicy> FlushPolicy::create(std::string_view policy, Allocator &a,
                                                  Flusher &f, const FlushTunables &t)

@@ -37,14 +37,27 @@ public:
     virtual void flush_range(Range r) = 0;
     /* Domain-wide invalidation and wait, covering everything unmapped so far. */
     virtual void flush_all() = 0;
+    /* The same, told how many unmapped ranges the policy frees after it:
+     * the descriptors a queue would write to invalidate them one by one
+     * (one domain-wide descriptor covers them all).  Policies call this. */
+    virtual void flush_all(std::size_t ranges)
+    {
+        (void)ranges;
+        flush_all();
+    }
 };
 
 /* Counts calls; the default when nothing should be invalidated. */
 class CountingFlusher final : public Flusher {
 public:
     void flush_range(Range) override { ranges.fetch_add(1, std::memory_order_relaxed); }
-    void flush_all() override { alls.fetch_add(1, std::memory_order_relaxed); }
-    std::atomic<std::uint64_t> ranges{0}, alls{0};
+    void flush_all() override { flush_all(0); }
+    void flush_all(std::size_t n) override
+    {
+        alls.fetch_add(1, std::memory_order_relaxed);
+        all_ranges.fetch_add(n, std::memory_order_relaxed);
+    }
+    std::atomic<std::uint64_t> ranges{0}, alls{0}, all_ranges{0};
 };
 
 struct FlushTunables {
@@ -68,6 +81,9 @@ public:
     virtual std::vector<const InstrumentedLock *> locks() const = 0;
     /* Entries not yet returned to the allocator. */
     virtual std::size_t pending() const = 0;
+    /* Clears the statistics of the policy's locks (the allocator's own
+     * statistics are Allocator::reset_stats()). */
+    void reset_stats();
 };
 
 } // namespace viommu::iova

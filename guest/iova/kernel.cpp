@@ -42,7 +42,7 @@ public:
             rcache_.emplace(env, stats_, tree_, g.rp, ncpus_, cfg_.lock_timing);
     }
 
-    void flush_caches() override
+    void do_flush_caches() override
     {
         if (!rcache_)
             return;
@@ -60,6 +60,7 @@ public:
     }
 
     std::size_t tree_nodes() const override { return tree_.nodes(); }
+    bool do_reserve(Pfn lo, Pfn hi) override { return tree_.reserve(cpu(), lo, hi); }
 
     void extra_json(std::string &out) const override
     {

@@ -33,7 +33,7 @@ public:
             cpus_.push_back(std::make_unique<Cpu>(env, c, classes_, cfg_.lock_timing));
     }
 
-    void flush_caches() override
+    void do_flush_caches() override
     {
         for (unsigned c = 0; c < ncpus_; c++)
             flush_cpu(c);
@@ -48,6 +48,7 @@ public:
     }
 
     std::size_t tree_nodes() const override { return tree_.nodes(); }
+    bool do_reserve(Pfn lo, Pfn hi) override { return tree_.reserve(cpu(), lo, hi); }
 
 protected:
     AllocResult do_alloc(std::uint64_t pages, Pfn limit, bool flush) override
@@ -77,7 +78,7 @@ protected:
             flush = false;
             stats_.add(c, Counter::retries);
             stats_.add(c, Counter::rcache_flush_all);
-            flush_caches();
+            do_flush_caches();
         }
     }
 

@@ -13,6 +13,7 @@ const char *counter_name(Counter c)
         "rcache_put_tree", "rcache_flush_all", "depot_trims", "failed_32bit", "retries",
         "fast_fail_32bit", "retry_from_last", "restart_walks", "bad_size", "bad_limit",
         "bad_free", "unmaps", "unmap_flushes", "unmap_timer_flushes", "range_refills",
+        "cache_flushes", "reserves", "bad_reserve",
     };
     static_assert(std::size(names) == static_cast<unsigned>(Counter::count_));
     return names[static_cast<unsigned>(c)];

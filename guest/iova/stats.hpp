@@ -82,6 +82,9 @@ enum class Counter : std::uint8_t {
     unmap_flushes,          /* IOTLB flush callbacks issued by the unmap layer */
     unmap_timer_flushes,
     range_refills,          /* percpu-batch batches, viommu-lab chunks */
+    cache_flushes,          /* explicit flush_caches() calls */
+    reserves,               /* ranges reserved (reserve_iova) */
+    bad_reserve,            /* reserve of a range in use */
     count_
 };
 

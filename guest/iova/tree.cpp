@@ -203,6 +203,20 @@ bool IovaTree::free_locked(unsigned cpu, Pfn pfn)
     return found;
 }
 
+void IovaTree::shrink_locked(unsigned cpu, Pfn pfn, Pfn new_hi)
+{
+    std::uint64_t v0 = rb_.visits();
+    IovaNode *n = rb_.find(pfn);
+    if (n && n != anchor_ && n->pfn_lo == pfn && new_hi >= pfn && new_hi < n->pfn_hi) {
+        /* As a free followed by a smaller insert that leaves the cached
+         * nodes above it, so the next walk sees the freed top. */
+        delete_update(n);
+        rb_.erase(n);
+        rb_.insert(rb_.make(pfn, new_hi));
+    }
+    account(cpu, v0, false);
+}
+
 bool IovaTree::free(unsigned cpu, Pfn pfn)
 {
     if (walk_ == Walk::v4_4) {
@@ -226,6 +240,19 @@ bool IovaTree::free(unsigned cpu, Pfn pfn)
     }
     LockGuard g(lock_, Site::free);
     return free_locked(cpu, pfn);
+}
+
+bool IovaTree::reserve(unsigned cpu, Pfn lo, Pfn hi)
+{
+    LockGuard g(lock_, Site::insert);
+    std::uint64_t v0 = rb_.visits();
+    IovaNode *above = rb_.lower_bound(lo);
+    IovaNode *below = above ? rb_.prev(above) : rb_.last();
+    bool overlaps = (above && above->pfn_lo <= hi) || (below && below->pfn_hi >= lo);
+    if (!overlaps)
+        rb_.insert(rb_.make(lo, hi));
+    account(cpu, v0, true);
+    return !overlaps;
 }
 
 void IovaTree::free_batch(unsigned cpu, std::span<const Pfn> pfns, Site site)

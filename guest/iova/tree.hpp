@@ -36,12 +36,17 @@ public:
     AllocResult alloc(unsigned cpu, std::uint64_t pages, Pfn limit, Site site = Site::alloc);
     /* free_iova(): false if no range starts at @pfn. */
     bool free(unsigned cpu, Pfn pfn);
+    /* reserve_iova(): insert [lo, hi] unless it overlaps a node. */
+    bool reserve(unsigned cpu, Pfn lo, Pfn hi);
     /* Many frees in one lock hold (a magazine going back to the tree). */
     void free_batch(unsigned cpu, std::span<const Pfn> pfns, Site site);
 
     /* Unlocked variants for callers that hold lock already. */
     AllocResult alloc_locked(unsigned cpu, std::uint64_t pages, Pfn limit);
     bool free_locked(unsigned cpu, Pfn pfn);
+    /* Give back the top of the range starting at @pfn: it ends at @new_hi
+     * afterwards (its start, and so its key, stay). */
+    void shrink_locked(unsigned cpu, Pfn pfn, Pfn new_hi);
 
     InstrumentedLock &lock() { return lock_; }
     const InstrumentedLock &lock() const { return lock_; }

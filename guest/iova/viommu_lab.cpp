@@ -47,7 +47,7 @@ public:
             depots_.push_back(std::make_unique<Depot>(env, i, cfg_.lock_timing));
     }
 
-    void flush_caches() override { reclaim(cpu()); }
+    void do_flush_caches() override { reclaim(cpu()); }
 
     std::vector<const InstrumentedLock *> locks() const override
     {
@@ -60,6 +60,7 @@ public:
     }
 
     std::size_t tree_nodes() const override { return tree_.nodes(); }
+    bool do_reserve(Pfn lo, Pfn hi) override { return tree_.reserve(cpu(), lo, hi); }
 
     void extra_json(std::string &out) const override
     {
@@ -82,6 +83,7 @@ protected:
                 return r;
             flush = false;
             stats_.add(c, Counter::retries);
+            stats_.add(c, Counter::rcache_flush_all);
             reclaim(c);
         }
     }
@@ -211,7 +213,7 @@ private:
             return false;
         const std::uint64_t chunk_pages = pages << chunk_shift;
         LockGuard g(tree_.lock(), Site::range_refill);
-        retire(s, pages);
+        retire(c, s, pages);
         AllocResult r = tree_.alloc_locked(c, chunk_pages, zone_limit(z));
         if (r.ok() && zone_of(r.pfn) != z) {
             tree_.free_locked(c, r.pfn);
@@ -228,20 +230,22 @@ private:
         return true;
     }
 
-    /* With iova_rbtree_lock held: the slot's chunk will not be carved again. */
-    void retire(Slot &s, std::uint64_t pages)
+    /* With iova_rbtree_lock held: the slot's chunk will not be carved
+     * again; its uncarved top goes back to the tree now. */
+    void retire(unsigned c, Slot &s, std::uint64_t pages)
     {
         if (s.bump_end) {
             Chunk &ch = chunks_[s.chunk];
             ch.carved = (s.bump - s.chunk) / pages;
             ch.retired = true;
+            if (s.bump != s.chunk && s.bump < s.bump_end)
+                tree_.shrink_locked(c, s.chunk, s.bump - 1);
         }
         s.chunk = s.bump = s.bump_end = 0;
     }
 
     void reclaim(unsigned c)
     {
-        stats_.add(c, Counter::rcache_flush_all);
         std::vector<Pfn> cached[2][classes];
         std::vector<std::pair<Slot *, std::uint64_t>> to_retire;
         for (auto &cpu : cpus_) {
@@ -255,7 +259,7 @@ private:
                     }
                     if (s.bump_end) {
                         LockGuard t(tree_.lock(), Site::rcache_flush);
-                        retire(s, std::uint64_t{1} << cls);
+                        retire(c, s, std::uint64_t{1} << cls);
                     }
                 }
             }
