@@ -134,17 +134,40 @@ AllocResult Allocator::alloc(std::uint64_t pages, Pfn limit, bool flush_rcache)
     return r;
 }
 
-Status Allocator::free(Pfn pfn, std::uint64_t pages)
+bool Allocator::accept_free(unsigned c, Pfn pfn, std::uint64_t pages)
 {
-    unsigned c = cpu();
     stats_.add(c, Counter::free_calls);
     if (!pages || pfn < cfg_.start_pfn || pfn >= cfg_.end_pfn ||
         (live_ && !live_->erase(pfn, pages))) {
         stats_.add_always(c, Counter::bad_free);
-        return Status::not_allocated;
+        return false;
     }
+    return true;
+}
+
+Status Allocator::free(Pfn pfn, std::uint64_t pages)
+{
+    if (!accept_free(cpu(), pfn, pages))
+        return Status::not_allocated;
     do_free(pfn, pages);
     return Status::ok;
+}
+
+std::size_t Allocator::free_batch(std::span<const Range> ranges)
+{
+    unsigned c = cpu();
+    std::size_t refused = 0;
+    std::vector<Range> accepted;        /* only once one was refused */
+    for (std::size_t i = 0; i < ranges.size(); i++) {
+        if (!accept_free(c, ranges[i].pfn, ranges[i].pages)) {
+            if (!refused++)
+                accepted.assign(ranges.begin(), ranges.begin() + i);
+        } else if (refused) {
+            accepted.push_back(ranges[i]);
+        }
+    }
+    do_free_batch(refused ? std::span<const Range>(accepted) : ranges);
+    return refused;
 }
 
 Status Allocator::reserve(Pfn lo, Pfn hi)

@@ -49,6 +49,12 @@ enum class Status : int {
 
 const char *status_name(Status s);
 
+/* A range of pages, as the unmap layer hands it back. */
+struct Range {
+    Pfn pfn;
+    std::uint64_t pages;
+};
+
 struct AllocResult {
     Status status = Status::no_space;
     Pfn pfn = 0;
@@ -85,6 +91,10 @@ public:
     AllocResult alloc(std::uint64_t pages, Pfn limit_pfn, bool flush_rcache = true);
     /* Free a range returned by alloc(); @pages must be what was asked. */
     Status free(Pfn pfn, std::uint64_t pages);
+    /* free() of each range, in order (a flush policy handing back what an
+     * invalidation covered); a variant may take its locks once for all.
+     * Returns how many were refused (counted as bad_free). */
+    std::size_t free_batch(std::span<const Range> ranges);
 
     /* Take [lo, hi] out of the domain for good (reserve_iova(), e.g. the
      * MSI window at 0xfee00000): busy if any of it is allocated or cached,
@@ -118,11 +128,18 @@ protected:
     Allocator(std::string_view name, Env &env, const Config &cfg);
     virtual AllocResult do_alloc(std::uint64_t pages, Pfn limit_pfn, bool flush_rcache) = 0;
     virtual void do_free(Pfn pfn, std::uint64_t pages) = 0;
+    virtual void do_free_batch(std::span<const Range> ranges)
+    {
+        for (const Range &r : ranges)
+            do_free(r.pfn, r.pages);
+    }
     virtual void do_flush_caches() = 0;
     /* Insert [lo, hi] as one node unless it overlaps one. */
     virtual bool do_reserve(Pfn lo, Pfn hi) = 0;
 
     unsigned cpu() { return env_.current_cpu() % ncpus_; }
+    /* Argument and live-set check of a free; counts it. */
+    bool accept_free(unsigned cpu, Pfn pfn, std::uint64_t pages);
     unsigned ncpus() const { return ncpus_; }
     void note_alloc(unsigned cpu, Pfn pfn);
 

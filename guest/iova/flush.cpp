@@ -21,11 +21,7 @@ protected:
         f_.flush_all(ranges);
         count(Counter::unmap_flushes);
     }
-    void give_back(std::span<const Range> rs)
-    {
-        for (const Range &r : rs)
-            a_.free(r.pfn, r.pages);
-    }
+    void give_back(std::span<const Range> rs) { a_.free_batch(rs); }
 
     Allocator &a_;
     Flusher &f_;
@@ -207,6 +203,8 @@ public:
     }
     void drain() override
     {
+        if (!pending())
+            return;
         domain_flush();
         for (auto &r : rings_) {
             LockGuard g(r->lock, Site::unmap_flush);
@@ -237,6 +235,7 @@ private:
         Ring(Env &env, unsigned c, bool timed) : lock(env, "fq_ring", c, timed) {}
         InstrumentedLock lock;
         std::deque<Entry> entries;
+        std::vector<Range> done;            /* free_done()'s batch */
         std::atomic<std::size_t> size{0};   /* read by others without the lock */
     };
 
@@ -254,11 +253,13 @@ private:
     void free_done(Ring &ring)
     {
         std::uint64_t done = finish_.load(std::memory_order_acquire);
+        ring.done.clear();
         while (!ring.entries.empty() && ring.entries.front().counter < done) {
-            Range r = ring.entries.front().r;
+            ring.done.push_back(ring.entries.front().r);
             ring.entries.pop_front();
-            a_.free(r.pfn, r.pages);
         }
+        if (!ring.done.empty())
+            give_back(ring.done);
         ring.size.store(ring.entries.size(), std::memory_order_relaxed);
     }
     void timeout()

@@ -25,11 +25,6 @@
 
 namespace viommu::iova {
 
-struct Range {
-    Pfn pfn;
-    std::uint64_t pages;
-};
-
 class Flusher {
 public:
     virtual ~Flusher() = default;

@@ -65,6 +65,7 @@ protected:
                     Pfn p = list[i];
                     list[i] = list.back();
                     list.pop_back();
+                    env_.charge(Work::mag_op, 1);
                     stats_.add(c, Counter::rcache_hit_loaded);
                     return {Status::ok, p};
                 }
@@ -95,6 +96,7 @@ protected:
         {
             LockGuard g(pc.lock, Site::rcache_put);
             list.push_back(pfn);
+            env_.charge(Work::mag_op, 1);
             stats_.add(c, Counter::rcache_put_loaded);
             if (list.size() > high_mark) {
                 spill.assign(list.end() - batch, list.end());

@@ -91,39 +91,41 @@ protected:
     void do_free(Pfn pfn, std::uint64_t pages) override
     {
         unsigned c = cpu();
-        unsigned z = zone_of(pfn);
         if (!Rcache::cacheable(pages, classes)) {
-            tree_.free(c, pfn);
-            zone_full_[z].store(false, std::memory_order_relaxed);
-            chunk_full_[z].store(false, std::memory_order_relaxed);
+            free_to_tree(c, pfn);
             return;
         }
-        unsigned cls = std::bit_width(pages) - 1;
         Cpu &cpu = *cpus_[c];
-        Slot &s = cpu.slot[z][cls];
         LockGuard g(cpu.lock, Site::rcache_put);
-        if (!s.loaded.full()) {
-            stats_.add(c, Counter::rcache_put_loaded);
-        } else if (!s.prev.full()) {
-            s.loaded.swap(s.prev);
-            stats_.add(c, Counter::rcache_put_prev);
-        } else {
-            Magazine fresh(mag_size);
-            Depot &d = depot(z, cls);
-            LockGuard dg(d.lock, Site::depot_put);
-            d.mags.push_back(std::move(s.loaded));
-            d.count.store(d.mags.size(), std::memory_order_relaxed);
-            s.loaded = std::move(fresh);
-            stats_.add(c, Counter::rcache_put_depot);
-        }
-        s.loaded.push(pfn);
-        env_.charge(Work::mag_op, 1);
+        put_locked(c, cpu, pfn, pages);
     }
+
+    /* A flush policy's batch: one CPU lock hold for all cacheable ranges. */
+    void do_free_batch(std::span<const Range> ranges) override
+    {
+        unsigned c = cpu();
+        bool cacheable = false;
+        for (const Range &r : ranges) {
+            if (!Rcache::cacheable(r.pages, classes))
+                free_to_tree(c, r.pfn);
+            else
+                cacheable = true;
+        }
+        if (!cacheable)
+            return;
+        Cpu &cpu = *cpus_[c];
+        LockGuard g(cpu.lock, Site::rcache_put);
+        for (const Range &r : ranges)
+            if (Rcache::cacheable(r.pages, classes))
+                put_locked(c, cpu, r.pfn, r.pages);
+    }
+
 
 private:
     struct Slot {
         Magazine loaded{mag_size}, prev{mag_size};
         Pfn chunk = 0, bump = 0, bump_end = 0;
+        std::atomic<bool> dry{true};    /* nothing to take without the depot */
     };
     struct Cpu {
         Cpu(Env &env, unsigned cpu, bool timed) : lock(env, "lab_cpu", cpu, timed) {}
@@ -141,6 +143,46 @@ private:
         bool retired = false;
     };
 
+    void free_to_tree(unsigned c, Pfn pfn)
+    {
+        unsigned z = zone_of(pfn);
+        tree_.free(c, pfn);
+        zone_full_[z].store(false, std::memory_order_relaxed);
+        chunk_full_[z].store(false, std::memory_order_relaxed);
+    }
+
+    /* With the CPU's lock held. */
+    void put_locked(unsigned c, Cpu &cpu, Pfn pfn, std::uint64_t pages)
+    {
+        unsigned z = zone_of(pfn);
+        unsigned cls = std::bit_width(pages) - 1;
+        Slot &s = cpu.slot[z][cls];
+        if (!s.loaded.full()) {
+            stats_.add(c, Counter::rcache_put_loaded);
+        } else if (!s.prev.full()) {
+            s.loaded.swap(s.prev);
+            stats_.add(c, Counter::rcache_put_prev);
+        } else {
+            Magazine fresh(mag_size);
+            Depot &d = depot(z, cls);
+            LockGuard dg(d.lock, Site::depot_put);
+            d.mags.push_back(std::move(s.loaded));
+            d.count.store(d.mags.size(), std::memory_order_relaxed);
+            s.loaded = std::move(fresh);
+            stats_.add(c, Counter::rcache_put_depot);
+        }
+        s.loaded.push(pfn);
+        s.dry.store(false, std::memory_order_relaxed);
+        env_.charge(Work::mag_op, 1);
+    }
+
+    /* With the CPU's lock held, after the slot changed. */
+    static void note_dry(Slot &s)
+    {
+        s.dry.store(s.loaded.empty() && s.prev.empty() && s.bump == s.bump_end,
+                    std::memory_order_relaxed);
+    }
+
     unsigned zone_of(Pfn pfn) const { return pfn > dma32_ ? 1 : 0; }
     Pfn zone_limit(unsigned z) const { return z ? cfg_.end_pfn - 1 : std::min(dma32_, cfg_.end_pfn - 1); }
     Depot &depot(unsigned z, unsigned cls) { return *depots_[z * classes + cls]; }
@@ -151,6 +193,18 @@ private:
         if (small) {
             unsigned cls = std::bit_width(pages) - 1;
             Cpu &cpu = *cpus_[c];
+            /* A 32-bit attempt on an exhausted 32-bit space (the SAC trick,
+             * seed 001) fails before the CPU's lock when this CPU has
+             * nothing cached below 4 GiB either: the flags are hints, a
+             * stale one costs a lock or a retry above 4 GiB, never a range. */
+            if ((zones_ == 1 || limit < zone_limit(1)) &&
+                zone_full_[0].load(std::memory_order_relaxed) &&
+                chunk_full_[0].load(std::memory_order_relaxed) &&
+                cpu.slot[0][cls].dry.load(std::memory_order_relaxed) &&
+                !depot(0, cls).count.load(std::memory_order_relaxed)) {
+                stats_.add(c, Counter::fast_fail_32bit);
+                return {Status::no_space, 0};
+            }
             LockGuard g(cpu.lock, Site::rcache_get);
             if (zones_ == 2 && limit >= zone_limit(1))
                 if (auto p = take(c, 1, cls, pages))
@@ -178,6 +232,13 @@ private:
     std::optional<Pfn> take(unsigned c, unsigned z, unsigned cls, std::uint64_t pages)
     {
         Slot &s = cpus_[c]->slot[z][cls];
+        std::optional<Pfn> p = take_from(c, z, cls, s, pages);
+        note_dry(s);
+        return p;
+    }
+
+    std::optional<Pfn> take_from(unsigned c, unsigned z, unsigned cls, Slot &s, std::uint64_t pages)
+    {
         Counter level = Counter::rcache_hit_loaded;
         if (s.loaded.empty()) {
             if (!s.prev.empty()) {
@@ -247,7 +308,6 @@ private:
     void reclaim(unsigned c)
     {
         std::vector<Pfn> cached[2][classes];
-        std::vector<std::pair<Slot *, std::uint64_t>> to_retire;
         for (auto &cpu : cpus_) {
             LockGuard g(cpu->lock, Site::rcache_flush);
             for (unsigned z = 0; z < 2; z++) {
@@ -261,6 +321,7 @@ private:
                         LockGuard t(tree_.lock(), Site::rcache_flush);
                         retire(c, s, std::uint64_t{1} << cls);
                     }
+                    note_dry(s);
                 }
             }
         }

@@ -251,5 +251,88 @@ TEST(Work, SharedAtomicsOfTheFlushQueue)
     }
 }
 
+std::uint64_t acquired(const Allocator &a, std::string_view lock, Site site)
+{
+    std::uint64_t n = 0;
+    for (const InstrumentedLock *l : a.locks())
+        if (l->name() == lock)
+            n += l->stats()[static_cast<unsigned>(site)].acquisitions;
+    return n;
+}
+
+/* free_batch() is free() of each range: bad ones are refused and counted,
+ * the good ones around them freed. */
+TEST(FreeBatch, RefusesBadRangesAndFreesTheRest)
+{
+    for (auto v : Allocator::variants()) {
+        ManualEnv env(1);
+        auto a = Allocator::create(v, env);
+        const Pfn top = a->end_pfn() - 1;
+        Pfn p[3];
+        for (Pfn &x : p)
+            x = a->alloc(2, top, false).pfn;
+        const Range batch[] = {{p[0], 2}, {p[0] + 1, 2}, {p[1], 2}, {p[0], 2}, {p[2], 1}, {p[2], 2}};
+        EXPECT_EQ(a->free_batch(batch), 3u) << v;
+        EXPECT_EQ(counter(*a, Counter::bad_free), 3u) << v;
+        EXPECT_EQ(counter(*a, Counter::free_calls), 6u) << v;
+        for (Pfn x : p)
+            EXPECT_EQ(a->free(x, 2), Status::not_allocated) << v;   /* all three were freed */
+        EXPECT_EQ(a->free_batch({}), 0u) << v;
+    }
+}
+
+/* viommu-lab takes its CPU lock once for a flush policy's whole batch. */
+TEST(FreeBatch, ViommuLabTakesTheCpuLockOnce)
+{
+    ManualEnv env(2);
+    auto a = Allocator::create("viommu-lab", env);
+    std::vector<Range> rs;
+    for (int i = 0; i < 300; i++)
+        rs.push_back({a->alloc(1 << (i % 3), a->end_pfn() - 1, false).pfn, 1u << (i % 3)});
+    rs.push_back({a->alloc(64, a->end_pfn() - 1, false).pfn, 64});   /* not cacheable */
+    const std::uint64_t before = acquired(*a, "lab_cpu", Site::rcache_put);
+    EXPECT_EQ(a->free_batch(rs), 0u);
+    EXPECT_EQ(acquired(*a, "lab_cpu", Site::rcache_put), before + 1);
+    EXPECT_EQ(counter(*a, Counter::rbtree_frees), 1u);
+    a->flush_caches();
+    EXPECT_EQ(a->tree_nodes(), 0u);     /* everything went back whole */
+}
+
+/* viommu-lab: once the 32-bit space is exhausted and this CPU caches
+ * nothing below 4 GiB, a 32-bit (SAC) attempt fails without any lock; a
+ * range freed below 4 GiB on this CPU is found again through its lock. */
+TEST(ViommuLab, Sac32BitFailureTakesNoLock)
+{
+    ManualEnv env(2);
+    Config c;
+    c.granule_shift = shift64k;
+    c.end_pfn = (Pfn{1} << 16) + 4096;
+    auto a = Allocator::create("viommu-lab", env, c);
+    const Pfn dma32 = a->dma_32bit_pfn();
+    Pfn last = 0;
+    for (AllocResult r; (r = a->alloc(1, dma32, false)).ok();)
+        last = r.pfn;
+    auto locks = [&] {
+        std::uint64_t n = 0;
+        for (const InstrumentedLock *l : a->locks())
+            for (const SiteLockStats &s : l->stats())
+                n += s.acquisitions;
+        return n;
+    };
+    const std::uint64_t before = locks(), fast = counter(*a, Counter::fast_fail_32bit);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(a->alloc(1, dma32, false).status, Status::no_space);
+    EXPECT_EQ(locks(), before);
+    EXPECT_EQ(counter(*a, Counter::fast_fail_32bit), fast + 100);
+    ASSERT_EQ(a->free(last, 1), Status::ok);
+    env.set_cpu(1);                     /* cached on CPU 0 only */
+    EXPECT_EQ(a->alloc(1, dma32, false).status, Status::no_space);
+    env.set_cpu(0);
+    AllocResult again = a->alloc(1, dma32, false);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again.pfn, last);
+    EXPECT_TRUE(a->alloc(1, a->end_pfn() - 1, false).ok());
+}
+
 } // namespace
 } // namespace viommu::iova::test
