@@ -29,8 +29,8 @@
 #include "qobject/qstring.h"
 #include "qapi/error.h"
 #include "viommu-test-env.h"
+#include "viommu/iova.h"
 #include "viommu/sim.h"
-#include "contention-iova.h"
 
 #define CT_DID              1
 /* IOVAs below 1 MiB are the test's own: rings and the probe buffer. */
@@ -120,7 +120,7 @@ typedef struct CtRun {
     const CtCase *c;
     VtEnv e;
     VtdDomain *d;
-    CtIova *h;
+    ViommuIova *h;
     ViommuSimWorkload *w;
     unsigned ncpus, nslots, ndev, shift;
     uint64_t mask[VT_MAX_DMA];
@@ -137,6 +137,8 @@ typedef struct CtRun {
     uint32_t pool_next;
     uint64_t serial;
     bool in_flush;
+    bool in_unmap;          /* inside viommu_iova_unmap() */
+    bool carried;           /* the last flush ran inside an unmap */
     bool in_setup;
     bool skip_invalidation; /* $VIOMMU_CT_SKIP_INVALIDATION: break it */
     unsigned setup_maps_cpu[256];
@@ -146,6 +148,16 @@ typedef struct CtRun {
     uint64_t psi, psi_pages, dsi, gsi, waits, pte_writes;
     uint64_t flush_range_calls, flush_all_calls, flush_all_batch_max;
 } CtRun;
+
+/* The library's calls either succeed or name their status. */
+#define CT_OK(call)                                                         \
+    do {                                                                    \
+        ViommuIovaStatus st_ = (call);                                      \
+        if (st_ != VIOMMU_IOVA_OK) {                                        \
+            g_test_message("%s: %s", #call, viommu_iova_status_name(st_));  \
+            g_assert_cmpint(st_, ==, VIOMMU_IOVA_OK);                       \
+        }                                                                   \
+    } while (0)
 
 static gint ct_cmp_u64(gconstpointer a, gconstpointer b, gpointer opaque)
 {
@@ -311,13 +323,29 @@ static void ct_flush_range(void *opaque, uint64_t iova, uint64_t bytes)
     r->in_flush = false;
 }
 
-static void ct_flush_all(void *opaque)
+static void ct_flush_all(void *opaque, uint64_t ranges)
 {
     CtRun *r = opaque;
 
     g_assert_false(r->in_flush);
     r->in_flush = true;
     r->flush_all_calls++;
+    /* @ranges: what the policy frees after this flush.  An unmap that
+     * triggers a flush has cleared its PTEs already, so the test counts
+     * its range as invalidated by it, while the policy queues that range
+     * after the flush, for the next one ("carried").  The async list
+     * frees exactly what was unmapped since its last flush; the flush
+     * queue also entries an earlier flush covered that are not freed yet. */
+    if (!strcmp(r->c->policy, "global-list")) {
+        g_assert_cmpuint(ranges + r->in_unmap, ==, r->pending->len + r->carried);
+    } else if (!strcmp(r->c->policy, "percpu-defer")) {
+        /* one flush per non-empty queue, each of them global: after the
+         * first, the test has nothing pending that the next one covers */
+        g_assert_cmpuint(ranges, >, 0);
+    } else {
+        g_assert_cmpuint(ranges + r->in_unmap, >=, r->pending->len);
+    }
+    r->carried = r->in_unmap;
     r->flush_all_batch_max = MAX(r->flush_all_batch_max, r->pending->len);
     ct_sync_ptes(r);
     if (r->all_kind == CT_FLUSH_GLOBAL) {
@@ -332,7 +360,7 @@ static void ct_flush_all(void *opaque)
     r->in_flush = false;
 }
 
-static const CtIovaOps ct_ops = {
+static const ViommuIovaFlushOps ct_ops = {
     .flush_range = ct_flush_range,
     .flush_all = ct_flush_all,
 };
@@ -361,18 +389,19 @@ static CtMap *ct_map(CtRun *r, unsigned cpu, unsigned dev, uint64_t bytes)
     uint64_t iova = 0, extent;
     CtRange q;
     CtMap *m, *o;
-    int rc;
+    ViommuIovaStatus rc;
 
     g_assert_cmpuint(dev, <, r->ndev);
-    ct_iova_set_cpu(r->h, cpu);
-    rc = ct_iova_map(r->h, dev, r->mask[dev], bytes, &iova);
+    CT_OK(viommu_iova_set_cpu(r->h, cpu));
+    rc = viommu_iova_map_dev(r->h, dev, r->mask[dev], bytes, &iova);
     if (rc) {
         g_test_message("CPU %u: map of %" PRIu64 " bytes for device %u "
-                       "failed (status %d) after %" PRIu64 " maps, %" PRIu64
-                       " live", cpu, bytes, dev, rc, r->nmaps, r->live);
-        g_assert_cmpint(rc, ==, 0);
+                       "failed (%s) after %" PRIu64 " maps, %" PRIu64
+                       " live", cpu, bytes, dev, viommu_iova_status_name(rc),
+                       r->nmaps, r->live);
+        g_assert_cmpint(rc, ==, VIOMMU_IOVA_OK);
     }
-    extent = ct_iova_extent(r->h, bytes);
+    extent = viommu_iova_map_extent(r->h, bytes);
     g_assert_cmphex(iova % 4096, ==, 0);
     g_assert_cmphex(iova, >=, CT_RESERVED);
     g_assert_cmphex(iova + extent - 1, <=, r->mask[dev]);
@@ -445,8 +474,10 @@ static void ct_unmap(CtRun *r, unsigned cpu, CtMap *m)
     g_ptr_array_add(r->pending, m);
     r->nunmaps++;
     r->live--;
-    ct_iova_set_cpu(r->h, cpu);
-    ct_iova_unmap(r->h, m->iova, m->bytes);
+    CT_OK(viommu_iova_set_cpu(r->h, cpu));
+    r->in_unmap = true;
+    CT_OK(viommu_iova_unmap(r->h, m->iova, m->bytes));
+    r->in_unmap = false;
 }
 
 static void ct_run_steps(CtRun *r, unsigned cpu, const ViommuSimStep *s,
@@ -459,8 +490,8 @@ static void ct_run_steps(CtRun *r, unsigned cpu, const ViommuSimStep *s,
         switch (s->kind) {
         case VIOMMU_SIM_WORK:
             /* the CPUs run in parallel: the clock moves by 1/N of it */
-            ct_iova_set_cpu(r->h, cpu);
-            ct_iova_advance(r->h, s->value / r->ncpus);
+            CT_OK(viommu_iova_set_cpu(r->h, cpu));
+            CT_OK(viommu_iova_advance(r->h, s->value / r->ncpus));
             break;
         case VIOMMU_SIM_MAP:
             g_assert_cmpuint(s->arg, <, r->nslots);
@@ -601,7 +632,7 @@ static void ct_test(const void *opaque)
     const CtCase *c = opaque;
     g_autofree ViommuSimStep *steps = g_new(ViommuSimStep, CT_MAX_STEPS);
     CtRun r = { .c = c };
-    CtIovaConfig icfg = { 0 };
+    ViommuIovaConfig icfg = { 0 };
     CtDev before, after;
     uint64_t failed32, retries, rflush, unmaps_iova, flushes_iova, fastfail;
     uint64_t setup_maps;
@@ -632,16 +663,24 @@ static void ct_test(const void *opaque)
     ct_start(&r);
     icfg.variant = c->variant;
     icfg.flush_policy = c->policy;
-    icfg.dma = c->dma;
+    icfg.sac_flush = !strcmp(c->dma, "sac-flush");
+    icfg.sac_once = !strcmp(c->dma, "sac-once");
+    icfg.forcedac = !strcmp(c->dma, "forcedac");
+    g_assert_true(icfg.sac_flush || icfg.sac_once || icfg.forcedac ||
+                  !strcmp(c->dma, "sac"));
     icfg.granule_shift = r.shift;
     icfg.ncpus = r.ncpus;
     icfg.start_pfn = CT_RESERVED >> r.shift;
     icfg.end_pfn = r.top >> r.shift;
-    r.h = ct_iova_new(&icfg, &ct_ops, &r);
-    g_assert_nonnull(r.h);
-    /* DMA writes to 0xfeexxxxx are interrupt requests, never translated */
-    ct_iova_set_cpu(r.h, 0);
-    g_assert_true(ct_iova_reserve(r.h, CT_MSI_BASE, CT_MSI_SIZE));
+    icfg.stats = true;
+    icfg.manual_clock = true;
+    icfg.flush_ops = &ct_ops;
+    icfg.flush_opaque = &r;
+    CT_OK(viommu_iova_new(&icfg, &r.h));
+    /* DMA writes to 0xfeexxxxx are interrupt requests, never translated:
+     * Linux reserves the window in every DMA domain */
+    CT_OK(viommu_iova_reserve(r.h, CT_MSI_BASE >> r.shift,
+                              (CT_MSI_BASE + CT_MSI_SIZE - 1) >> r.shift));
     ct_dev_stats(&r, &before);
 
     r.in_setup = true;
@@ -656,7 +695,7 @@ static void ct_test(const void *opaque)
     r.in_setup = false;
     if (c->exhausts_32bit) {
         /* the setup alone filled the 32-bit space */
-        g_assert_cmpuint(ct_iova_counter(r.h, "failed_32bit"), >, 0);
+        g_assert_cmpuint(viommu_iova_counter(r.h, "failed_32bit"), >, 0);
     }
     for (unsigned round = 0; round < c->rounds; round++) {
         for (unsigned cpu = 0; cpu < r.ncpus; cpu++) {
@@ -668,17 +707,17 @@ static void ct_test(const void *opaque)
         }
     }
     /* what the policy still holds is flushed, probed and freed */
-    ct_iova_drain(r.h);
+    viommu_iova_drain(r.h);
     g_assert_cmpuint(r.pending->len, ==, 0);
-    g_assert_cmpuint(ct_iova_pending(r.h), ==, 0);
+    g_assert_cmpuint(viommu_iova_pending(r.h), ==, 0);
     ct_dev_stats(&r, &after);
 
-    failed32 = ct_iova_counter(r.h, "failed_32bit");
-    retries = ct_iova_counter(r.h, "retries");
-    rflush = ct_iova_counter(r.h, "rcache_flush_all");
-    fastfail = ct_iova_counter(r.h, "fast_fail_32bit");
-    unmaps_iova = ct_iova_counter(r.h, "unmaps");
-    flushes_iova = ct_iova_counter(r.h, "unmap_flushes");
+    failed32 = viommu_iova_counter(r.h, "failed_32bit");
+    retries = viommu_iova_counter(r.h, "retries");
+    rflush = viommu_iova_counter(r.h, "rcache_flush_all");
+    fastfail = viommu_iova_counter(r.h, "fast_fail_32bit");
+    unmaps_iova = viommu_iova_counter(r.h, "unmaps");
+    flushes_iova = viommu_iova_counter(r.h, "unmap_flushes");
 
     g_test_message("%s: %u CPUs, %" PRIu64 " steps, %" PRIu64 " maps (%"
                    PRIu64 " at setup, %" PRIu64 " live at most, %" PRIu64
@@ -758,7 +797,10 @@ static void ct_test(const void *opaque)
         }
     }
 
-    ct_iova_free(r.h);
+    /* the reserved window was never handed out, nor freed */
+    g_assert_cmpuint(viommu_iova_counter(r.h, "reserves"), ==, 1);
+    g_assert_cmpuint(viommu_iova_counter(r.h, "bad_free"), ==, 0);
+    viommu_iova_destroy(r.h);
     viommu_sim_workload_free(r.w);
     vt_stop(&r.e);
     g_free(r.d);
