@@ -5,6 +5,7 @@
  */
 #include "workload.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace viommu::sim {
@@ -68,6 +69,7 @@ protected:
         : Workload(std::move(info))
     {
         info_.slots_per_cpu = rx_slots + tx_slots;
+        info_.largest_ring = std::max(rx_slots, tx_slots);
         for (unsigned c = 0; c < info_.cpus; c++)
             cpus_.push_back({Rng(seed * 0x100000001b3ull + c), Ring(0, rx_slots), Ring(rx_slots, tx_slots)});
     }
@@ -173,7 +175,7 @@ public:
     Nic64k(unsigned ncpus, std::uint64_t seed)
         : RingWorkload({.name = "nic64k", .unit = "packets", .default_cpus = 32,
                         .cpus = ncpus ? ncpus : 32, .granule_shift = 16, .slots_per_cpu = 0,
-                        .warmup_per_cpu = 300, .work_ns = 2'000,
+                        .warmup_per_cpu = 2560, .work_ns = 2'000,
                         .devices = {{"cx4", mask_bits(64), true}}},
                        seed, 2048, 256) {}
 

@@ -38,6 +38,7 @@ struct WorkloadInfo {
     unsigned cpus = 1;
     unsigned granule_shift = 12;
     unsigned slots_per_cpu = 0;
+    unsigned largest_ring = 0;    /* slots of the largest per-CPU ring */
     unsigned warmup_per_cpu = 0;  /* transactions run before the measured window */
     unsigned measure_per_cpu = 400; /* default measured transactions per CPU */
     Nanos work_ns = 0;            /* non-IOMMU CPU time per transaction */

@@ -152,9 +152,9 @@ def cases(sim, t):
     t.add("001 nic64k", "the same with the series (<10%)", 0.10, new["relative"], bound="upper")
     t.add("001 nic64k", "series speed-up (~2x)", 2.0, new["relative"] / old["relative"] if old["relative"] else None,
           num, "not reproduced: flush + full 32-bit walk dominate both (docs)")
-    for a, d, note in (("linux-5.0", "sac", "32-bit retried every map, no flush"),
+    for a, d, note in (("linux-5.0", "sac", "32-bit retried every map, no flush: not reproduced (docs)"),
                        ("linux-6.7", "sac-once", "6.6 once-per-device rule"),
-                       ("linux-6.7", "forcedac", "no 32-bit attempt"),
+                       ("linux-6.7", "forcedac", "no 32-bit attempt (Nate: similar results)"),
                        ("viommu-lab", "sac", "")):
         t.add("001 nic64k", f"{a} {d}: throughput (~100%)", 1.0, sim.run("nic64k", a, dma=d)["relative"], note=note)
     # seed 002: the report's figures are qualitative: "most of cpu cycles" spent

@@ -140,6 +140,23 @@ TEST(Workload, Nic64kRingsOverflowTheThirtyTwoBitSpaceAtInterfaceUp)
     EXPECT_GE(pages, (std::uint64_t{1} << (32 - i.granule_shift)));
 }
 
+TEST(Workload, WarmUpCoversOneRevolutionOfEveryRing)
+{
+    /* docs/workloads.rst: the measured window starts in the steady state,
+     * every buffer mapped at interface up recycled once.  The probe is
+     * the exception: it measures the mapping at probe time itself. */
+    for (std::string_view name : Workload::names()) {
+        auto w = Workload::create(name, 0, 1);
+        ASSERT_NE(w, nullptr);
+        if (name == "probe") {
+            EXPECT_EQ(w->info().warmup_per_cpu, 0u);
+            continue;
+        }
+        EXPECT_GT(w->info().largest_ring, 0u) << name;
+        EXPECT_GE(w->info().warmup_per_cpu, w->info().largest_ring) << name;
+    }
+}
+
 TEST(Workload, RejectsUnknownNamesAndTooManyCpus)
 {
     EXPECT_EQ(Workload::create("bogus", 4, 1), nullptr);
