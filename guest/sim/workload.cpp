@@ -84,7 +84,7 @@ public:
                         .cpus = ncpus ? ncpus : 16, .granule_shift = 12, .slots_per_cpu = 0,
                         .warmup_per_cpu = 600, .work_ns = 14'692,
                         .devices = {{"xl710", mask_bits(64), true}}},
-                       seed, 512, 128) {}
+                       seed, 512, 7) {}
 
     void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 2048, 0); }
     void next(unsigned cpu, std::vector<Step> &out) override
@@ -109,7 +109,7 @@ public:
                         .cpus = ncpus ? ncpus : 16, .granule_shift = 12, .slots_per_cpu = 0,
                         .warmup_per_cpu = 1500, .measure_per_cpu = 2000, .work_ns = 1'600,
                         .devices = {{"x540-in", mask_bits(64), true, 0}, {"x540-out", mask_bits(64), true, 1}}},
-                       seed, 512, 512) {}
+                       seed, 512, 64) {}
 
     void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 2048, 0); }
     void next(unsigned cpu, std::vector<Step> &out) override
@@ -177,7 +177,7 @@ public:
                         .cpus = ncpus ? ncpus : 32, .granule_shift = 16, .slots_per_cpu = 0,
                         .warmup_per_cpu = 2560, .work_ns = 2'000,
                         .devices = {{"cx4", mask_bits(64), true}}},
-                       seed, 2048, 256) {}
+                       seed, 2048, 64) {}
 
     void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 65536, 0); }
     void next(unsigned cpu, std::vector<Step> &out) override

@@ -104,8 +104,7 @@ def cases(sim, t):
     lab = sim.run("memcached", "viommu-lab", "flush-queue")
     t.add("000 memcached", "no-IOMMU throughput (tx/s, calibrates the workload)", 1088996,
           batch["baseline_throughput"], num, "input, not a result", scored=False)
-    t.add("000 memcached", "percpu-batch: throughput vs no IOMMU", 0.29, batch["relative"],
-          note="not reproduced within 25% (docs)")
+    t.add("000 memcached", "percpu-batch: throughput vs no IOMMU", 0.29, batch["relative"])
     t.add("000 memcached", "percpu-batch: cycles in spinlocks", 0.2187, batch["spin_share"],
           note="not reproduced: published loss was mostly not spinning (docs)")
     t.add("000 memcached", "percpu-batch: spin share async_umap_flush_lock (intel_unmap)", 0.6784,
@@ -113,7 +112,7 @@ def cases(sim, t):
     t.add("000 memcached", "percpu-batch: spin share alloc_iova (rbtree insert)", 0.1754,
           fraction(batch, "iova_rbtree_lock", "insert"))
     t.add("000 memcached", "percpu-batch: spin share free_iova_array", 0.1285,
-          fraction(batch, "iova_rbtree_lock", "free_batch"))
+          fraction(batch, "iova_rbtree_lock", "free_batch"), note="not reproduced: third, but smaller (docs)")
     t.add("000 memcached", "magazines + per-CPU deferred flush: throughput", 0.98, mags["relative"])
     t.add("000 memcached", "magazines: cycles in spinlocks", 0.0075, mags["spin_share"],
           note="not reproduced (docs)")
@@ -122,7 +121,7 @@ def cases(sim, t):
     # seed 004
     fwd = sim.run("forwarding", "linux-4.4", "global-list")
     t.add("004 forwarding", "global async_umap_flush_lock: throughput", 0.05, fwd["relative"],
-          note="not reproduced: flush-lock hold+handover per packet ~1.45 us vs ~2 us (docs)")
+          note="not reproduced: flush-lock hold+handover per packet ~1.35 us vs ~2 us (docs)")
     t.add("004 forwarding", "cycles spinning", 0.80, fwd["spin_share"])
     t.add("004 forwarding", "spin share add_unmap (main contender)", 0.6266,
           fraction(fwd, "async_umap_flush_lock", "unmap_add"),
