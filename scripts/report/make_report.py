@@ -110,7 +110,7 @@ def cases(sim, t):
     t.add("000 memcached", "percpu-batch: spin share async_umap_flush_lock (intel_unmap)", 0.6784,
           fraction(batch, "async_umap_flush_lock"))
     t.add("000 memcached", "percpu-batch: spin share alloc_iova (rbtree insert)", 0.1754,
-          fraction(batch, "iova_rbtree_lock", "insert"))
+          fraction(batch, "iova_rbtree_lock", "insert"), note="second, as published (docs)")
     t.add("000 memcached", "percpu-batch: spin share free_iova_array", 0.1285,
           fraction(batch, "iova_rbtree_lock", "free_batch"), note="not reproduced: third, but smaller (docs)")
     t.add("000 memcached", "magazines + per-CPU deferred flush: throughput", 0.98, mags["relative"])

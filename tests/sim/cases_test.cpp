@@ -75,21 +75,20 @@ TEST(Seed000Memcached, PercpuBatchIsThrottledByTheGlobalFlushLock)
     EXPECT_LT(r.relative, 0.29 * 1.25);
     /* perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
      * (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array.
-     * Reproduced within +-25%: the first two (~81%, ~14%); the batch frees
-     * come third, as published, but smaller (~4%). */
+     * Reproduced: the order, and the flush lock's part within +-25%
+     * (~83%); the other two in NotReproducedPercpuBatchSpinShareAndTreeSplit. */
     double flush_lock = share(r, "async_umap_flush_lock");
     double alloc = share(r, "iova_rbtree_lock", "insert");
     double free_array = share(r, "iova_rbtree_lock", "free_batch");
     EXPECT_GT(flush_lock, 0.6784 * 0.75);
     EXPECT_LT(flush_lock, 0.6784 * 1.25);
-    EXPECT_GT(alloc, 0.1754 * 0.75);
-    EXPECT_LT(alloc, 0.1754 * 1.25);
+    EXPECT_GT(alloc, 0.08);
     EXPECT_GT(free_array, 0.01);
     EXPECT_GT(flush_lock, alloc);
     EXPECT_GT(alloc, free_array);
 }
 
-TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndFreeSplit)
+TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndTreeSplit)
 {
     SimResult r = run({"memcached", "percpu-batch", "global-list"});
     /* Published: 21.87% of cycles in spinlocks at 29% throughput; the
@@ -101,9 +100,12 @@ TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndFreeSplit)
      * rather than idle.  So the published run lost much of its time to
      * costs outside the spinlock profile, or spun in other contexts (the
      * line is for the memcached command only), neither of which this
-     * model separates.  free_iova_array's 12.85% comes out at ~4%.
+     * model separates.  Of the spin time, alloc_iova's 17.54% comes out
+     * at ~13% (ratio 0.73, just outside) and free_iova_array's 12.85% at
+     * ~4%: the flush lock's part is larger than published (~83%).
      * Asserted: what the model shows, so a change that moves it shows up. */
     EXPECT_GT(r.spin_share, 0.2187 * 2);
+    EXPECT_LT(share(r, "iova_rbtree_lock", "insert"), 0.1754 * 0.75);
     EXPECT_LT(share(r, "iova_rbtree_lock", "free_batch"), 0.1285 * 0.75);
 }
 
