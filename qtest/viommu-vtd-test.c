@@ -867,6 +867,57 @@ typedef struct VtCase {
     const char *intel_deviation;
 } VtCase;
 
+/*
+ * Page tables in a PAM segment (0xd0000): while the MCH maps it to RAM the
+ * walk reads them; once it maps the segment away (to the option-ROM
+ * space, empty here) a walk must not see them any more, whatever the
+ * IOMMU cached about where that RAM lives; mapped back, they work again.
+ */
+#define MCH_PAM3        0x93            /* low nibble: 0xd0000-0xd3fff */
+#define PAM_TABLE       0xd0000ULL
+
+static void pam3_set(QTestState *qts, uint8_t v)
+{
+    qtest_outl(qts, 0xcf8, 0x80000000u | (MCH_PAM3 & ~3u));
+    qtest_outb(qts, 0xcfc + (MCH_PAM3 & 3), v);
+}
+
+static void test_tables_follow_ram_layout(void)
+{
+    Fx f;
+    VtdGuest *g;
+    uint64_t iova = BUF_IOVA + 0x400000, l1, l2e;
+    uint8_t tbl[4096];
+
+    fx_start(&f, 1, 4, true, 256);
+    g = &f.e.g;
+    map_probe_target(&f);
+    vtd_map(f.dom, iova, f.src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    fill_page(f.e.qts, f.src, 0x5a);
+    /* move the level-1 table of the iova's 2 MiB region to 0xd0000 */
+    pam3_set(f.e.qts, 0x33);
+    l1 = vtd_pte_gpa(f.dom, iova, 1) & ~0xfffULL;
+    l2e = vtd_pte_gpa(f.dom, iova, 2);
+    qtest_memread(f.e.qts, l1, tbl, sizeof(tbl));
+    qtest_memwrite(f.e.qts, PAM_TABLE, tbl, sizeof(tbl));
+    qtest_writeq(f.e.qts, l2e, PAM_TABLE | VTD_PTE_RW);
+    vtd_flush_all(g);
+    g_assert_cmpint(probe(&f, iova), ==, 0x5a);
+
+    /* RAM mapped away: the table reads as empty, the DMA faults */
+    pam3_set(f.e.qts, 0x30);
+    vtd_flush_domain(g, 1);
+    g_assert_cmpint(probe(&f, iova), ==, -VIOMMU_DMA_ST_READ_FAULT);
+    g_assert_cmpint(vtd_fault_count(g), >, 0);
+    vtd_fault_clear_all(g);
+
+    /* and back */
+    pam3_set(f.e.qts, 0x33);
+    vtd_flush_domain(g, 1);
+    g_assert_cmpint(probe(&f, iova), ==, 0x5a);
+    fx_stop(&f);
+}
+
 static const VtCase cases[] = {
     { "regs/reset-values", test_reset_values },
     { "regs/enable-sequence", test_enable_sequence },
@@ -901,6 +952,7 @@ static const VtCase cases[] = {
     { "ctx/superpage-2m", test_superpage_2m },
     { "ctx/superpage-1g", test_superpage_1g },
     { "ctx/multi-domain", test_multi_domain },
+    { "ctx/tables-follow-ram-layout", test_tables_follow_ram_layout },
     { "state/system-reset", test_system_reset },
     { "state/migration", test_migration },
 };

@@ -119,6 +119,70 @@ static inline uint16_t viommu_vtd_sid(ViommuVtdAS *vas)
 
 /* Host services for the engine */
 
+/*
+ * Host addresses of the guest RAM pages the engine read lately (page
+ * tables, context tables, queue pages), per thread and direct-mapped: a
+ * page-walk read is then a memcpy instead of a memory-core lookup.  An
+ * entry is valid while viommu_vtd_ram_gen is the value it was filled
+ * under.  A memory listener bumps the generation at the beginning and at
+ * the end of every memory transaction, so no entry filled before a RAM
+ * layout change is used after it; and a RAM block removed from the
+ * layout is freed only after an RCU grace period, while every use of a
+ * cached pointer happens inside the RCU critical section that checked the
+ * generation.
+ */
+#define VIOMMU_VTD_RAMC_SIZE 256
+#define VIOMMU_VTD_RAMC_PAGE 4096
+
+typedef struct ViommuVtdRamc {
+    uint64_t gen;
+    uint64_t page;
+    uint8_t *host;
+} ViommuVtdRamc;
+
+static __thread ViommuVtdRamc viommu_vtd_ramc[VIOMMU_VTD_RAMC_SIZE];
+static uint64_t viommu_vtd_ram_gen = 1;
+
+static void viommu_vtd_ram_changed(MemoryListener *listener)
+{
+    qatomic_inc(&viommu_vtd_ram_gen);
+}
+
+static MemoryListener viommu_vtd_ram_listener = {
+    .name = "viommu-vtd-ram",
+    .begin = viommu_vtd_ram_changed,
+    .commit = viommu_vtd_ram_changed,
+};
+
+/*
+ * The host address of the plain-RAM page holding gpa, or NULL when the
+ * whole page is not plain RAM.  Call under RCU.
+ */
+static uint8_t *viommu_vtd_ram_page(uint64_t gpa)
+{
+    uint64_t page = gpa / VIOMMU_VTD_RAMC_PAGE;
+    ViommuVtdRamc *c = &viommu_vtd_ramc[page % VIOMMU_VTD_RAMC_SIZE];
+    uint64_t gen = qatomic_load_acquire(&viommu_vtd_ram_gen);
+    hwaddr xlat, l = VIOMMU_VTD_RAMC_PAGE;
+    MemoryRegion *mr;
+
+    if (c->gen == gen && c->page == page) {
+        return c->host;
+    }
+    /* sampled before the lookup: a change meanwhile makes the entry stale */
+    mr = address_space_translate(&address_space_memory,
+                                 page * VIOMMU_VTD_RAMC_PAGE, &xlat, &l,
+                                 false, MEMTXATTRS_UNSPECIFIED);
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        l < VIOMMU_VTD_RAMC_PAGE) {
+        return NULL;
+    }
+    c->host = qemu_map_ram_ptr(mr->ram_block, xlat);
+    c->page = page;
+    c->gen = gen;
+    return c->host;
+}
+
 static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
 {
     uint8_t *p = buf;
@@ -126,9 +190,28 @@ static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
     RCU_READ_LOCK_GUARD();
     while (len) {
         hwaddr xlat, l = len;
-        MemoryRegion *mr = address_space_translate(&address_space_memory, gpa,
-                                                   &xlat, &l, write,
-                                                   MEMTXATTRS_UNSPECIFIED);
+        MemoryRegion *mr;
+
+        /*
+         * Reads (page-table and context entries, descriptors: the page
+         * walk's hot path) copy straight from RAM, through the cache of
+         * host pages when the page is plain RAM.
+         */
+        if (!write) {
+            uint64_t off = gpa % VIOMMU_VTD_RAMC_PAGE;
+            uint8_t *host = viommu_vtd_ram_page(gpa);
+
+            if (host) {
+                l = MIN(len, VIOMMU_VTD_RAMC_PAGE - off);
+                memcpy(p, host + off, l);
+                gpa += l;
+                p += l;
+                len -= l;
+                continue;
+            }
+        }
+        mr = address_space_translate(&address_space_memory, gpa, &xlat, &l,
+                                     write, MEMTXATTRS_UNSPECIFIED);
         /* Only RAM: tables pointing at MMIO (our own registers) must fail. */
         if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
             (write && mr->readonly) || !l) {
@@ -136,9 +219,7 @@ static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
             return -1;
         }
         /*
-         * Reads (page-table and context entries, descriptors: the page
-         * walk's hot path) copy straight from the RAM block the one lookup
-         * found; writes (wait-descriptor status) are rare and go through
+         * Writes (wait-descriptor status) are rare and go through
          * address_space_rw() for dirty tracking and code invalidation.
          */
         if (!write) {
@@ -732,6 +813,15 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
         error_setg(errp, "viommu-vtd: %s",
                    err[0] ? err : "invalid configuration");
         return;
+    }
+
+    /*
+     * One listener for the host-page cache of all instances (never
+     * removed: the IOMMU cannot be unplugged).
+     */
+    if (!viommu_vtd_ram_listener.address_space) {
+        memory_listener_register(&viommu_vtd_ram_listener,
+                                 &address_space_memory);
     }
 
     memory_region_init_io(&s->mmio, OBJECT(s), &viommu_vtd_mmio_ops, s,
