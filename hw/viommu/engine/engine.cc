@@ -311,10 +311,13 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
                                   : Counter::PagesInvalidatedBelow4G, pages);
         stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
         bool as_domain = false;
+        // The IOTLB's sets load while the classifying walk reads the
+        // guest's tables (neither depends on the other).
+        iotlb_.prefetch_pages(req.did, req.addr, req.ih);
+        classify_pages(req.did, req.addr, pages);
         dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain);
         if (as_domain)
             stats_.add(Counter::IotlbPageAsDomain);
-        classify_pages(req.did, req.addr, pages);
         translations_changed();
         host_.invalidated(false, req.did, req.addr, pages << PAGE_SHIFT);
         break;

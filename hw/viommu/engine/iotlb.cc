@@ -87,6 +87,13 @@ void Iotlb::invalidate_domain(uint16_t did)
     epoch_bumped();
 }
 
+void Iotlb::prefetch_pages(uint16_t did, uint64_t addr, bool ih) const
+{
+    cache_.prefetch({addr >> PAGE_SHIFT, did, 1});
+    if (!ih)
+        pdes_.prefetch({addr >> PDE_SHIFT, did, 0});
+}
+
 // Probes every key that could hold a page of the range: O(pages) for 4 KiB
 // entries plus the covering superpage keys; beyond MAX_PAGE_PROBES the
 // domain's epoch is bumped instead.

@@ -68,6 +68,9 @@ public:
     // changed, cached paging-structure entries stay.
     size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih,
                             bool &as_domain);
+    // Start loading what invalidate_pages() of the range's first page will
+    // touch, to overlap those cache misses with other work.
+    void prefetch_pages(uint16_t did, uint64_t addr, bool ih) const;
     // Empty the storage too (reset, new root table): O(capacity).
     void flush();
 

@@ -11,13 +11,15 @@
 //   second set absorbs the overflow a hash table at this load would
 //   otherwise evict (two-choice hashing keeps conflict misses rare while
 //   the working set is below the capacity).
-// - Lookups take no lock.  Sets map to stripes; each stripe has a sequence
-//   count (odd while a writer changes one of its sets) and a mutex for
-//   writers.  A reader loads the set with relaxed atomic loads and keeps
-//   what it read only if the sequence was even and unchanged; otherwise it
-//   takes the stripe's mutex and reads again.  The referenced bit is set
-//   by readers with a compare-and-swap on the exact value they read, so it
-//   can never resurrect an entry a writer changed.
+// - Lookups take no lock.  Sets are grouped in stripes (at least 32 sets
+//   each, at most 1024 stripes), and a key's two candidate sets lie in the
+//   same stripe.  Each stripe has a sequence count that is also its writer
+//   lock: a writer makes it odd with one compare-and-swap and even again
+//   with one store.  A reader loads the sets with relaxed atomic loads and
+//   keeps what it read only if the sequence was even and unchanged,
+//   otherwise it reads again (yielding the CPU if a writer holds on).  The
+//   referenced bit is set by readers with a compare-and-swap on the exact
+//   value they read, so it can never resurrect an entry a writer changed.
 // - Eviction replaces one way of a full set: an empty one, else one whose
 //   epoch is stale (dead anyway), else one not referenced since it was
 //   last passed over (a per-set CLOCK).  Nothing is ever flushed because
@@ -36,8 +38,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <thread>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -71,9 +73,8 @@ public:
         size_t sets = std::bit_ceil(std::max<size_t>((capacity + WAYS - 1) / WAYS, 1));
         mask_ = sets - 1;
         sets_ = allocate_sets(sets);
-        stripes_ = std::min<size_t>(sets, MAX_STRIPES);
+        stripes_ = std::clamp<size_t>(sets / MIN_SETS_PER_STRIPE, 1, MAX_STRIPES);
         seq_ = std::make_unique<std::atomic<uint32_t>[]>(stripes_);
-        locks_ = std::make_unique<std::mutex[]>(stripes_);
     }
 
     size_t capacity() const { return (mask_ + 1) * WAYS; }
@@ -96,36 +97,48 @@ public:
         const uint64_t tag = make_tag(key);
         const uint64_t h = mix(tag);
         size_t sets[2];
-        unsigned n = candidates(h, sets);
-        for (unsigned c = 0; c < n; c++) {
-            Set &set = sets_[sets[c]];
-            std::atomic<uint32_t> &seq = seq_[stripe(sets[c])];
-            uint64_t value = 0;
-            int way = -1;
+        const unsigned n = candidates(h, sets);
+        std::atomic<uint32_t> &seq = seq_[stripe(sets[0])];
+        Set *set = nullptr;
+        uint64_t value = 0;
+        int way = -1;
+        for (unsigned tries = 0;; tries++) {
             uint32_t s = seq.load(std::memory_order_acquire);
-            bool consistent = false;
             if (!(s & 1)) {
-                way = find(set, tag, value);
+                way = -1;
+                for (unsigned c = 0; c < n && way < 0; c++) {
+                    set = &sets_[sets[c]];
+                    way = find(*set, tag, value);
+                }
                 std::atomic_thread_fence(std::memory_order_acquire);
-                consistent = seq.load(std::memory_order_relaxed) == s;
+                if (seq.load(std::memory_order_relaxed) == s)
+                    break;
             }
-            if (!consistent) {
-                std::lock_guard guard(locks_[stripe(sets[c])]);
-                way = find(set, tag, value);
-            }
-            if (way < 0)
-                continue;
-            TableValue v = unpack(value);
-            if (!fresh(v.epoch))
-                return std::nullopt;
-            if (!(value & REF)) {
-                // A hint: fails harmlessly if a writer changed the way.
-                set.w[2 * way + 1].compare_exchange_strong(value, value | REF,
-                                                            std::memory_order_relaxed);
-            }
-            return v;
+            backoff(tries);
         }
-        return std::nullopt;
+        if (way < 0)
+            return std::nullopt;
+        TableValue v = unpack(value);
+        if (!fresh(v.epoch))
+            return std::nullopt;
+        if (!(value & REF)) {
+            // A hint: fails harmlessly if a writer changed the way.
+            set->w[2 * way + 1].compare_exchange_strong(value, value | REF,
+                                                         std::memory_order_relaxed);
+        }
+        return v;
+    }
+
+    // Start loading the sets a key may be in (for a write), so a later
+    // insert or erase does not wait for them.
+    void prefetch(const TableKey &key) const
+    {
+        if (!encodable(key))
+            return;
+        size_t sets[2];
+        unsigned n = candidates(mix(make_tag(key)), sets);
+        for (unsigned c = 0; c < n; c++)
+            __builtin_prefetch(&sets_[sets[c]], 1);
     }
 
     struct InsertResult {
@@ -146,11 +159,10 @@ public:
         const uint64_t value = pack(v);
         size_t sets[2];
         unsigned n = candidates(mix(tag), sets);
-        StripeGuard guard(*this, sets, n);
+        WriteGuard guard(*this, sets[0]);
         if (gen_.load() != gen)
             return r;
         r.inserted = true;
-        WriteSection ws(*this, sets, n);
         uint64_t old;
         for (unsigned c = 0; c < n; c++) {
             if (int way = find(sets_[sets[c]], tag, old); way >= 0) {
@@ -208,12 +220,11 @@ public:
         const uint64_t tag = make_tag(key);
         size_t sets[2];
         unsigned n = candidates(mix(tag), sets);
-        StripeGuard guard(*this, sets, n);
+        WriteGuard guard(*this, sets[0]);
         uint64_t old;
         for (unsigned c = 0; c < n; c++) {
             Set &set = sets_[sets[c]];
             if (int way = find(set, tag, old); way >= 0) {
-                WriteSection ws(*this, sets + c, 1);
                 set.w[2 * way].store(0, std::memory_order_relaxed);
                 set.w[2 * way + 1].store(0, std::memory_order_relaxed);
                 count_.fetch_sub(1, std::memory_order_relaxed);
@@ -249,6 +260,7 @@ public:
 
 private:
     static constexpr size_t MAX_STRIPES = 1024;
+    static constexpr size_t MIN_SETS_PER_STRIPE = 32;
     static constexpr uint64_t REF = uint64_t{1} << (FRAME_BITS + 2);
     static constexpr unsigned EPOCH_SHIFT = FRAME_BITS + 3;
     static_assert(EPOCH_SHIFT + EPOCH_BITS == 64);
@@ -270,7 +282,7 @@ private:
     {
         constexpr size_t HUGE = size_t{2} << 20;
         size_t bytes = n * sizeof(Set);
-        size_t align = bytes >= HUGE ? HUGE : alignof(Set);
+        size_t align = bytes >= HUGE / 2 ? HUGE : alignof(Set);
         bytes = (bytes + align - 1) / align * align;
         void *mem = std::aligned_alloc(align, bytes);
         if (!mem)
@@ -310,11 +322,17 @@ private:
         x *= 0xbf58476d1ce4e5b9ull;
         return x ^ (x >> 32);
     }
+    // Two sets of one stripe: the stripe bits come from the first hash.
     unsigned candidates(uint64_t h, size_t sets[2]) const
     {
         sets[0] = h & mask_;
-        sets[1] = (h >> 32) & mask_;
+        sets[1] = (((h >> 32) & mask_) & ~(stripes_ - 1)) | (sets[0] & (stripes_ - 1));
         return sets[1] == sets[0] ? 1 : 2;
+    }
+    static void backoff(unsigned tries)
+    {
+        if (tries >= 64)
+            std::this_thread::yield();  // the writer may have been preempted
     }
     size_t stripe(size_t set) const { return set & (stripes_ - 1); }
 
@@ -338,8 +356,7 @@ private:
     template <typename Drop>
     size_t clear_set(size_t i, Drop drop)
     {
-        StripeGuard guard(*this, &i, 1);
-        WriteSection ws(*this, &i, 1);
+        WriteGuard guard(*this, i);
         size_t dropped = 0;
         Set &set = sets_[i];
         for (unsigned w = 0; w < WAYS; w++) {
@@ -354,69 +371,36 @@ private:
         return dropped;
     }
 
-    // Holds the writer locks of one or two sets' stripes, lower one first.
-    class StripeGuard {
+    // Holds the writer lock of a set's stripe: its sequence is odd meanwhile.
+    class WriteGuard {
     public:
-        StripeGuard(IotlbTable &t, const size_t *sets, unsigned n)
+        WriteGuard(IotlbTable &t, size_t set) : seq_(t.seq_[t.stripe(set)])
         {
-            a_ = &t.locks_[t.stripe(sets[0])];
-            if (n > 1 && t.stripe(sets[1]) != t.stripe(sets[0])) {
-                b_ = &t.locks_[t.stripe(sets[1])];
-                if (b_ < a_)
-                    std::swap(a_, b_);
+            for (unsigned tries = 0;; tries++) {
+                uint32_t s = seq_.load(std::memory_order_relaxed);
+                if (!(s & 1) &&
+                    seq_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                               std::memory_order_relaxed))
+                    break;
+                backoff(tries);
             }
-            a_->lock();
-            if (b_)
-                b_->lock();
-        }
-        ~StripeGuard()
-        {
-            if (b_)
-                b_->unlock();
-            a_->unlock();
-        }
-        StripeGuard(const StripeGuard &) = delete;
-        StripeGuard &operator=(const StripeGuard &) = delete;
-
-    private:
-        std::mutex *a_ = nullptr, *b_ = nullptr;
-    };
-
-    // Brackets changes to one or two sets (their stripes' locks are held):
-    // their sequences are odd meanwhile.
-    class WriteSection {
-    public:
-        WriteSection(IotlbTable &t, const size_t *sets, unsigned n) : t_(t)
-        {
-            s_[0] = t.stripe(sets[0]);
-            n_ = 1;
-            if (n > 1 && t.stripe(sets[1]) != s_[0])
-                s_[n_++] = t.stripe(sets[1]);
-            for (unsigned i = 0; i < n_; i++)
-                t_.seq_[s_[i]].store(t_.seq_[s_[i]].load(std::memory_order_relaxed) + 1,
-                                     std::memory_order_relaxed);
             std::atomic_thread_fence(std::memory_order_release);
         }
-        ~WriteSection()
+        ~WriteGuard()
         {
-            for (unsigned i = 0; i < n_; i++)
-                t_.seq_[s_[i]].store(t_.seq_[s_[i]].load(std::memory_order_relaxed) + 1,
-                                     std::memory_order_release);
+            seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         }
-        WriteSection(const WriteSection &) = delete;
-        WriteSection &operator=(const WriteSection &) = delete;
+        WriteGuard(const WriteGuard &) = delete;
+        WriteGuard &operator=(const WriteGuard &) = delete;
 
     private:
-        IotlbTable &t_;
-        size_t s_[2] = {};
-        unsigned n_ = 0;
+        std::atomic<uint32_t> &seq_;
     };
 
     SetArray sets_;
     size_t mask_ = 0;
     size_t stripes_ = 1;
-    std::unique_ptr<std::atomic<uint32_t>[]> seq_;
-    std::unique_ptr<std::mutex[]> locks_;
+    std::unique_ptr<std::atomic<uint32_t>[]> seq_;  // per stripe; odd: a writer holds it
     std::atomic<size_t> count_{0};
     std::atomic<uint64_t> gen_{0};
 };
