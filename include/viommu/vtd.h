@@ -58,7 +58,7 @@ typedef enum VtdFaultReason {
 } VtdFaultReason;
 
 /* Services the host gives the engine.  All callbacks are mandatory except
- * `invalidated` and `now_ns`. */
+ * `invalidated`, `context_invalidated`, `now_ns` and `device_iotlb_invalidated`. */
 typedef struct VtdHostOps {
     /* The remapping unit's own accesses to guest physical memory (root and
      * context tables, page tables, the invalidation queue, wait status
@@ -80,6 +80,16 @@ typedef struct VtdHostOps {
     void (*context_invalidated)(void *opaque, bool all, uint16_t sid, uint16_t sid_mask);
     /* Monotonic nanoseconds for latency statistics.  May be NULL. */
     uint64_t (*now_ns)(void *opaque);
+    /* A device-IOTLB invalidate descriptor (ECAP.DT): the device-TLB of
+     * source-id `sid` must drop what it holds for the untranslated range
+     * [first, last] (inclusive; [0, UINT64_MAX] for the whole address
+     * space).  `pfsid` is the descriptor's physical-function source-id
+     * (that of an SR-IOV VF's PF; Linux puts the device's own there),
+     * `max_pending` its MIP hint.  The QEMU glue turns this into
+     * IOMMU_NOTIFIER_DEVIOTLB_UNMAP events (vhost's device IOTLB).  May be
+     * NULL. */
+    void (*device_iotlb_invalidated)(void *opaque, uint16_t sid, uint16_t pfsid,
+                                     uint8_t max_pending, uint64_t first, uint64_t last);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */
@@ -153,6 +163,15 @@ int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end,
  * caller frees with free(). */
 char *vtd_engine_stats_json(VtdEngine *e);
 void vtd_engine_stats_reset(VtdEngine *e);
+
+/* IOMMU notifier events the host delivered to its devices' notifiers on the
+ * engine's behalf (reported in the statistics' "notifications" section). */
+typedef enum VtdNotifyKind {
+    VTD_NOTIFY_UNMAP = 0,          /* IOMMU_NOTIFIER_UNMAP (IOTLB invalidation, context change) */
+    VTD_NOTIFY_MAP = 1,            /* IOMMU_NOTIFIER_MAP (caching mode, replay) */
+    VTD_NOTIFY_DEVIOTLB_UNMAP = 2, /* IOMMU_NOTIFIER_DEVIOTLB_UNMAP (device-IOTLB invalidation) */
+} VtdNotifyKind;
+void vtd_engine_count_notify(VtdEngine *e, VtdNotifyKind kind, uint64_t events);
 
 /* Migration.  The architectural state (registers, fault records, queue
  * position) is serialized into an opaque, versioned, little-endian blob.

@@ -41,6 +41,11 @@ struct CtxInval {
     bool all;
     uint16_t sid, mask;
 };
+struct DevTlbInval {
+    uint16_t sid, pfsid;
+    uint8_t mip;
+    uint64_t first, last;
+};
 
 class FakeHost {
 public:
@@ -69,6 +74,12 @@ public:
             h->ctx_invals.push_back({all, sid, mask});
         };
         ops_.now_ns = [](void *o) { return static_cast<FakeHost *>(o)->clock += 7; };
+        ops_.device_iotlb_invalidated = [](void *o, uint16_t sid, uint16_t pfsid, uint8_t mip,
+                                           uint64_t first, uint64_t last) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->dev_invals.push_back({sid, pfsid, mip, first, last});
+        };
         char err[128] = "";
         e = vtd_engine_new(&cfg_, &ops_, this, err, sizeof(err));
         EXPECT_NE(e, nullptr) << err;
@@ -263,6 +274,7 @@ public:
     std::vector<Msi> msis;
     std::vector<Inval> invals;
     std::vector<CtxInval> ctx_invals;
+    std::vector<DevTlbInval> dev_invals;
     uint64_t clock = 0;
     uint64_t cap = 0, ecap = 0;
     uint32_t frcd = 0, iva = 0, iotlb = 0;

@@ -125,6 +125,11 @@ void vtd_engine_stats_reset(VtdEngine *e)
     e->engine->stats_reset();
 }
 
+void vtd_engine_count_notify(VtdEngine *e, VtdNotifyKind kind, uint64_t events)
+{
+    e->engine->count_notify(kind, events);
+}
+
 uint8_t *vtd_engine_save(VtdEngine *e, size_t *len)
 {
     try {

@@ -344,6 +344,15 @@ void Engine::classify_pages(uint16_t did, uint64_t addr, uint64_t pages)
     (mapped ? ds.pages_mapped : ds.pages_unmapped).fetch_add(pages, std::memory_order_relaxed);
 }
 
+void Engine::count_notify(VtdNotifyKind kind, uint64_t events)
+{
+    switch (kind) {
+    case VTD_NOTIFY_UNMAP: stats_.add(Counter::NotifyUnmap, events); return;
+    case VTD_NOTIFY_MAP: stats_.add(Counter::NotifyMap, events); return;
+    case VTD_NOTIFY_DEVIOTLB_UNMAP: stats_.add(Counter::NotifyDeviotlbUnmap, events); return;
+    }
+}
+
 std::string Engine::stats_json()
 {
     return stats_.to_json({f_.aw_bits, f_.caching_mode, iotlb_.capacity(), iotlb_.size(),

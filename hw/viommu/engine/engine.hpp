@@ -46,6 +46,7 @@ public:
 
     std::string stats_json();
     void stats_reset() { stats_.reset(); }
+    void count_notify(VtdNotifyKind kind, uint64_t events);
     const Stats &stats() const { return stats_; }
 
     std::vector<uint8_t> save() const;
@@ -68,6 +69,12 @@ private:
 
     void invalidate_context(const ContextInvalidation &req) override;
     void invalidate_iotlb(const IotlbInvalidation &req) override;
+    void invalidate_device_tlb(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
+                               uint64_t last) override
+    {
+        // Nothing the engine caches is a device-TLB: the host's devices hold them.
+        host_.device_iotlb_invalidated(sid, pfsid, mip, first, last);
+    }
     void classify_pages(uint16_t did, uint64_t addr, uint64_t pages);
 
     // Recent translations, per thread (see engine.cc): valid while

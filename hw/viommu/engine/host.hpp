@@ -62,6 +62,13 @@ public:
             ops_.context_invalidated(opaque_, all, sid, sid_mask);
     }
 
+    void device_iotlb_invalidated(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
+                                  uint64_t last) const
+    {
+        if (ops_.device_iotlb_invalidated)
+            ops_.device_iotlb_invalidated(opaque_, sid, pfsid, mip, first, last);
+    }
+
     bool has_clock() const { return ops_.now_ns != nullptr; }
     uint64_t now_ns() const { return ops_.now_ns ? ops_.now_ns(opaque_) : 0; }
 

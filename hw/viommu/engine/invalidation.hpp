@@ -28,6 +28,10 @@ class Invalidator {
 public:
     virtual void invalidate_context(const ContextInvalidation &req) = 0;
     virtual void invalidate_iotlb(const IotlbInvalidation &req) = 0;
+    // A device-IOTLB invalidate descriptor for source-id `sid` over the
+    // untranslated range [first, last].
+    virtual void invalidate_device_tlb(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
+                                       uint64_t last) = 0;
 
 protected:
     ~Invalidator() = default;

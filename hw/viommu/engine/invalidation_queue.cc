@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "invalidation_queue.hpp"
 
+#include <bit>
+
 namespace viommu::vtd {
 
 namespace desc {
@@ -12,6 +14,7 @@ constexpr uint64_t IOTLB_LO_RSVD = mask(15, 8) | mask(63, 32);
 constexpr uint64_t IOTLB_HI_IH = bit(6), IOTLB_HI_RSVD = mask(11, 7);
 constexpr uint64_t DIOTLB_LO_RSVD = mask(11, 4) | mask(31, 21) | mask(51, 48);
 constexpr uint64_t DIOTLB_HI_RSVD = mask(11, 1);
+constexpr uint64_t DIOTLB_HI_S = bit(0), DIOTLB_HI_ADDR = mask(63, 12);
 constexpr uint64_t IEC_LO_RSVD = mask(26, 5) | mask(63, 48);
 constexpr uint64_t WAIT_IF = bit(4), WAIT_SW = bit(5), WAIT_FN = bit(6);
 constexpr uint64_t WAIT_LO_RSVD = mask(31, 7);  // PD (bit 7) needs ECAP.PRS
@@ -159,12 +162,7 @@ bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
         return true;
     }
     case desc::DEVICE_IOTLB:
-        if (!f_.device_iotlb || (lo & desc::DIOTLB_LO_RSVD) || (hi & desc::DIOTLB_HI_RSVD))
-            return false;
-        // No device-TLB is modelled behind the unit: nothing to forward.
-        stats_.descriptor(type);
-        stats_.add(Counter::DeviceIotlb);
-        return true;
+        return device_iotlb(lo, hi);
     case desc::IEC:
         if ((lo & desc::IEC_LO_RSVD) || hi)
             return false;
@@ -175,6 +173,53 @@ bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
         return wait(lo, hi);
     }
     return false;  // unknown, or scalable-mode only
+}
+
+// Device-TLB Invalidate Descriptor (legacy mode, VT-d 6.5.2.5):
+//   lo  3:0 type (3), 15:12 PFSID[3:0], 20:16 MIP, 47:32 SID, 63:52 PFSID[15:4]
+//   hi  0 S (size), 63:12 ADDR
+// With S clear the request names the 4 KiB page at ADDR.  With S set the
+// range's size is encoded in ADDR as PCIe ATS invalidation requests do: the
+// lowest clear bit of ADDR[63:12], at position 12 + k, makes the range
+// 2^(13 + k) bytes, aligned to its size (the bits below it are ignored).
+// No clear bit below 63 means the whole address space.  Everything else is
+// reserved; without ECAP.DT the descriptor type itself is invalid.
+DeviceTlbRange decode_device_tlb(uint64_t hi)
+{
+    const uint64_t addr = hi & desc::DIOTLB_HI_ADDR;
+    if (!(hi & desc::DIOTLB_HI_S))
+        return {addr, addr + (PAGE_SIZE - 1), false};
+    const unsigned ones = std::countr_one(addr >> PAGE_SHIFT);  // 0..52
+    const unsigned shift = PAGE_SHIFT + ones + 1;
+    if (shift >= 64)
+        return {0, ~uint64_t{0}, true};
+    const uint64_t size = uint64_t{1} << shift;
+    const uint64_t first = addr & ~(size - 1);
+    return {first, first + (size - 1), false};
+}
+
+bool InvalidationQueue::device_iotlb(uint64_t lo, uint64_t hi)
+{
+    if (!f_.device_iotlb || (lo & desc::DIOTLB_LO_RSVD) || (hi & desc::DIOTLB_HI_RSVD))
+        return false;
+    const auto sid = static_cast<uint16_t>(field(lo, 47, 32));
+    const auto pfsid = static_cast<uint16_t>(field(lo, 63, 52) << 4 | field(lo, 15, 12));
+    const auto mip = static_cast<uint8_t>(field(lo, 20, 16));
+    const DeviceTlbRange r = decode_device_tlb(hi);
+    stats_.descriptor(desc::DEVICE_IOTLB);
+    stats_.add(Counter::DeviceIotlb);
+    if (r.all) {
+        stats_.add(Counter::DeviceTlbAll);
+    } else {
+        stats_.add(hi & desc::DIOTLB_HI_S ? Counter::DeviceTlbRange : Counter::DeviceTlbPage);
+        stats_.add(Counter::DeviceTlbPages, ((r.last - r.first) >> PAGE_SHIFT) + 1);
+    }
+    // The device-TLB is the device's (in QEMU: vhost's IOTLB behind a
+    // DEVIOTLB_UNMAP notifier); the host forwards the request, and it has
+    // completed when the call returns, so no Invalidation Time-out Error
+    // can arise.
+    target_.invalidate_device_tlb(sid, pfsid, mip, r.first, r.last);
+    return true;
 }
 
 bool InvalidationQueue::wait(uint64_t lo, uint64_t hi)

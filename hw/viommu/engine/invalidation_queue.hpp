@@ -8,6 +8,11 @@
 // descriptor's status write has landed when the write returns.  An invalid
 // descriptor or an out-of-range tail sets FSTS.IQE and stops the queue with
 // IQH at the offending descriptor; clearing IQE resumes processing there.
+//
+// IQER (0xb0) reads 0: the Invalidation Queue Error Record register came
+// with VT-d 3.0, and the unit reports VER 1.0, where the offset is
+// reserved.  FSTS.ITE (Invalidation Time-out Error) is never set: a
+// device-IOTLB invalidation is complete when the host's callback returns.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,14 @@
 #include "stats.hpp"
 
 namespace viommu::vtd {
+
+// The untranslated range a device-IOTLB invalidate descriptor's upper
+// quadword names (inclusive bounds; `all`: the whole 64-bit space).
+struct DeviceTlbRange {
+    uint64_t first = 0, last = 0;
+    bool all = false;
+};
+DeviceTlbRange decode_device_tlb(uint64_t hi);
 
 class InvalidationQueue {
 public:
@@ -48,6 +61,7 @@ private:
     uint64_t entries() const { return uint64_t{1} << ((iqa_ & iq::IQA_QS) + 8); }
     bool execute(uint64_t lo, uint64_t hi);
     bool wait(uint64_t lo, uint64_t hi);
+    bool device_iotlb(uint64_t lo, uint64_t hi);
 
     const Host &host_;
     const Features &f_;

@@ -295,6 +295,19 @@ std::string Stats::to_json(const Gauges &g) const
     j.num("unmapped", c(Counter::PagesUnmapped));
     j.close('}');
 
+    j.open("device_tlb", '{');
+    j.num("page", c(Counter::DeviceTlbPage));
+    j.num("range", c(Counter::DeviceTlbRange));
+    j.num("all", c(Counter::DeviceTlbAll));
+    j.num("pages", c(Counter::DeviceTlbPages));
+    j.close('}');
+
+    j.open("notifications", '{');
+    j.num("unmap", c(Counter::NotifyUnmap));
+    j.num("map", c(Counter::NotifyMap));
+    j.num("deviotlb_unmap", c(Counter::NotifyDeviotlbUnmap));
+    j.close('}');
+
     j.open("domains", '[');
     for (unsigned ci = 0; ci < chunks_.size(); ci++) {
         DomainChunk *chunk = chunks_[ci].load(std::memory_order_acquire);

@@ -54,6 +54,11 @@ enum class Counter : unsigned {
     ReplayTruncated,
     PagesMapped,
     PagesUnmapped,
+    DeviceTlbPage,         // device-IOTLB descriptors by size: S clear (one page),
+    DeviceTlbRange,        // S set, a range below 2^64,
+    DeviceTlbAll,          // S set, the whole address space
+    DeviceTlbPages,        // 4 KiB pages the ranged and single-page ones named
+    NotifyUnmap, NotifyMap, NotifyDeviotlbUnmap,  // notifier events the host delivered
     Count_
 };
 
