@@ -59,6 +59,12 @@ typedef struct ViommuVtdInv {
     uint64_t size;
 } ViommuVtdInv;
 
+/* A device-IOTLB invalidation: source-id and untranslated range. */
+typedef struct ViommuVtdDevInv {
+    uint16_t sid;
+    hwaddr first, last;
+} ViommuVtdDevInv;
+
 struct ViommuVtdClass {
     X86IOMMUClass parent_class;
     DeviceRealize parent_realize;
@@ -84,6 +90,9 @@ struct ViommuVtdState {
     ViommuVtdInv ctx[VIOMMU_VTD_PENDING_MAX];
     unsigned n_ctx;
     bool ctx_all;
+    ViommuVtdDevInv dev[VIOMMU_VTD_PENDING_MAX];
+    unsigned n_dev;
+    bool dev_all;
 
     uint8_t *blob;                  /* engine state, only while migrating */
     uint32_t blob_len;
@@ -296,6 +305,25 @@ static void viommu_vtd_context_invalidated(void *opaque, bool all,
     s->ctx[s->n_ctx++] = (ViommuVtdInv) { .id = sid, .mask = mask };
 }
 
+static void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
+                                                uint16_t pfsid, uint8_t mip,
+                                                uint64_t first, uint64_t last)
+{
+    ViommuVtdState *s = opaque;
+
+    trace_viommu_vtd_device_iotlb_invalidated(sid, pfsid, mip, first, last);
+    if (QLIST_EMPTY(&s->notified) || s->dev_all) {
+        return;
+    }
+    if (s->n_dev == VIOMMU_VTD_PENDING_MAX) {
+        s->dev_all = true;
+        return;
+    }
+    s->dev[s->n_dev++] = (ViommuVtdDevInv) {
+        .sid = sid, .first = first, .last = last,
+    };
+}
+
 static uint64_t viommu_vtd_now_ns(void *opaque)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -308,6 +336,7 @@ static const VtdHostOps viommu_vtd_host_ops = {
     .invalidated = viommu_vtd_invalidated,
     .context_invalidated = viommu_vtd_context_invalidated,
     .now_ns = viommu_vtd_now_ns,
+    .device_iotlb_invalidated = viommu_vtd_device_iotlb_invalidated,
 };
 
 /* IOMMU notifiers */
@@ -332,6 +361,9 @@ static void viommu_vtd_notify_unmap(ViommuVtdAS *vas, IOMMUNotifier *n,
     trace_viommu_vtd_notify_unmap(viommu_vtd_name(vas), ev.type, first,
                                   last - first);
     memory_region_notify_iommu_one(n, &ev);
+    vtd_engine_count_notify(vas->s->engine,
+                            ev.type == IOMMU_NOTIFIER_UNMAP ?
+                            VTD_NOTIFY_UNMAP : VTD_NOTIFY_DEVIOTLB_UNMAP, 1);
 }
 
 typedef struct ViommuVtdWalk {
@@ -368,6 +400,7 @@ static void viommu_vtd_walk_map(void *opaque, const VtdTranslation *t)
                                     ev.entry.translated_addr, size - 1,
                                     ev.entry.perm);
         memory_region_notify_iommu_one(w->n, &ev);
+        vtd_engine_count_notify(w->vas->s->engine, VTD_NOTIFY_MAP, 1);
         if (b - a == size - 1) {
             break;
         }
@@ -402,12 +435,33 @@ static void viommu_vtd_sync_notifier(ViommuVtdAS *vas, IOMMUNotifier *n,
                             w.first, w.last, ret);
 }
 
+/*
+ * An IOTLB invalidation reaches the UNMAP and MAP notifiers.  A device
+ * whose notifier takes DEVIOTLB_UNMAP events instead (vhost once the guest
+ * enabled ATS on it) caches translations in its own device-TLB, which only
+ * device-IOTLB invalidations address: see viommu_vtd_device_tlb_notify().
+ */
 static void viommu_vtd_sync_as(ViommuVtdAS *vas, hwaddr first, hwaddr last)
 {
     IOMMUNotifier *n;
 
     IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
-        viommu_vtd_sync_notifier(vas, n, first, last);
+        if (n->notifier_flags & IOMMU_NOTIFIER_IOTLB_EVENTS) {
+            viommu_vtd_sync_notifier(vas, n, first, last);
+        }
+    }
+}
+
+/* A device-IOTLB invalidation: DEVIOTLB_UNMAP of exactly its range. */
+static void viommu_vtd_device_tlb_notify(ViommuVtdAS *vas, hwaddr first,
+                                         hwaddr last)
+{
+    IOMMUNotifier *n;
+
+    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+        if (n->notifier_flags & IOMMU_NOTIFIER_DEVIOTLB_UNMAP) {
+            viommu_vtd_notify_unmap(vas, n, first, last);
+        }
     }
 }
 
@@ -418,6 +472,13 @@ static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
 {
     ViommuVtdAS *vas = container_of(iommu, ViommuVtdAS, iommu);
 
+    if ((new_flags & IOMMU_NOTIFIER_DEVIOTLB_UNMAP) &&
+        !X86_IOMMU_DEVICE(vas->s)->dt_supported) {
+        error_setg(errp, "viommu-vtd: device %02x.%x needs device-IOTLB "
+                   "notifications; start viommu-vtd with device-iotlb=on",
+                   PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
+        return -EINVAL;
+    }
     if ((new_flags & IOMMU_NOTIFIER_MAP) && !vas->s->parent_obj.caching_mode) {
         error_setg(errp, "viommu-vtd: device %02x.%x needs MAP notifications "
                    "(device assignment); start viommu-vtd with caching-mode=on",
@@ -549,8 +610,21 @@ static void viommu_vtd_process_pending(ViommuVtdState *s)
             viommu_vtd_sync_as(vas, first, last);
         }
     }
-    s->n_inv = s->n_ctx = 0;
-    s->inv_all = s->ctx_all = false;
+
+    if (s->dev_all) {
+        s->n_dev = 1;
+        s->dev[0] = (ViommuVtdDevInv) { .first = 0, .last = HWADDR_MAX };
+    }
+    for (i = 0; i < s->n_dev; i++) {
+        QLIST_FOREACH(vas, &s->notified, next) {
+            if (s->dev_all || viommu_vtd_sid(vas) == s->dev[i].sid) {
+                viommu_vtd_device_tlb_notify(vas, s->dev[i].first,
+                                             s->dev[i].last);
+            }
+        }
+    }
+    s->n_inv = s->n_ctx = s->n_dev = 0;
+    s->inv_all = s->ctx_all = s->dev_all = false;
 }
 
 static IOMMUTLBEntry viommu_vtd_translate(IOMMUMemoryRegion *iommu, hwaddr addr,
@@ -845,8 +919,8 @@ static void viommu_vtd_reset_exit(Object *obj, ResetType type)
     }
     trace_viommu_vtd_reset();
     vtd_engine_reset(s->engine);
-    s->n_inv = s->n_ctx = 0;
-    s->inv_all = false;
+    s->n_inv = s->n_ctx = s->n_dev = 0;
+    s->inv_all = s->dev_all = false;
     s->ctx_all = true;
     viommu_vtd_process_pending(s);
 }
@@ -906,8 +980,8 @@ static int viommu_vtd_post_load(void *opaque, int version_id)
 
     trace_viommu_vtd_post_load(s->blob_len, ret);
     viommu_vtd_post_save(s);
-    s->n_inv = s->n_ctx = 0;
-    s->inv_all = false;
+    s->n_inv = s->n_ctx = s->n_dev = 0;
+    s->inv_all = s->dev_all = false;
     s->ctx_all = true;
     viommu_vtd_process_pending(s);
     return ret ? -EINVAL : 0;
