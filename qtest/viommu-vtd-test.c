@@ -609,6 +609,69 @@ static void test_invalid_descriptor(void)
     fx_stop(&f);
 }
 
+/*
+ * device-iotlb=on: ECAP.DT, a context with translation type 1 (device-TLBs
+ * enabled) translates, device-IOTLB invalidate descriptors (one page, a
+ * size-encoded range, everything) complete in order with the wait after
+ * them, and one with a reserved bit set raises IQE with IQH at it.
+ */
+static void test_device_iotlb(void)
+{
+    VtEnv e;
+    VtdGuest *g;
+    VtdDomain *dom;
+    uint64_t src, dst, st, sid = vt_sid(0);
+    uint8_t in[64], out[64];
+    uint32_t bad, res;
+    const uint64_t dt_lo = 3 | sid << 32;
+
+    vt_start(&e, vt_iommu_name(), ",device-iotlb=on", 1, 256, NULL);
+    g = &e.g;
+    g_assert_true(vtd_readq(g, VTD_ECAP) & VTD_ECAP_DT);
+    vtd_set_root_table(g);
+    vtd_qi_enable(g, 0);
+    dom = vtd_domain_new(g, 1, 4);
+    vt_map_rings(&e, dom, 0);
+    vtd_set_context_raw(g, sid, dom->pgd | VTD_CTX_TT_DEVTLB | VTD_CTX_P,
+                        VTD_CTX_DID(1) | VTD_CTX_AW(4));
+    src = vtd_alloc(g, 4096, 4096);
+    dst = vtd_alloc(g, 4096, 4096);
+    vtd_map(dom, 0x40000000, src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_map(dom, 0x40001000, dst, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_flush_all(g);
+    vtd_enable_translation(g);
+    for (int i = 0; i < sizeof(in); i++) {
+        in[i] = g_test_rand_int();
+    }
+    qtest_memwrite(e.qts, src, in, sizeof(in));
+    g_assert_cmphex(vdma_copy(&e.dma[0], 0x40000000, 0x40001000, sizeof(in),
+                              &res), ==, VIOMMU_DMA_ST_OK);
+    qtest_memread(e.qts, dst, out, sizeof(out));
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+
+    st = vtd_alloc(g, 64, 64);
+    vtd_qi_push(g, (VtdDesc) { .lo = dt_lo, .hi = 0x40000000 });
+    vtd_qi_push(g, (VtdDesc) { .lo = dt_lo, .hi = 0x40000000 | 1 });
+    vtd_qi_push(g, (VtdDesc) { .lo = dt_lo, .hi = 0x7ffffffffffff000ULL | 1 });
+    vtd_qi_push(g, vtd_desc_wait(true, false, false, 1, st));
+    bad = g->iq_tail;
+    vtd_qi_push(g, (VtdDesc) { .lo = dt_lo, .hi = 0x40000000 | (1 << 11) });
+    vtd_qi_push(g, vtd_desc_wait(true, false, false, 2, st + 4));
+    vtd_qi_kick(g);
+    g_assert_cmphex(qtest_readl(e.qts, st), ==, 1);
+    g_assert_cmphex(vtd_readl(g, VTD_FSTS) & VTD_FSTS_IQE, ==, VTD_FSTS_IQE);
+    g_assert_cmphex(vtd_readq(g, VTD_IQH) >> 4, ==, bad);
+    g_assert_cmphex(qtest_readl(e.qts, st + 4), ==, 0);
+    /* fix it, clear IQE: the queue resumes at IQH */
+    qtest_writeq(e.qts, g->iq + bad * 16 + 8, 0x40000000);
+    vtd_writel(g, VTD_FSTS, VTD_FSTS_IQE);
+    vtd_qi_kick(g);
+    g_assert_cmphex(qtest_readl(e.qts, st + 4), ==, 2);
+    g_assert_cmphex(vtd_readl(g, VTD_FSTS) & VTD_FSTS_IQE, ==, 0);
+    g_free(dom);
+    vt_stop(&e);
+}
+
 /* A wait descriptor with neither SW nor IF is a valid (no-op) descriptor */
 static void test_wait_plain(void)
 {
@@ -948,6 +1011,7 @@ static const VtCase cases[] = {
     { "qi/wait-plain", test_wait_plain, NULL,
       "D2: wait descriptor with SW=0 and IF=0 is rejected with IQE" },
     { "qi/wrap", test_queue_wrap },
+    { "qi/device-iotlb", test_device_iotlb },
     { "ctx/passthrough", test_passthrough },
     { "ctx/superpage-2m", test_superpage_2m },
     { "ctx/superpage-1g", test_superpage_1g },
