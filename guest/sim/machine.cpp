@@ -23,8 +23,17 @@ VirtualLock &Machine::make_lock(std::string name)
 
 bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsigned lines)
 {
+    bool blocked = false;
     Nanos start = clocks_[cpu];
-    bool waited = l.free_at_ > start;
+    if (yielder_) {
+        yielder_->before_attempt(cpu);
+        start = clocks_[cpu];
+        while (l.held_ && l.holder_ != static_cast<int>(cpu)) {
+            blocked = true;
+            yielder_->wait_release(l, cpu);
+        }
+    }
+    bool waited = blocked || l.free_at_ > start;
     bool remote = l.last_cpu_ >= 0 && l.last_cpu_ != static_cast<int>(cpu);
     advance_to(cpu, l.free_at_);
     /* The lock word comes over in the lock function ... */
@@ -38,6 +47,7 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
     r.spin_ns += clocks_[cpu] - start;
     l.current_ = &r;
     l.held_ = true;
+    l.holder_ = static_cast<int>(cpu);
     l.held_since_ = clocks_[cpu];
     /* ... the data it protects is pulled in inside the critical section. */
     if (remote && lines > 1)
@@ -48,11 +58,14 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
 void Machine::release(VirtualLock &l, unsigned cpu)
 {
     l.held_ = false;
+    l.holder_ = -1;
     l.free_at_ = clocks_[cpu];
     l.last_cpu_ = static_cast<int>(cpu);
     if (l.current_)
         l.current_->hold_ns += clocks_[cpu] - l.held_since_;
     l.current_ = nullptr;
+    if (yielder_)
+        yielder_->released(l);
 }
 
 void Machine::align_clocks()

@@ -2,19 +2,18 @@
 /*
  * Virtual CPUs and spinlocks on a virtual clock.
  *
- * Each virtual CPU has its own clock.  The simulator always runs the CPU
- * whose clock is smallest (lowest id on ties), one operation at a time, so
- * operations of different CPUs take effect in virtual-time order of their
- * start.  A VirtualLock remembers when (in virtual time) its last holder
- * released it and which CPU that was: a CPU that wants it earlier spins
- * until then (FIFO, as a queued spinlock hands over in arrival order), and
- * a CPU that is not the last holder pays for pulling the lock's line and
- * the data it protects from the previous holder (CostModel::handoff_lines).
+ * Each virtual CPU has its own clock.  A VirtualLock remembers when (in
+ * virtual time) its last holder released it and which CPU that was: a CPU
+ * that wants it earlier spins until then (FIFO, as a queued spinlock hands
+ * over in arrival order), and a CPU that is not the last holder pays for
+ * pulling the lock's line and the data it protects from the previous
+ * holder (CostModel::handoff_lines).
  *
- * Approximation (docs/simulation.rst): an operation runs to completion
- * once started, so a lock taken late in one operation is ordered by the
- * operation's start, not by the attempt's own time.  The error is bounded
- * by one operation's duration.
+ * With a Yielder (the simulator's coroutine scheduler), every attempt
+ * first lets CPUs with smaller clocks run, and blocks while the lock is
+ * held by a suspended CPU, so attempts take effect in virtual-time order
+ * of the attempts themselves (docs/simulation.rst).  Without one (unit
+ * tests driving a Machine directly), callers order operations themselves.
  */
 #ifndef VIOMMU_GUEST_SIM_MACHINE_HPP
 #define VIOMMU_GUEST_SIM_MACHINE_HPP
@@ -50,9 +49,25 @@ private:
     Nanos free_at_ = 0;
     int last_cpu_ = -1;
     bool held_ = false;
+    int holder_ = -1;
     Nanos held_since_ = 0;
     SpinRecord *current_ = nullptr;
     std::map<std::string, SpinRecord, std::less<>> sites_;
+};
+
+class VirtualLock;
+
+/* A scheduler that suspends virtual CPUs at lock attempts so that every
+ * attempt happens in virtual-time order (guest/sim/simulator.cpp). */
+class Yielder {
+public:
+    virtual ~Yielder() = default;
+    /* @cpu is about to attempt a lock: let every CPU with a smaller clock run first. */
+    virtual void before_attempt(unsigned cpu) = 0;
+    /* @l is held by a suspended CPU: block @cpu until it is released. */
+    virtual void wait_release(VirtualLock &l, unsigned cpu) = 0;
+    /* @l was released: wake its first waiter. */
+    virtual void released(VirtualLock &l) = 0;
 };
 
 class Machine {
@@ -71,6 +86,8 @@ public:
     /* The CPU to run next: smallest clock, lowest id on ties. */
     unsigned next_cpu() const;
 
+    /* nullptr: no suspension, attempts ordered by their step's start. */
+    void set_yielder(Yielder *y) { yielder_ = y; }
     /* Locks live as long as the Machine; the reference stays valid. */
     VirtualLock &make_lock(std::string name);
     /* Returns true if @cpu had to wait for another holder. */
@@ -102,6 +119,7 @@ private:
     std::vector<Nanos> clocks_;
     std::vector<Nanos> window_start_;
     std::deque<VirtualLock> locks_;
+    Yielder *yielder_ = nullptr;
 };
 
 /* RAII holder of a VirtualLock for the sim's own models. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "sim_env.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace viommu::sim {
@@ -50,6 +51,24 @@ bool SimEnv::shared_class(std::string_view name)
     return name == "async_umap_flush_lock" || name == "deferred_flush";
 }
 
+void SimEnv::fire_due_timers(unsigned cpu)
+{
+    for (;;) {
+        auto it = std::find_if(timers_.begin(), timers_.end(), [&](const auto &kv) {
+            return kv.second.cpu == cpu && kv.first.first <= m_.now(cpu);
+        });
+        if (it == timers_.end())
+            return;
+        Armed a = it->second;
+        timers_.erase(it);
+        unsigned saved = cpu_;
+        cpu_ = cpu;
+        set_pending(*a.timer, false);
+        a.timer->fire();
+        cpu_ = saved;
+    }
+}
+
 bool SimEnv::lock_attempt(const iova::InstrumentedLock &l, iova::Site s)
 {
     auto [it, fresh] = locks_.try_emplace(&l, nullptr);
@@ -80,6 +99,8 @@ void SimEnv::charge(iova::Work w, std::uint64_t n)
     case iova::Work::node_visit: unit = c.node_visit; break;
     case iova::Work::tree_update: unit = c.tree_update; break;
     case iova::Work::mag_op: unit = c.mag_op; break;
+    /* an atomic on a word other CPUs write: its line comes from another core */
+    case iova::Work::shared_atomic: unit = c.line_transfer; break;
     /* invalidations are timed by the simulator's own queue model */
     case iova::Work::invalidate: unit = 0; break;
     case iova::Work::count_: break;

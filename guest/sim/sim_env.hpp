@@ -41,6 +41,8 @@ public:
     Nanos next_timer() const;
     /* Fire the earliest timer on the CPU that armed it, not before its deadline. */
     void fire_next_timer();
+    /* Fire every timer @cpu armed whose deadline its clock has passed. */
+    void fire_due_timers(unsigned cpu);
 
     std::uint64_t work_units(iova::Work w) const { return work_[static_cast<unsigned>(w)]; }
     void reset_work() { work_ = {}; }

@@ -5,7 +5,13 @@
 #include <array>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <queue>
+
+#include <ucontext.h>
+#include <cstdlib>
+#include <cstdint>
 
 #include "../iova/iova.hpp"
 #include "machine.hpp"
@@ -135,51 +141,66 @@ private:
     std::vector<unsigned> device_domain_;
 };
 
-class Run {
+/* Runs the workload's steps on the virtual CPUs.  Each CPU is a coroutine
+ * (ucontext) that the scheduler resumes when its clock is the smallest; it
+ * suspends itself after every step and before every lock attempt if
+ * another CPU's clock is smaller, and blocks while a lock it wants is held
+ * by a suspended CPU.  So lock attempts happen in virtual-time order of
+ * the attempts themselves, not of the steps that contain them.  Only one
+ * coroutine runs at a time and the choice is by (clock, CPU id): the run
+ * stays deterministic. */
+class Run final : public Yielder {
 public:
     Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, Iommu *iommu)
         : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
           slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
-          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns)
+          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns), co_(n_)
     {
+        m_.set_yielder(this);
     }
+    ~Run() override { m_.set_yielder(nullptr); }
 
     /* Runs every CPU until @more(cpu) says stop and its pending steps are done. */
     template <typename More> void phase(More &&more)
     {
-        using Entry = std::pair<Nanos, unsigned>;
-        std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-        for (unsigned c = 0; c < n_; c++)
-            ready.push({m_.now(c), c});
-        while (!ready.empty()) {
-            auto [t, cpu] = ready.top();
-            if (env_.next_timer() <= t) {
-                env_.fire_next_timer();
-                continue;
-            }
-            ready.pop();
-            if (t != m_.now(cpu)) {            /* a timer ran on this CPU meanwhile */
-                ready.push({m_.now(cpu), cpu});
-                continue;
-            }
-            if (pending_[cpu].empty()) {
-                if (!more(cpu))
-                    continue;
-                wl_.next(cpu, steps_);
-                pending_[cpu].assign(steps_.begin(), steps_.end());
-                steps_.clear();
-            }
-            env_.set_cpu(cpu);
-            if (drain_ns_ && iommu_ && cpu == 0 && m_.now(0) >= next_drain_) {
-                next_drain_ = m_.now(0) + drain_ns_;
-                iommu_->flush_caches();
-            }
-            execute(cpu, pending_[cpu].front());
-            pending_[cpu].pop_front();
-            if (pending_[cpu].empty())
-                done_[cpu]++;
-            ready.push({m_.now(cpu), cpu});
+        more_ = std::forward<More>(more);
+        for (unsigned c = 0; c < n_; c++) {
+            Coro &co = co_[c];
+            co.blocked = co.finished = false;
+            co.stack.reset(new char[stack_size]);
+            getcontext(&co.ctx);
+            co.ctx.uc_stack.ss_sp = co.stack.get();
+            co.ctx.uc_stack.ss_size = stack_size;
+            co.ctx.uc_link = nullptr;
+            auto self = reinterpret_cast<std::uintptr_t>(this);
+            makecontext(&co.ctx, reinterpret_cast<void (*)()>(&Run::trampoline), 3,
+                        unsigned(self >> 32), unsigned(self & 0xffffffffu), c);
         }
+        for (;;) {
+            unsigned next = n_;
+            bool any_blocked = false;
+            for (unsigned c = 0; c < n_; c++) {
+                if (co_[c].finished)
+                    continue;
+                if (co_[c].blocked) {
+                    any_blocked = true;
+                    continue;
+                }
+                if (next == n_ || m_.now(c) < m_.now(next))
+                    next = c;
+            }
+            if (next == n_) {
+                if (any_blocked)
+                    std::abort();           /* a lock cycle: cannot happen with ordered locks */
+                break;
+            }
+            current_ = next;
+            env_.set_cpu(next);
+            swapcontext(&sched_, &co_[next].ctx);
+        }
+        for (Coro &co : co_)
+            co.stack.reset();
+        waiters_.clear();
     }
 
     void setup()
@@ -190,6 +211,23 @@ public:
             steps_.clear();
         }
         phase([](unsigned) { return false; });
+    }
+
+    /* Yielder */
+    void before_attempt(unsigned cpu) override { yield_if_behind(cpu); }
+    void wait_release(VirtualLock &l, unsigned cpu) override
+    {
+        waiters_[&l].push_back(cpu);
+        co_[cpu].blocked = true;
+        suspend(cpu);
+    }
+    void released(VirtualLock &l) override
+    {
+        auto it = waiters_.find(&l);
+        if (it == waiters_.end() || it->second.empty())
+            return;
+        co_[it->second.front()].blocked = false;
+        it->second.pop_front();
     }
 
     std::uint64_t done(unsigned cpu) const { return done_[cpu]; }
@@ -204,6 +242,65 @@ public:
     std::uint64_t failed_maps = 0;
 
 private:
+    static constexpr std::size_t stack_size = 512 * 1024;
+    struct Coro {
+        ucontext_t ctx{};
+        std::unique_ptr<char[]> stack;
+        bool blocked = false, finished = false;
+    };
+
+    static void trampoline(unsigned hi, unsigned lo, unsigned cpu)
+    {
+        auto *self = reinterpret_cast<Run *>((std::uintptr_t{hi} << 32) | lo);
+        self->cpu_main(cpu);
+    }
+
+    void cpu_main(unsigned cpu)
+    {
+        for (;;) {
+            env_.fire_due_timers(cpu);
+            if (pending_[cpu].empty()) {
+                if (!more_(cpu))
+                    break;
+                wl_.next(cpu, steps_);
+                pending_[cpu].assign(steps_.begin(), steps_.end());
+                steps_.clear();
+            }
+            if (drain_ns_ && iommu_ && cpu == 0 && m_.now(0) >= next_drain_) {
+                next_drain_ = m_.now(0) + drain_ns_;
+                iommu_->flush_caches();
+            }
+            Step s = pending_[cpu].front();
+            pending_[cpu].pop_front();
+            execute(cpu, s);
+            if (pending_[cpu].empty())
+                done_[cpu]++;
+            yield_if_behind(cpu);
+        }
+        co_[cpu].finished = true;
+        swapcontext(&co_[cpu].ctx, &sched_);
+    }
+
+    /* Suspend @cpu if another runnable CPU has a smaller (clock, id). */
+    void yield_if_behind(unsigned cpu)
+    {
+        Nanos t = m_.now(cpu);
+        for (unsigned c = 0; c < n_; c++) {
+            if (c == cpu || co_[c].finished || co_[c].blocked)
+                continue;
+            Nanos u = m_.now(c);
+            if (u < t || (u == t && c < cpu)) {
+                suspend(cpu);
+                return;
+            }
+        }
+    }
+    void suspend(unsigned cpu)
+    {
+        swapcontext(&co_[cpu].ctx, &sched_);
+        env_.set_cpu(cpu);
+    }
+
     void execute(unsigned cpu, const Step &s)
     {
         switch (s.kind) {
@@ -261,6 +358,11 @@ private:
     std::vector<std::uint64_t> done_;
     std::vector<Step> steps_;
     Nanos drain_ns_, next_drain_;
+    std::vector<Coro> co_;
+    ucontext_t sched_{};
+    unsigned current_ = 0;
+    std::function<bool(unsigned)> more_;
+    std::map<const VirtualLock *, std::deque<unsigned>> waiters_;
 };
 
 struct Measured {

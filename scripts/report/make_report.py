@@ -121,7 +121,7 @@ def cases(sim, t):
     # seed 004
     fwd = sim.run("forwarding", "linux-4.4", "global-list")
     t.add("004 forwarding", "global async_umap_flush_lock: throughput", 0.05, fwd["relative"],
-          note="not reproduced: flush-lock hold+handover per packet ~1.35 us vs ~2 us (docs)")
+          note="not reproduced: flush-lock hold+handover per packet ~1.3 us vs ~2 us (docs)")
     t.add("004 forwarding", "cycles spinning", 0.80, fwd["spin_share"])
     t.add("004 forwarding", "spin share add_unmap (main contender)", 0.6266,
           fraction(fwd, "async_umap_flush_lock", "unmap_add"),
@@ -150,7 +150,7 @@ def cases(sim, t):
           bound="upper")
     t.add("001 nic64k", "the same with the series (<10%)", 0.10, new["relative"], bound="upper")
     t.add("001 nic64k", "series speed-up (~2x)", 2.0, new["relative"] / old["relative"] if old["relative"] else None,
-          num, "not reproduced: flush + full 32-bit walk dominate both (docs)")
+          num, "not reproduced: far more than 2x in the model (docs)")
     for a, d, note in (("linux-5.0", "sac", "32-bit retried every map, no flush: not reproduced (docs)"),
                        ("linux-6.7", "sac-once", "6.6 once-per-device rule"),
                        ("linux-6.7", "forcedac", "no 32-bit attempt (Nate: similar results)"),

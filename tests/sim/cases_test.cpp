@@ -70,29 +70,30 @@ double share(const SimResult &r, std::string_view lock, std::string_view site = 
 TEST(Seed000Memcached, PercpuBatchIsThrottledByTheGlobalFlushLock)
 {
     SimResult r = run({"memcached", "percpu-batch", "global-list"});
-    /* published 313,161 / 1,088,996 = 29%: reproduced (~27%) */
+    /* published 313,161 / 1,088,996 = 29%: reproduced (~28%) */
     EXPECT_GT(r.relative, 0.29 * 0.75);
     EXPECT_LT(r.relative, 0.29 * 1.25);
     /* perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
      * (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array.
-     * Reproduced: the order, and the flush lock's part within +-25%
-     * (~83%); the other two in NotReproducedPercpuBatchSpinShareAndTreeSplit. */
+     * Reproduced: the order, and the first two within +-25% (~81%,
+     * ~14%); the batch frees in NotReproducedPercpuBatchSpinShareAndFreeSplit. */
     double flush_lock = share(r, "async_umap_flush_lock");
     double alloc = share(r, "iova_rbtree_lock", "insert");
     double free_array = share(r, "iova_rbtree_lock", "free_batch");
     EXPECT_GT(flush_lock, 0.6784 * 0.75);
     EXPECT_LT(flush_lock, 0.6784 * 1.25);
-    EXPECT_GT(alloc, 0.08);
+    EXPECT_GT(alloc, 0.1754 * 0.75);
+    EXPECT_LT(alloc, 0.1754 * 1.25);
     EXPECT_GT(free_array, 0.01);
     EXPECT_GT(flush_lock, alloc);
     EXPECT_GT(alloc, free_array);
 }
 
-TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndTreeSplit)
+TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndFreeSplit)
 {
     SimResult r = run({"memcached", "percpu-batch", "global-list"});
     /* Published: 21.87% of cycles in spinlocks at 29% throughput; the
-     * model reaches the throughput but spends ~66% of its CPU time
+     * model reaches the throughput but spends ~65% of its CPU time
      * spinning.  A CPU-bound server cannot lose 71% of its throughput with
      * only 22% of its cycles spinning unless the rest of the loss is other
      * work, and memslap's closed loop (128 connections over 16 instances:
@@ -100,12 +101,10 @@ TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndTreeSplit)
      * rather than idle.  So the published run lost much of its time to
      * costs outside the spinlock profile, or spun in other contexts (the
      * line is for the memcached command only), neither of which this
-     * model separates.  Of the spin time, alloc_iova's 17.54% comes out
-     * at ~13% (ratio 0.73, just outside) and free_iova_array's 12.85% at
-     * ~4%: the flush lock's part is larger than published (~83%).
-     * Asserted: what the model shows, so a change that moves it shows up. */
+     * model separates.  Of the spin time, free_iova_array's 12.85% comes
+     * out at ~4%.  Asserted: what the model shows, so a change that moves
+     * it shows up. */
     EXPECT_GT(r.spin_share, 0.2187 * 2);
-    EXPECT_LT(share(r, "iova_rbtree_lock", "insert"), 0.1754 * 0.75);
     EXPECT_LT(share(r, "iova_rbtree_lock", "free_batch"), 0.1285 * 0.75);
 }
 
@@ -114,7 +113,7 @@ TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
     SimResult mags = run({"memcached", "linux-4.7", "percpu-defer"});
     SimResult batch = run({"memcached", "percpu-batch", "global-list"});
     SimResult stock = run({"memcached", "linux-4.4", "global-list"});
-    /* published 1,067,586 / 1,088,996 = 98%: reproduced (~92%) */
+    /* published 1,067,586 / 1,088,996 = 98%: reproduced (~94%) */
     EXPECT_GT(mags.relative, 0.98 * 0.75);
     EXPECT_LE(mags.relative, 1.0);
     EXPECT_GT(mags.relative, 3 * batch.relative);
@@ -123,7 +122,7 @@ TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
 
 TEST(Seed000Memcached, NotReproducedMagazinesSpinShare)
 {
-    /* Published 0.75% of cycles in spinlocks; the model spends ~5%: the
+    /* Published 0.75% of cycles in spinlocks; the model spends ~3%: the
      * per-CPU deferred-flush locks, taken by the CPU that flushes every
      * CPU's queue when its own reaches 250 entries.  Asserted: small, but
      * above the published figure by more than 25%. */
@@ -141,7 +140,7 @@ TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
     SimResult r = run({"forwarding", "linux-4.4", "global-list"});
     EXPECT_EQ(r.domains, 2u);
     /* published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
-     * Reproduced: a collapse to a few percent (about 7.5%: ratio ~1.5, more
+     * Reproduced: a collapse to a few percent (about 7.6%: ratio ~1.5, more
      * than 25% above; see NotReproducedThroughputRatio) with most CPU time
      * spinning (about 83%, ratio ~1.04). */
     EXPECT_LT(r.relative, 0.10);
@@ -149,7 +148,7 @@ TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
     EXPECT_GT(r.spin_share, 0.80 * 0.75);
     EXPECT_LT(r.spin_share, std::min(1.0, 0.80 * 1.25));
     /* perf: 62.66% of the spinlock time in add_unmap.  Reproduced (about
-     * 60%): add_unmap's async_umap_flush_lock is the main contender, the
+     * 66%): add_unmap's async_umap_flush_lock is the main contender, the
      * allocation walk under each port's own iova_rbtree_lock second. */
     double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
     EXPECT_GT(add_unmap, 0.6266 * 0.75);
@@ -159,11 +158,11 @@ TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
 
 TEST(Seed004Forwarding, NotReproducedThroughputRatio)
 {
-    /* The published 5% is not within +-25%: the model gives about 7.5%.
+    /* The published 5% is not within +-25%: the model gives about 7.6%.
      * At this collapse the rate is set by async_umap_flush_lock, passed
      * from CPU to CPU: held ~0.9 us per packet (two add_unmaps, and every
      * 250 unmaps a flush that frees 250 IOVAs) plus ~0.4 us of handovers
-     * (the lock line and the list between cores), ~1.35 us per packet;
+     * (the lock line and the list between cores), ~1.3 us per packet;
      * the published 500 Kpps means ~2 us.  The cost model's lock and
      * line-transfer figures are round numbers for that CPU, not fitted.
      * What the model shows, asserted so a change is noticed: above the
@@ -245,15 +244,17 @@ TEST(Seed001Nic64k, RcacheFlushOnEveryFailed32BitAttemptIsPathological)
 
 TEST(Seed001Nic64k, NotReproducedTheSeriesDoublingThroughput)
 {
-    /* Published: the series made this case ~2x faster (still < 10%).  The
-     * model gives ~1x: both are dominated by the flush itself (every CPU's
-     * magazines back into the tree) and by walking the full 32-bit space,
-     * which the series does not shorten.  Asserted: no worse, and less
-     * than the published 2x. */
+    /* Published: the series made this case ~2x faster, still < 10%.  The
+     * model gives far more (~200x, from ~0.01% to ~2%, both below 10%):
+     * before the series, every 64-bit retry after the flush walks from
+     * rb_last() through the whole tree the flush has just refilled, and
+     * 32 CPUs queue for those walks; with cached_node that walk is short
+     * and only the flush itself remains.  Asserted: the direction, both
+     * below the bound, and more than the published 2x by over 25%. */
     SimResult old_code = run(nic("linux-4.7", "sac-flush"));
     SimResult series = run(nic("linux-4.15", "sac-flush"));
-    EXPECT_GE(series.relative, 0.9 * old_code.relative);
-    EXPECT_LT(series.relative, 2 * 0.75 * old_code.relative);
+    EXPECT_LT(series.relative, 0.10);
+    EXPECT_GT(series.relative, 2 * 1.25 * old_code.relative);
 }
 
 TEST(Seed001Nic64k, NotFlushingOnThe32BitAttemptRestoresThroughput)
@@ -275,10 +276,9 @@ TEST(Seed001Nic64k, NotFlushingOnThe32BitAttemptRestoresThroughput)
 TEST(Seed001Nic64k, NotReproducedFullThroughputWhenThe32BitAttemptIsRetriedEveryMap)
 {
     /* Published: ~100% with the 32-bit attempt kept on every map but its
-     * flush removed.  The model gives ~18-43% (depending on the seed)
-     * with 5.0+: max32_alloc_size fails the attempt fast, but under
-     * iova_rbtree_lock, which 32 CPUs then queue on; ~2 in 5 maps reach
-     * the tree.  Asserted: it avoids the flush's pathology but stays
+     * flush removed.  The model gives ~39% with 5.0+: max32_alloc_size
+     * fails the attempt fast, but under iova_rbtree_lock, which 32 CPUs
+     * then queue on.  Asserted: it avoids the flush's pathology but stays
      * well below the once-per-device rule, the tree lock dominating. */
     SimResult once = run(nic("linux-6.7", "sac-once"));
     SimResult retry = run(nic("linux-5.0", "sac"));
@@ -325,9 +325,11 @@ TEST(Seed002Nginx, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
     EXPECT_NEAR(r513.relative, r511.relative, 0.02);
     /* 6.7's depot changes act on the put side (a full depot no longer
      * frees a magazine under the tree lock); a dry rcache is a get-side
-     * problem, so they bring no relief here: within 15% of 5.13, and no
-     * magazine is freed to the tree by either. */
-    EXPECT_NEAR(r67.relative, r513.relative, 0.15 * r513.relative);
+     * problem, so they bring only partial relief here (~66% vs ~56%),
+     * far from viommu-lab, and no magazine is freed to the tree by
+     * either. */
+    EXPECT_GT(r67.relative, r513.relative);
+    EXPECT_LT(r67.relative, 0.8 * lab.relative);
     EXPECT_EQ(r513.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
     EXPECT_EQ(r67.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
     EXPECT_GT(lab.relative, 0.9);
