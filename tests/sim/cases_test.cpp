@@ -246,10 +246,10 @@ TEST(Seed001Nic64k, NotReproducedTheSeriesDoublingThroughput)
 {
     /* Published: the series made this case ~2x faster, still < 10%.  The
      * model gives far more (~200x, from ~0.01% to ~2%, both below 10%):
-     * before the series, every 64-bit retry after the flush walks from
-     * rb_last() through the whole tree the flush has just refilled, and
-     * 32 CPUs queue for those walks; with cached_node that walk is short
-     * and only the flush itself remains.  Asserted: the direction, both
+     * before the series, allocations after each flush walk ~31,000 nodes
+     * under the lock (the frees drop the cached node and walks restart
+     * from rb_last()) and 32 CPUs queue for those walks; with the series
+     * a walk is ~20 nodes and the flush itself dominates.  Asserted: the direction, both
      * below the bound, and more than the published 2x by over 25%. */
     SimResult old_code = run(nic("linux-4.7", "sac-flush"));
     SimResult series = run(nic("linux-4.15", "sac-flush"));
