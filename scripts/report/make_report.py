@@ -151,6 +151,10 @@ def cases(sim, t):
     t.add("001 nic64k", "the same with the series (<10%)", 0.10, new["relative"], bound="upper")
     t.add("001 nic64k", "series speed-up (~2x)", 2.0, new["relative"] / old["relative"] if old["relative"] else None,
           num, "not reproduced: far more than 2x in the model (docs)")
+    t.add("001 nic64k", "series, 32-bit attempt without the flush (Nate: 100%)", 1.0,
+          sim.run("nic64k", "linux-4.15", dma="sac")["relative"], note="not reproduced (docs)")
+    t.add("001 nic64k", "old code, 32-bit attempt without the flush (Nate: 95%)", 0.95,
+          sim.run("nic64k", "linux-4.7", dma="sac")["relative"], note="not reproduced (docs)")
     for a, d, note in (("linux-5.0", "sac", "32-bit retried every map, no flush: not reproduced (docs)"),
                        ("linux-6.7", "sac-once", "6.6 once-per-device rule"),
                        ("linux-6.7", "forcedac", "no 32-bit attempt (Nate: similar results)"),
