@@ -227,6 +227,17 @@ int main(void)
     CHECK(viommu_iova_alloc(NULL, 1, 100, true, NULL) == VIOMMU_IOVA_BAD_ARG);
     CHECK(viommu_iova_new(NULL, NULL) == VIOMMU_IOVA_BAD_ARG);
     CHECK(strcmp(viommu_iova_status_name(VIOMMU_IOVA_NO_SPACE), "no_space") == 0);
+    /* every call takes a NULL handle without harm */
+    CHECK(viommu_iova_set_cpu(NULL, 0) == VIOMMU_IOVA_BAD_ARG);
+    CHECK(viommu_iova_set_time(NULL, 0) == VIOMMU_IOVA_BAD_ARG);
+    CHECK(viommu_iova_advance(NULL, 0) == VIOMMU_IOVA_BAD_ARG);
+    CHECK(viommu_iova_now(NULL) == 0);
+    CHECK(viommu_iova_reserve(NULL, 1, 1) == VIOMMU_IOVA_BAD_ARG);
+    CHECK(viommu_iova_map_dev(NULL, 0, ~0ull, 1, NULL) == VIOMMU_IOVA_BAD_ARG);
+    CHECK(viommu_iova_map_extent(NULL, 4096) == 0);
+    CHECK(viommu_iova_pending(NULL) == 0);
+    viommu_iova_flush_caches(NULL);
+    viommu_iova_reset_stats(NULL);
     viommu_iova_destroy(NULL);
     for (size_t i = 0; i < n; i++)
         exercise(viommu_iova_variant_name(i), policies[i % 4]);
