@@ -4,7 +4,7 @@
 #
 #   setup-host.sh standalone   compilers, meson, GoogleTest, Google Benchmark
 #   setup-host.sh qemu         + QEMU 10.0 build dependencies and deb-src entries
-#   setup-host.sh guest        + guest kernel, busybox, firmware, workloads
+#   setup-host.sh guest        + guest kernel, busybox, firmware, workloads, DPDK
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -123,5 +123,9 @@ if [ "$level" = qemu ] || [ "$level" = guest ]; then
 fi
 if [ "$level" = guest ]; then
     install_pkgs "guest image tools" cpio gzip kmod xz-utils zstd python3 util-linux coreutils debootstrap
+    # The vhost-user guest scenarios' backend: dpdk-testpmd (in dpdk-dev) with
+    # the vhost PMD and the ring mempool driver, both plugins of DPDK's ABI.
+    case $codename in bookworm) dpdk_abi=23 ;; *) dpdk_abi=25 ;; esac
+    install_pkgs "vhost-user backend (DPDK)" dpdk-dev "librte-net-vhost$dpdk_abi" "librte-mempool-ring$dpdk_abi"
 fi
 say "host setup ($level) complete"

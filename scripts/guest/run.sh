@@ -17,6 +17,7 @@
 #     --mib N                 payload size in MiB for the dma scenario (default 4)
 #     --edu                   QEMU's edu device (DMA target of the fault scenario)
 #     --intremap on|off       intel-iommu interrupt remapping (default on)
+#     --iommu-opts OPTS       more properties for the IOMMU device (e.g. device-iotlb=on)
 #     --append ARGS           extra kernel command line
 #     --log FILE              console log (default build/guest-logs/<time>-<test>-<iommu>-<mode>.log)
 #     --quiet                 no progress lines, only the result
@@ -27,8 +28,8 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 iommu=intel-iommu mode=lazy test=boot smp=2 mem=1024 timeout_s=300 qmp= hold=0
-disk= net=0 port= mib=4 edu=0 intremap=on append= log= quiet=0
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+disk= net=0 port= mib=4 edu=0 intremap=on iommu_opts= append= log= quiet=0
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || die "run.sh: option $1 needs a value."; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -46,6 +47,7 @@ while [ $# -gt 0 ]; do
         --mib) need "$@"; mib=$2; shift 2 ;;
         --edu) edu=1; shift ;;
         --intremap) need "$@"; intremap=$2; shift 2 ;;
+        --iommu-opts) need "$@"; iommu_opts=$2; shift 2 ;;
         --append) need "$@"; append=$2; shift 2 ;;
         --log) need "$@"; log=$2; shift 2 ;;
         --quiet) quiet=1; shift ;;
@@ -103,8 +105,8 @@ fi
 [ "$hold" = 1 ] && args+=(-no-shutdown)
 # The IOMMU comes first, before any PCI device it translates for.
 case $iommu in
-    intel-iommu) args+=(-device "intel-iommu,intremap=$intremap,id=iommu0") ;;
-    viommu-vtd)  args+=(-device "viommu-vtd,id=viommu0") ;;
+    intel-iommu) args+=(-device "intel-iommu,intremap=$intremap,id=iommu0${iommu_opts:+,$iommu_opts}") ;;
+    viommu-vtd)  args+=(-device "viommu-vtd,id=viommu0${iommu_opts:+,$iommu_opts}") ;;
 esac
 [ -n "$disk" ] && args+=(-drive "file=$disk,format=raw,if=none,id=disk0,cache=none,aio=threads"
                          -device "virtio-blk-pci,drive=disk0,iommu_platform=on,disable-legacy=on")

@@ -3,9 +3,9 @@
 # Guest tests: boot the Debian guest behind an IOMMU under TCG and check, from
 # inside and from the host, that DMA really goes through it.  TAP on stdout.
 #
-#   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only dma-lazy,dma-strict,fault]
+#   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only dma-lazy,dma-strict,fault,vhost,vhost-ats]
 #
-# Three boots (about 40-60 s each under TCG):
+# Five boots (about 40-60 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -13,23 +13,34 @@
 #   dma-strict  the same with iommu.strict=1 (DMA domains).
 #   fault       QEMU's edu device DMAs from an unmapped IOVA: the guest's DMAR
 #               fault handler reports it, edu and QEMU keep working.
+#   vhost       two virtio-net NICs (iommu_platform=on) with vhost-user backends
+#               served by dpdk-testpmd, which forwards each one's frames to
+#               the other; the NICs sit in separate guest network namespaces
+#               and fetch random payloads (VHOST_KIB, default 128 KiB) from
+#               each other over HTTP (sha256 compared in the guest);
+#               iommu.strict=1, so unmaps reach the
+#               backend while traffic flows; the backend must have forwarded
+#               packets, and the statistics must show UNMAP notifications.
+#   vhost-ats   the same with ats=on NICs and viommu-vtd device-iotlb=on: the
+#               guest enables ATS, and the backend's IOTLB is invalidated by
+#               device-IOTLB descriptors (DEVIOTLB_UNMAP notifications).
 # Console logs and artefacts are kept in build/guest-tests/<iommu>/.
 # Exit status non-zero when any check failed.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
-iommu=viommu-vtd only="dma-lazy,dma-strict,fault"
+iommu=viommu-vtd only="dma-lazy,dma-strict,fault,vhost,vhost-ats"
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
 case $iommu in viommu-vtd|intel-iommu) ;; *) die "--iommu must be viommu-vtd or intel-iommu, not '$iommu'." ;; esac
 for b in ${only//,/ }; do
-    case $b in dma-lazy|dma-strict|fault) ;; *) die "--only: unknown boot '$b' (dma-lazy, dma-strict, fault)." ;; esac
+    case $b in dma-lazy|dma-strict|fault|vhost|vhost-ats) ;; *) die "--only: unknown boot '$b' (dma-lazy, dma-strict, fault, vhost, vhost-ats)." ;; esac
 done
 wants() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 
@@ -38,6 +49,7 @@ qmppy=$TOP/scripts/guest/qmp.py
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
 work=$BUILD/guest-tests/$iommu
 MIB=4
+VHOST_KIB=${VHOST_KIB:-128}   # vhost payload each way (see docs/guest.rst, known problems)
 BOOT_TIMEOUT=300
 
 # Everything a boot reports; "not reported" cases count as failures.
@@ -47,6 +59,9 @@ FAULT_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy edu_present iomm
 FAULT_HOST_CHECKS="scenario_completed qemu_alive_after_fault qemu_exit_clean"
 DMA_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults"
 FAULT_STATS_CHECKS="stats_schema stats_fault_recorded"
+VHOST_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy vhost_nics iommu_group_net0 iommu_group_net1 ats_net0 ats_net1 vhost_ping vhost_transfer_1to0 vhost_transfer_0to1 no_dmar_faults"
+VHOST_HOST_CHECKS="scenario_completed backend_forwarded qemu_exit_clean"
+VHOST_STATS_CHECKS="stats_schema stats_no_faults stats_vhost_translations stats_vhost_notifications"
 
 plan=0
 count_words() { set -- $1; echo $#; }
@@ -59,12 +74,23 @@ if wants fault; then
     plan=$((plan + $(count_words "$FAULT_GUEST_CHECKS $FAULT_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$FAULT_STATS_CHECKS")))
 fi
+for b in vhost vhost-ats; do
+    wants "$b" || continue
+    plan=$((plan + $(count_words "$VHOST_GUEST_CHECKS $VHOST_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$VHOST_STATS_CHECKS")))
+done
 
 bail() { echo "Bail out! $*"; exit 1; }
 [ -x "$qemu" ] || bail "no QEMU at $qemu (run scripts/fetch-qemu.sh and scripts/build-qemu.sh)."
 devices=$("$qemu" -device help 2>/dev/null || true)
 grep -q "name \"$iommu\"" <<< "$devices" || bail "$qemu has no -device $iommu."
 wants fault && { grep -q 'name "edu"' <<< "$devices" || bail "$qemu has no -device edu (CONFIG_EDU)."; }
+if wants vhost || wants vhost-ats; then
+    testpmd=$(command -v dpdk-testpmd || true)
+    [ -n "$testpmd" ] || bail "no dpdk-testpmd (Debian's dpdk-dev; scripts/setup-host.sh guest installs it)."
+    netdevs=$("$qemu" -netdev help 2>/dev/null || true)
+    grep -qx 'vhost-user' <<< "$netdevs" || bail "$qemu has no -netdev vhost-user (configure with --enable-vhost-user)."
+fi
 echo "# guest image (cached after the first build)"
 bash "$TOP/scripts/guest/build-image.sh" 2>&1 | sed 's/^/# /' || bail "building the guest image failed."
 [ "${PIPESTATUS[0]}" = 0 ] || bail "building the guest image failed."
@@ -86,6 +112,16 @@ datum() {  # datum LOG KEY
     sed -n "s/^VIOMMU-DATA: $2=//p" "$1" | tail -1
 }
 
+backend_pid=
+stop_backend() {  # SIGINT: testpmd stops forwarding and prints its statistics
+    local i
+    [ -n "$backend_pid" ] || return 0
+    kill -INT "$backend_pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do kill -0 "$backend_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$backend_pid" 2>/dev/null || true
+    wait "$backend_pid" 2>/dev/null || true
+    backend_pid=
+}
 server_pid=
 stop_server() {
     if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
@@ -94,6 +130,7 @@ stop_server() {
 boot_pid=
 cleanup() {
     stop_server
+    stop_backend
     if [ -n "$boot_pid" ]; then kill "$boot_pid" 2>/dev/null || true; wait "$boot_pid" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
@@ -222,9 +259,74 @@ fault_boot() {
     return 0
 }
 
+# vhost_boot NAME ATS(0|1): the vhost-user scenario (see the header).
+vhost_boot() {
+    local name=$1 ats=$2 d=$work/$1 i t line rx0 rx1 tx0 tx1 opts= append=
+    mkdir -p "$d"
+    local tp_log=$d/testpmd.log
+    # Two vhost-user ports (server sockets), IOTLB support on, forwarded to
+    # each other.  No hugepages and no PCI: plain memory, vdev ports only.
+    # An IOTLB miss makes the vhost library refuse the packet while it asks
+    # QEMU for the translation; in strict mode every fresh RX buffer misses
+    # once, so plain io forwarding would drop nearly every packet towards
+    # the guest.  "io retry" retries a refused burst (200 us apart, up to
+    # 1 s) until the translation has arrived.
+    printf 'set fwd io retry\nset burst tx delay 200 retry 5000\n' > "$d/testpmd.cmds"
+    "$testpmd" -l 0-1 --no-huge --no-pci -m 128 --no-shconf --file-prefix "viommu-$$-$name" \
+        --vdev "net_vhost0,iface=$d/vu0.sock,queues=1,iommu-support=1" \
+        --vdev "net_vhost1,iface=$d/vu1.sock,queues=1,iommu-support=1" \
+        -- --forward-mode=io --nb-cores=1 --total-num-mbufs=8192 --stats-period 10 \
+        --cmdline-file="$d/testpmd.cmds" > "$tp_log" 2>&1 < /dev/null &
+    backend_pid=$!
+    for ((i = 0; i < 300; i++)); do
+        [ -S "$d/vu0.sock" ] && [ -S "$d/vu1.sock" ] && break
+        kill -0 "$backend_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    # The forwarding core busy-polls: let QEMU's vCPUs go first whenever
+    # they have work (per thread: renice acts on thread ids).
+    for t in /proc/"$backend_pid"/task/*; do renice -n 10 -p "${t##*/}" > /dev/null 2>&1 || true; done
+    local nic="iommu_platform=on,disable-legacy=on,romfile=,mrg_rxbuf=on,csum=off,guest_csum=off,gso=off"
+    nic+=",host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off"
+    if [ "$ats" = 1 ]; then
+        nic+=",ats=on"
+        opts=device-iotlb=on
+    fi
+    append="viommu.ats=$ats viommu.kib=$VHOST_KIB"
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vhost || echo none)" \
+        --mode strict --test vhost --append "$append" ${opts:+--iommu-opts "$opts"} -- \
+        -object "memory-backend-memfd,id=vmem,size=1024M,share=on" -machine memory-backend=vmem \
+        -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 \
+        -device pcie-root-port,id=rp2,bus=pcie.0,chassis=2,slot=2 \
+        -chardev "socket,id=vu0,path=$d/vu0.sock" -netdev vhost-user,id=vn0,chardev=vu0 \
+        -device "virtio-net-pci,netdev=vn0,bus=rp1,mac=52:54:00:12:34:01,$nic" \
+        -chardev "socket,id=vu1,path=$d/vu1.sock" -netdev vhost-user,id=vn1,chardev=vu1 \
+        -device "virtio-net-pci,netdev=vn1,bus=rp2,mac=52:54:00:12:34:02,$nic"
+    stop_backend
+    guest_checks "$name" $VHOST_GUEST_CHECKS
+    completed_check "$name"
+    # testpmd's closing report: "Forward statistics for port N" blocks.
+    tr -d '\033' < "$tp_log" > "$d/testpmd.txt"
+    read -r rx0 tx0 rx1 tx1 < <(awk '
+        /Forward statistics for port 0/ { p = 0 } /Forward statistics for port 1/ { p = 1 }
+        /Accumulated forward statistics/ { p = -1 }
+        p >= 0 && /RX-packets:/ { rx[p] = $2 } p >= 0 && /TX-packets:/ { tx[p] = $2 }
+        END { printf "%d %d %d %d\n", rx[0], tx[0], rx[1], tx[1] }' "$d/testpmd.txt")
+    if [ "${rx0:-0}" -gt 0 ] && [ "${rx1:-0}" -gt 0 ] && [ "${tx0:-0}" -gt 0 ] && [ "${tx1:-0}" -gt 0 ]; then
+        tap ok "$name: backend_forwarded" "dpdk-testpmd port 0 RX $rx0 TX $tx0, port 1 RX $rx1 TX $tx1 packets"
+    else
+        tap fail "$name: backend_forwarded" "dpdk-testpmd port 0 RX ${rx0:-?} TX ${tx0:-?}, port 1 RX ${rx1:-?} TX ${tx1:-?} (log ${tp_log#$TOP/})"
+    fi
+    exit_check "$name"
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" "vhost-ats$ats" $VHOST_STATS_CHECKS
+    return 0
+}
+
 wants dma-lazy && dma_boot dma-lazy lazy
 wants dma-strict && dma_boot dma-strict strict
 wants fault && fault_boot
+wants vhost && vhost_boot vhost 0
+wants vhost-ats && vhost_boot vhost-ats 1
 
 [ "$n" = "$plan" ] || { echo "# internal error: planned $plan checks, ran $n"; failures=$((failures + 1)); }
 echo "# $((n - failures)) of $n checks passed on $iommu; logs in ${work#$TOP/}/"

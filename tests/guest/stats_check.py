@@ -2,12 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|fault STATS.json
+  stats_check.py dma|fault|vhost-ats0|vhost-ats1 STATS.json
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
        the invalidation queue), and no fault was recorded.
 fault: at least one fault was recorded, with reason "read" (0x6).
+vhost-ats0, vhost-ats1: the vhost-user scenario without / with ATS: page
+       walks for the backend's IOTLB misses, no fault, and the backend's
+       IOTLB invalidated through UNMAP notifications (without ATS) or through
+       device-IOTLB descriptors and DEVIOTLB_UNMAP notifications (with ATS).
 """
 import json
 import sys
@@ -54,6 +58,25 @@ def main():
         read = get(s, "faults.by_reason.read") or 0
         check("stats_fault_recorded", rec > 0 and read > 0,
               "faults.recorded %d, faults.by_reason.read %d" % (rec, read))
+    elif kind in ("vhost-ats0", "vhost-ats1"):
+        ats = kind == "vhost-ats1"
+        rec = get(s, "faults.recorded")
+        check("stats_no_faults", rec == 0, "faults.recorded %s" % rec)
+        req = get(s, "translate.requests") or 0
+        walks = get(s, "translate.page_walks") or 0
+        check("stats_vhost_translations", req > 0 and walks > 0,
+              "translate.requests %d, page_walks %d" % (req, walks))
+        unmap = get(s, "notifications.unmap") or 0
+        dev = get(s, "notifications.deviotlb_unmap") or 0
+        desc = get(s, "queue.descriptors.device_iotlb") or 0
+        sizes = " ".join("%s %d" % (k, get(s, "device_tlb.%s" % k) or 0)
+                         for k in ("page", "range", "all", "pages"))
+        detail = ("notifications: unmap %d, deviotlb_unmap %d; device-IOTLB descriptors %d (%s)"
+                  % (unmap, dev, desc, sizes))
+        if ats:
+            check("stats_vhost_notifications", dev > 0 and desc > 0, detail)
+        else:
+            check("stats_vhost_notifications", unmap > 0 and dev == 0 and desc == 0, detail)
     else:
         print("fail stats_kind - unknown kind %r" % kind)
         return 0
