@@ -112,15 +112,19 @@ datum() {  # datum LOG KEY
     sed -n "s/^VIOMMU-DATA: $2=//p" "$1" | tail -1
 }
 
-backend_pid=
+backend_pid= backend_rundir=
 stop_backend() {  # SIGINT: testpmd stops forwarding and prints its statistics
     local i
-    [ -n "$backend_pid" ] || return 0
-    kill -INT "$backend_pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do kill -0 "$backend_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$backend_pid" 2>/dev/null || true
-    wait "$backend_pid" 2>/dev/null || true
+    if [ -n "$backend_pid" ]; then
+        kill -INT "$backend_pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do kill -0 "$backend_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$backend_pid" 2>/dev/null || true
+        wait "$backend_pid" 2>/dev/null || true
+    fi
     backend_pid=
+    # DPDK's runtime directory for this run's --file-prefix.
+    [ -z "$backend_rundir" ] || rm -rf "$backend_rundir"
+    backend_rundir=
 }
 server_pid=
 stop_server() {
@@ -272,7 +276,9 @@ vhost_boot() {
     # the guest.  "io retry" retries a refused burst (200 us apart, up to
     # 1 s) until the translation has arrived.
     printf 'set fwd io retry\nset burst tx delay 200 retry 5000\n' > "$d/testpmd.cmds"
-    "$testpmd" -l 0-1 --no-huge --no-pci -m 128 --no-shconf --file-prefix "viommu-$$-$name" \
+    local prefix="viommu-$$-$name"
+    if [ "$(id -u)" = 0 ]; then backend_rundir=/var/run/dpdk/$prefix; else backend_rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk/$prefix; fi
+    "$testpmd" -l 0-1 --no-huge --no-pci -m 128 --no-shconf --file-prefix "$prefix" \
         --vdev "net_vhost0,iface=$d/vu0.sock,queues=1,iommu-support=1" \
         --vdev "net_vhost1,iface=$d/vu1.sock,queues=1,iommu-support=1" \
         -- --forward-mode=io --nb-cores=1 --total-num-mbufs=8192 --stats-period 10 \
