@@ -122,8 +122,10 @@ void Rcache::flush_cpu(unsigned cpu)
     for (auto &sc : classes_) {
         CpuCache &cc = *sc->cpus[cpu];
         LockGuard g(cc.lock, Site::rcache_flush);
-        tree_.free_batch(cpu, cc.loaded.pfns(), Site::rcache_flush);
-        tree_.free_batch(cpu, cc.prev.pfns(), Site::rcache_flush);
+        /* free_cpu_cached_iovas() takes iova_rbtree_lock for each of the
+         * two magazines, empty or not. */
+        tree_.free_batch(cpu, cc.loaded.pfns(), Site::rcache_flush, true);
+        tree_.free_batch(cpu, cc.prev.pfns(), Site::rcache_flush, true);
         cc.loaded.clear();
         cc.prev.clear();
     }

@@ -26,11 +26,15 @@ IovaTree::IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_p
     }
 }
 
-void IovaTree::account(unsigned cpu, std::uint64_t visits0, bool alloc)
+void IovaTree::account(unsigned cpu, std::uint64_t visits0, bool alloc, bool updated)
 {
     std::uint64_t n = rb_.visits() - visits0;
     env_.charge(Work::node_visit, n);
-    env_.charge(Work::tree_update, 1);
+    /* Only an insert or erase rebalances; a failed walk or lookup does
+     * not (alloc_iova() allocates and frees its struct iova outside the
+     * lock). */
+    if (updated)
+        env_.charge(Work::tree_update, 1);
     if (!stats_.enabled())
         return;
     stats_.add(cpu, Counter::nodes_visited, n);
@@ -48,7 +52,7 @@ AllocResult IovaTree::alloc_locked(unsigned cpu, std::uint64_t pages, Pfn limit)
 {
     std::uint64_t v0 = rb_.visits();
     AllocResult r = walk_ == Walk::v4_4 ? alloc_v4_4(pages, limit) : alloc_v4_15(cpu, pages, limit);
-    account(cpu, v0, true);
+    account(cpu, v0, true, r.ok());
     stats_.add(cpu, Counter::rbtree_allocs);
     return r;
 }
@@ -198,7 +202,7 @@ bool IovaTree::free_locked(unsigned cpu, Pfn pfn)
         delete_update(n);
         rb_.erase(n);
     }
-    account(cpu, v0, false);
+    account(cpu, v0, false, found);
     stats_.add(cpu, Counter::rbtree_frees);
     return found;
 }
@@ -214,7 +218,7 @@ void IovaTree::shrink_locked(unsigned cpu, Pfn pfn, Pfn new_hi)
         rb_.erase(n);
         rb_.insert(rb_.make(pfn, new_hi));
     }
-    account(cpu, v0, false);
+    account(cpu, v0, false, true);
 }
 
 bool IovaTree::free(unsigned cpu, Pfn pfn)
@@ -225,7 +229,7 @@ bool IovaTree::free(unsigned cpu, Pfn pfn)
             LockGuard g(lock_, Site::free);
             std::uint64_t v0 = rb_.visits();
             IovaNode *n = rb_.find(pfn);
-            account(cpu, v0, false);
+            account(cpu, v0, false, false);
             if (!n || n->pfn_lo != pfn)
                 return false;
         }
@@ -251,13 +255,13 @@ bool IovaTree::reserve(unsigned cpu, Pfn lo, Pfn hi)
     bool overlaps = (above && above->pfn_lo <= hi) || (below && below->pfn_hi >= lo);
     if (!overlaps)
         rb_.insert(rb_.make(lo, hi));
-    account(cpu, v0, true);
+    account(cpu, v0, true, !overlaps);
     return !overlaps;
 }
 
-void IovaTree::free_batch(unsigned cpu, std::span<const Pfn> pfns, Site site)
+void IovaTree::free_batch(unsigned cpu, std::span<const Pfn> pfns, Site site, bool lock_if_empty)
 {
-    if (pfns.empty())
+    if (pfns.empty() && !lock_if_empty)
         return;
     LockGuard g(lock_, site);
     for (Pfn p : pfns)

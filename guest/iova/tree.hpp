@@ -38,8 +38,10 @@ public:
     bool free(unsigned cpu, Pfn pfn);
     /* reserve_iova(): insert [lo, hi] unless it overlaps a node. */
     bool reserve(unsigned cpu, Pfn lo, Pfn hi);
-    /* Many frees in one lock hold (a magazine going back to the tree). */
-    void free_batch(unsigned cpu, std::span<const Pfn> pfns, Site site);
+    /* Many frees in one lock hold (a magazine going back to the tree).
+     * @lock_if_empty: take the lock for an empty batch too, as
+     * iova_magazine_free_pfns() does. */
+    void free_batch(unsigned cpu, std::span<const Pfn> pfns, Site site, bool lock_if_empty = false);
 
     /* Unlocked variants for callers that hold lock already. */
     AllocResult alloc_locked(unsigned cpu, std::uint64_t pages, Pfn limit);
@@ -59,7 +61,7 @@ private:
     AllocResult alloc_v4_15(unsigned cpu, std::uint64_t pages, Pfn limit);
     void delete_update(IovaNode *n);
     void insert_update(IovaNode *n, Pfn limit);
-    void account(unsigned cpu, std::uint64_t visits0, bool alloc);
+    void account(unsigned cpu, std::uint64_t visits0, bool alloc, bool updated);
 
     Env &env_;
     Stats &stats_;

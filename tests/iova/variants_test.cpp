@@ -61,6 +61,76 @@ TEST(Variants, Linux44IsLinearWhen32BitSpaceIsFull)
     }
 }
 
+/*
+ * Seed 001 (Nate's NIC): with the 32-bit space filled top-down, the 32-bit
+ * cached node is the lowest node, so a failed 32-bit attempt stops after
+ * the rb_prev() climb from it (O(log n)) in 4.4-style code and in 4.15.
+ * Once a 32-bit range is freed to the tree (an rcache flush, a full
+ * depot) and reallocated, the cached node sits at that hole and every
+ * later failed attempt walks all nodes below it (O(n)), in both, as the
+ * kernel does until 5.0's max32_alloc_size.  64-page ranges bypass the
+ * rcache.
+ */
+TEST(Variants, Failed32BitAttemptIsShortUntilA32BitFreeMovesTheCachedNode)
+{
+    for (auto v : {"linux-4.4", "linux-4.7", "linux-4.15"}) {
+        Fixture f(v);
+        const Pfn dma32 = f.a->dma_32bit_pfn();
+        std::vector<Pfn> live;
+        for (AllocResult r; (r = f.a->alloc(64, dma32, false)).ok();)
+            live.push_back(r.pfn);
+        ASSERT_GT(live.size(), 16000u) << v;
+        std::uint64_t before = f.nodes();
+        ASSERT_FALSE(f.a->alloc(64, dma32, false).ok());
+        EXPECT_LE(f.nodes() - before, 64u) << v;
+        ASSERT_EQ(f.a->free(live[10], 64), Status::ok);
+        ASSERT_TRUE(f.a->alloc(64, dma32, false).ok());
+        before = f.nodes();
+        ASSERT_FALSE(f.a->alloc(64, dma32, false).ok());
+        EXPECT_GE(f.nodes() - before, live.size() - 20) << v;
+    }
+}
+
+/* A failed walk inserts nothing: it is charged its node visits only,
+ * not a tree update (alloc_iova() allocates and frees the struct iova
+ * outside the lock). */
+TEST(Variants, FailedTreeAllocationIsChargedNoTreeUpdate)
+{
+    struct CountingEnv final : ManualEnv {
+        CountingEnv() : ManualEnv(1) {}
+        void charge(Work w, std::uint64_t n) override { (w == Work::tree_update ? updates : visits) += n; }
+        std::uint64_t updates = 0, visits = 0;
+    };
+    for (auto v : {"linux-4.4", "linux-4.15", "linux-5.13"}) {
+        CountingEnv env;
+        Config c;
+        c.end_pfn = 65;
+        auto a = Allocator::create(v, env, c);
+        while (a->alloc(64, c.end_pfn - 1, false).ok()) {
+        }
+        std::uint64_t u = env.updates;
+        ASSERT_FALSE(a->alloc(64, c.end_pfn - 1, false).ok());
+        EXPECT_EQ(env.updates, u) << v;
+    }
+}
+
+/* free_cpu_cached_iovas() takes iova_rbtree_lock for both magazines of
+ * every size class, empty or not: a flush of empty caches still costs
+ * 2 x 6 tree lock acquisitions per CPU. */
+TEST(Variants, RcacheFlushTakesTheTreeLockPerMagazineEvenWhenEmpty)
+{
+    for (auto v : {"linux-4.7", "linux-4.15", "linux-6.7"}) {
+        Config c;
+        c.end_pfn = 129;   /* one 64-page range fits: [64, 127] */
+        Fixture f(v, c, 2);
+        ASSERT_TRUE(f.a->alloc(64, c.end_pfn - 1, false).ok());
+        ASSERT_FALSE(f.a->alloc(64, c.end_pfn - 1, true).ok());
+        EXPECT_EQ(counter(*f.a, Counter::rcache_flush_all), 1u) << v;
+        SiteLockStats s;
+        EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::rcache_flush, s).acquisitions, 2u * 6u * 2u) << v;
+    }
+}
+
 /* One CPU frees (2 + 32 + 1) magazines' worth: 4.7 finds the depot full
  * and frees a magazine to the tree under iova_rbtree_lock; 6.7 keeps it. */
 TEST(Variants, FullDepotFreesUnderTreeLockIn47Not67)
