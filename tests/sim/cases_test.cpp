@@ -140,15 +140,15 @@ TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
     SimResult r = run({"forwarding", "linux-4.4", "global-list"});
     EXPECT_EQ(r.domains, 2u);
     /* published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
-     * Reproduced: a collapse to a few percent (about 7.6%: ratio ~1.5, more
+     * Reproduced: a collapse to a few percent (about 8.9%: ratio ~1.8, more
      * than 25% above; see NotReproducedThroughputRatio) with most CPU time
-     * spinning (about 83%, ratio ~1.04). */
+     * spinning (about 81%, ratio ~1.02). */
     EXPECT_LT(r.relative, 0.10);
     EXPECT_GT(r.relative, 0.02);
     EXPECT_GT(r.spin_share, 0.80 * 0.75);
     EXPECT_LT(r.spin_share, std::min(1.0, 0.80 * 1.25));
     /* perf: 62.66% of the spinlock time in add_unmap.  Reproduced (about
-     * 66%): add_unmap's async_umap_flush_lock is the main contender, the
+     * 62%): add_unmap's async_umap_flush_lock is the main contender, the
      * allocation walk under each port's own iova_rbtree_lock second. */
     double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
     EXPECT_GT(add_unmap, 0.6266 * 0.75);
@@ -158,11 +158,11 @@ TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
 
 TEST(Seed004Forwarding, NotReproducedThroughputRatio)
 {
-    /* The published 5% is not within +-25%: the model gives about 7.6%.
+    /* The published 5% is not within +-25%: the model gives about 8.9%.
      * At this collapse the rate is set by async_umap_flush_lock, passed
-     * from CPU to CPU: held ~0.9 us per packet (two add_unmaps, and every
+     * from CPU to CPU: held ~0.7 us per packet (two add_unmaps, and every
      * 250 unmaps a flush that frees 250 IOVAs) plus ~0.4 us of handovers
-     * (the lock line and the list between cores), ~1.3 us per packet;
+     * (the lock line and the list between cores), ~1.1 us per packet;
      * the published 500 Kpps means ~2 us.  The cost model's lock and
      * line-transfer figures are round numbers for that CPU, not fitted.
      * What the model shows, asserted so a change is noticed: above the
@@ -341,7 +341,7 @@ TEST(Seed002Nginx, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
     EXPECT_NEAR(r513.relative, r511.relative, 0.02);
     /* 6.7's depot changes act on the put side (a full depot no longer
      * frees a magazine under the tree lock); a dry rcache is a get-side
-     * problem, so they bring only partial relief here (~66% vs ~56%),
+     * problem, so they bring only partial relief here (~62% vs ~56%),
      * far from viommu-lab, and no magazine is freed to the tree by
      * either. */
     EXPECT_GT(r67.relative, r513.relative);
