@@ -141,6 +141,7 @@ private:
     struct Chunk {
         std::uint64_t carved = 0;
         bool retired = false;
+        unsigned cls = 0;               /* ranges of 2^cls pages */
     };
 
     void free_to_tree(unsigned c, Pfn pfn)
@@ -284,7 +285,7 @@ private:
             chunk_full_[z].store(true, std::memory_order_relaxed);
             return false;
         }
-        chunks_[r.pfn] = {};
+        chunks_[r.pfn] = {.cls = static_cast<unsigned>(std::bit_width(pages) - 1)};
         s.chunk = s.bump = r.pfn;
         s.bump_end = r.pfn + chunk_pages;
         stats_.add(c, Counter::range_refills);
@@ -344,8 +345,14 @@ private:
                     std::unordered_map<Pfn, std::uint64_t> per_chunk;
                     for (Pfn p : v)
                         per_chunk[p & mask]++;
+                    /* A chunk of another class may start at the same
+                     * aligned base: only this class's chunks count. */
+                    auto chunk_of = [&](Pfn base) {
+                        auto it = chunks_.find(base);
+                        return it != chunks_.end() && it->second.cls == cls ? it : chunks_.end();
+                    };
                     std::erase_if(v, [&](Pfn p) {
-                        auto it = chunks_.find(p & mask);
+                        auto it = chunk_of(p & mask);
                         if (it == chunks_.end()) {
                             tree_.free_locked(c, p);    /* not from a chunk */
                             return true;
@@ -353,7 +360,7 @@ private:
                         return it->second.retired && per_chunk[p & mask] == it->second.carved;
                     });
                     for (auto &[base, n] : per_chunk) {
-                        auto it = chunks_.find(base);
+                        auto it = chunk_of(base);
                         if (it != chunks_.end() && it->second.retired && n == it->second.carved) {
                             tree_.free_locked(c, base);
                             chunks_.erase(it);
