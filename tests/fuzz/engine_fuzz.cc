@@ -8,6 +8,7 @@
 // translations and replay walks of arbitrary source-ids, addresses and
 // permissions, queue tail bumps, reset and migration blobs.  Besides the
 // sanitizers, oracles check (docs/fuzzing.rst):
+//  - a translation asked twice gives the same answer twice;
 //  - a successful translation is page-, 2M- or 1G-sized and aligned, grants
 //    at least what was asked, and is either the identity (translation off,
 //    or a pass-through context the engine read) or the address of a leaf
@@ -165,8 +166,15 @@ struct Host {
             FUZZ_CHECK(r == VTD_FR_NONE && t.phys_base == (addr & ~(PAGE - 1)), r, addr);
         bool te_after = vtd_engine_translation_enabled(e);
         FUZZ_CHECK(r >= VTD_FR_NONE && r <= VTD_FR_CONTEXT_ENTRY_TT, r);
+        // Nothing changed: asking again (from the caches, or a walk of
+        // the same memory) gives the same answer.
+        VtdTranslation t2{};
+        VtdFaultReason r2 = vtd_engine_translate(e, sid, addr, access, false, &t2);
+        FUZZ_CHECK(r2 == r, r, r2);
         if (r != VTD_FR_NONE)
             return;
+        FUZZ_CHECK(t2.phys_base == t.phys_base && t2.addr_mask == t.addr_mask &&
+                   t2.perm == t.perm && t2.domain_id == t.domain_id, t.phys_base, t2.phys_base);
         FUZZ_CHECK(t.iova_base == (addr & ~t.addr_mask), t.iova_base, addr);
         FUZZ_CHECK(!(access & ~t.perm & VTD_PERM_RW), access, t.perm);
         FUZZ_CHECK(t.perm != VTD_PERM_NONE && t.perm <= VTD_PERM_RW, t.perm);
