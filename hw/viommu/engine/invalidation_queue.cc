@@ -261,9 +261,8 @@ bool InvalidationQueue::load(const State &s)
 {
     if ((s.iqh & ~iq::IQT_QT) || (s.iqt & ~iq::IQT_QT) || (s.iqa & ~IQA_WRITABLE) ||
         (s.ics & ~ICS_IWC) || (s.iectl & ~(ECTL_IM | ECTL_IP)) ||
-        (s.iedata & ~EVENT_DATA_MASK) || (s.ieaddr & ~EVENT_ADDR_MASK) ||
-        (s.iqh >> iq::DESC_SHIFT) >= (uint64_t{1} << ((s.iqa & iq::IQA_QS) + 8)))
-        return false;
+        (s.iedata & ~EVENT_DATA_MASK) || (s.ieaddr & ~EVENT_ADDR_MASK))
+        return false;  // IQH past the queue's end is reachable (IQA rewritten): process() stops there
     enabled_ = s.enabled;
     iqh_ = s.iqh;
     iqt_ = s.iqt;
