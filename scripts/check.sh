@@ -27,13 +27,13 @@ count() {  # count SUITE KIND FILE...
     local p f s
     read -r p f s < <(python3 "$TOP/scripts/tally.py" "$kind" "$@")
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-    report+=("$(printf '  %-6s %5d passed, %d failed, %d skipped' "$suite" "$p" "$f" "$s")")
+    report+=("$(printf '  %-7s %5d passed, %d failed, %d skipped' "$suite" "$p" "$f" "$s")")
 }
 
 fail_setup() {  # a suite that could not even start counts as one failure
     say "$1"
     failed=$((failed + 1))
-    report+=("$(printf '  %-6s setup failed: %s' "$2" "$1")")
+    report+=("$(printf '  %-7s setup failed: %s' "$2" "$1")")
 }
 
 level=standalone

@@ -23,6 +23,7 @@ CASES = [
     ("nginx", "flush-queue", "vtd", ["sac"], 0, "4,16,64"),
     ("nginx", "flush-queue", "vtd", ["sac"], 1000, "4,16,64"),
     ("nvme", "strict", "smmu-lockfree", ["sac"], 0, "4,16,32"),
+    ("nvme", "flush-queue", "vtd", ["sac"], 0, "4,16,32"),
     ("nic64k", "flush-queue", "vtd", ["sac", "sac-once", "forcedac"], 0, "32"),
 ]
 
