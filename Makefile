@@ -56,6 +56,7 @@ report:
 
 # Coverage-guided runs; finds land in build/fuzz/artifacts/<target>/.
 fuzz:
+	@bash scripts/setup-host.sh fuzz
 	@[ -f build/fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build/fuzz . -Dfuzzing=true \
 		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	@ninja -C build/fuzz tests/fuzz/engine-fuzz tests/fuzz/iova-fuzz

@@ -5,11 +5,12 @@
 #   setup-host.sh standalone   compilers, meson, GoogleTest, Google Benchmark
 #   setup-host.sh qemu         + QEMU 10.0 build dependencies and deb-src entries
 #   setup-host.sh guest        + guest kernel, busybox, firmware, workloads, DPDK
+#   setup-host.sh fuzz         + clang and its libFuzzer runtime (make fuzz)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 level=${1:-standalone}
-case $level in standalone|qemu|guest) ;; *) die "unknown setup level '$level' (use standalone, qemu or guest)." ;; esac
+case $level in standalone|fuzz|qemu|guest) ;; *) die "unknown setup level '$level' (use standalone, fuzz, qemu or guest)." ;; esac
 
 . /etc/os-release
 codename=${VERSION_CODENAME:-}
@@ -116,6 +117,9 @@ if ! meson_ok; then
 fi
 meson_ok || die "meson >= 1.5 is required; found $(meson --version 2>/dev/null || echo none)."
 
+if [ "$level" = fuzz ]; then
+    install_pkgs "clang with libFuzzer" clang libclang-rt-dev
+fi
 if [ "$level" = qemu ] || [ "$level" = guest ]; then
     install_pkgs "QEMU build dependencies" libglib2.0-dev libfdt-dev libslirp-dev libpixman-1-dev \
         zlib1g-dev flex bison python3-setuptools quilt
