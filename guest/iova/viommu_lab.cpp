@@ -342,17 +342,31 @@ private:
                 for (unsigned cls = 0; cls < classes; cls++) {
                     auto &v = cached[z][cls];
                     const Pfn mask = ~((Pfn{1} << (cls + chunk_shift)) - 1);
-                    std::unordered_map<Pfn, std::uint64_t> per_chunk;
-                    for (Pfn p : v)
-                        per_chunk[p & mask]++;
                     /* A chunk of another class may start at the same
                      * aligned base: only this class's chunks count. */
                     auto chunk_of = [&](Pfn base) {
                         auto it = chunks_.find(base);
                         return it != chunks_.end() && it->second.cls == cls ? it : chunks_.end();
                     };
-                    std::erase_if(v, [&](Pfn p) {
+                    /* The chunk @p was carved from, if any.  A retired
+                     * chunk's uncarved top went back to the tree, which
+                     * may since have handed out a range there whole: that
+                     * range shares the chunk's aligned base but is not one
+                     * of its carved ranges, and counting it as one would
+                     * free the chunk while a carved range is still live. */
+                    auto carved_from = [&](Pfn p) {
                         auto it = chunk_of(p & mask);
+                        if (it != chunks_.end() && it->second.retired &&
+                            ((p - it->first) >> cls) >= it->second.carved)
+                            return chunks_.end();
+                        return it;
+                    };
+                    std::unordered_map<Pfn, std::uint64_t> per_chunk;
+                    for (Pfn p : v)
+                        if (carved_from(p) != chunks_.end())
+                            per_chunk[p & mask]++;
+                    std::erase_if(v, [&](Pfn p) {
+                        auto it = carved_from(p);
                         if (it == chunks_.end()) {
                             tree_.free_locked(c, p);    /* not from a chunk */
                             return true;
