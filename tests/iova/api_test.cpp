@@ -79,14 +79,8 @@ TEST(Reserve, BadRangesAreRefusedAndCounted)
 struct ParkedBelow4G {
     explicit ParkedBelow4G(std::string_view v) : env(2)
     {
-        Config c;
-        c.end_pfn = (Pfn{1} << 20) + 4096;
-        a = Allocator::create(v, env, c);
+        a = full_below_4g(v, env);
         const Pfn dma32 = a->dma_32bit_pfn();
-        while (a->alloc(4096, dma32, false).ok()) {
-        }
-        for (std::uint64_t s = 2048; s; s /= 2)
-            (void)a->alloc(s, dma32, false);
         (void)a->alloc(4096, a->end_pfn() - 1, false);
         env.set_cpu(1);
         (void)a->free(2048, 2048);

@@ -14,14 +14,7 @@ constexpr std::uint64_t page = 4096;
 struct FullBelow4G {
     explicit FullBelow4G(std::string_view v, unsigned ncpus = 2) : env(ncpus)
     {
-        Config c;
-        c.end_pfn = (Pfn{1} << 20) + 4096;
-        a = Allocator::create(v, env, c);
-        const Pfn dma32 = a->dma_32bit_pfn();
-        while (a->alloc(4096, dma32, false).ok()) {
-        }
-        for (std::uint64_t s = 2048; s; s /= 2)
-            (void)a->alloc(s, dma32, false);
+        a = full_below_4g(v, env);
         fq = FlushPolicy::create("strict", *a, inv);
     }
     ManualEnv env;

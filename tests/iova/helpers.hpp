@@ -5,12 +5,29 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "iova.hpp"
 
 namespace viommu::iova::test {
+
+/* A `variant` allocator whose 32-bit space is completely full, with 4096
+ * pages free above it. */
+inline std::unique_ptr<Allocator> full_below_4g(std::string_view variant, Env &env)
+{
+    Config c;
+    c.end_pfn = (Pfn{1} << 20) + 4096;
+    auto a = Allocator::create(variant, env, c);
+    const Pfn dma32 = a->dma_32bit_pfn();
+    while (a->alloc(4096, dma32, false).ok()) {
+    }
+    for (std::uint64_t s = 2048; s; s /= 2)
+        (void)a->alloc(s, dma32, false);
+    return a;
+}
 
 /* Live ranges; the allocator under test must agree with it. */
 class Model {
