@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include "simulator.hpp"
@@ -352,14 +354,23 @@ TEST(Seed002Nginx, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
 }
 
 /* seed 003: NVMe 4 KiB at QD128, strict invalidation through SMMUv3. */
+/* Its two runs, 4 and 32 CPUs, simulated once for all seed 003 tests. */
+static const std::pair<SimResult, SimResult> &seed003_runs()
+{
+    static const std::pair<SimResult, SimResult> runs = [] {
+        Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
+        c.cpus = 4;
+        SimResult few = run(c);
+        c.cpus = 32;
+        c.ops = 32 * 200;
+        return std::pair{std::move(few), run(c)};
+    }();
+    return runs;
+}
+
 TEST(Seed003CommandQueue, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
 {
-    Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
-    c.cpus = 4;
-    SimResult few = run(c);
-    c.cpus = 32;
-    c.ops = 32 * 200;
-    SimResult many = run(c);
+    const auto &[few, many] = seed003_runs();
     /* published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs).
      * Reproduced: the direction; the size stays near 0.85 in the full
      * run (docs: the owner's gather window is short in the cost model). */
@@ -384,12 +395,7 @@ TEST(Seed003CommandQueue, NotReproducedOwnerShareSize)
      * reservation and gather phase on that machine as long as the hardware
      * time per list, which nothing in the cost model (x86-class line
      * transfers) gives. */
-    Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
-    c.cpus = 4;
-    SimResult few = run(c);
-    c.cpus = 32;
-    c.ops = 32 * 200;
-    SimResult many = run(c);
+    const auto &[few, many] = seed003_runs();
     EXPECT_GT(few.inv.owner_share(), 1.0 / 3 * 1.25);
     EXPECT_GT(many.inv.owner_share(), 1.0 / 8 * 1.25);
     EXPECT_LT(many.inv.mean_poll_ns(false), 4 * 0.75 * many.inv.mean_poll_ns(true));
