@@ -677,8 +677,8 @@ static void ct_test(const void *opaque)
     icfg.flush_ops = &ct_ops;
     icfg.flush_opaque = &r;
     CT_OK(viommu_iova_new(&icfg, &r.h));
-    /* DMA writes to 0xfeexxxxx are interrupt requests, never translated:
-     * Linux reserves the window in every DMA domain */
+    /* DMA writes to 0xfee00000-0xfeefffff are interrupt requests, never
+     * translated: Linux reserves the window in every DMA domain */
     CT_OK(viommu_iova_reserve(r.h, CT_MSI_BASE >> r.shift,
                               (CT_MSI_BASE + CT_MSI_SIZE - 1) >> r.shift));
     ct_dev_stats(&r, &before);
