@@ -42,7 +42,13 @@ Timer *TimerList::take_first(Nanos now, Nanos &deadline)
     return t;
 }
 
-RealEnv::RealEnv(unsigned ncpus) : ncpus_(ncpus ? ncpus : 1) {}
+static std::uint64_t next_env_serial()
+{
+    static std::atomic<std::uint64_t> serial{0};
+    return ++serial;
+}
+
+RealEnv::RealEnv(unsigned ncpus) : ncpus_(ncpus ? ncpus : 1), serial_(next_env_serial()) {}
 
 RealEnv::~RealEnv()
 {
@@ -61,10 +67,10 @@ Nanos RealEnv::now()
 unsigned RealEnv::current_cpu()
 {
     /* One id per (thread, env); ids are handed out in order of first use. */
-    thread_local const RealEnv *owner = nullptr;
+    thread_local std::uint64_t owner = 0;
     thread_local unsigned id = 0;
-    if (owner != this) {
-        owner = this;
+    if (owner != serial_) {
+        owner = serial_;
         id = next_cpu_.fetch_add(1, std::memory_order_relaxed) % ncpus_;
     }
     return id;

@@ -171,6 +171,9 @@ public:
 
 private:
     unsigned ncpus_;
+    /* Names this env for current_cpu()'s per-thread cache: unlike its
+     * address, never shared with an env destroyed earlier. */
+    const std::uint64_t serial_;
     std::atomic<unsigned> next_cpu_{0};
     TimerList timers_;
     /* Held while a callback runs, so cancel_timer() waits for it (like
