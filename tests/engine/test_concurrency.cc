@@ -95,3 +95,73 @@ TEST(Concurrency, FaultsFromManyThreads)
               8000u);
     EXPECT_EQ(json_counter(s, "by_reason", "root_entry_not_present"), 8000u);
 }
+
+// More threads than statistics shards: the first threads own a shard each
+// (plain adds), the rest share one (atomic adds).  No count may be lost.
+TEST(Concurrency, CountersExactWithMoreThreadsThanShards)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 4, 4);
+    for (uint64_t p = 0; p < 16; p++)
+        h.map(pt, 4, p * PAGE, 0x100000 + p * PAGE, 3);
+    h.enable_translation();
+    constexpr unsigned THREADS = 13, EACH = 5000;  // 8 owned shards and a shared one
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < THREADS; t++)
+        threads.emplace_back([&, t] {
+            for (unsigned i = 0; i < EACH; i++)
+                h.translate(0x8, ((i + t) % 16) * PAGE, VTD_PERM_READ);
+        });
+    for (auto &t : threads)
+        t.join();
+    std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "translate", "requests"), THREADS * EACH);
+    EXPECT_EQ(json_counter(s, "iotlb", "hits") + json_counter(s, "iotlb", "misses"),
+              THREADS * EACH);
+    EXPECT_EQ(json_counter(s, "context_cache", "hits") + json_counter(s, "context_cache", "misses"),
+              THREADS * EACH);
+    size_t d4 = s.find("{\"id\":4,");
+    ASSERT_NE(d4, std::string::npos);
+    EXPECT_EQ(json_counter(s.substr(d4), "", "translations"), THREADS * EACH);
+}
+
+// A reset while another thread translates must not be undone by that
+// thread's next add: counts after a reset never exceed the translations
+// that finished after it began.
+TEST(Concurrency, ResetWhileTranslating)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 4, 4);
+    h.map(pt, 4, 0, 0x100000, 3);
+    h.enable_translation();
+    std::atomic<uint64_t> done{0};
+    std::atomic<bool> stop{false};
+    std::thread worker([&] {
+        while (!stop.load()) {
+            h.translate(0x8, 0, VTD_PERM_READ);
+            done.fetch_add(1);
+        }
+    });
+    while (done.load() < 1000)
+        std::this_thread::yield();
+    for (int round = 0; round < 200; round++) {
+        uint64_t before = done.load();
+        vtd_engine_stats_reset(h.e);
+        uint64_t upto = done.load();
+        while (done.load() < upto + 50)
+            std::this_thread::yield();
+        std::string s = h.stats();
+        uint64_t after = done.load();
+        uint64_t counted = json_counter(s, "translate", "requests");
+        ASSERT_LE(counted, after - before) << "round " << round;
+        size_t d4 = s.find("{\"id\":4,");
+        ASSERT_NE(d4, std::string::npos);
+        ASSERT_LE(json_counter(s.substr(d4), "", "translations"), after - before);
+    }
+    stop.store(true);
+    worker.join();
+    std::string s = h.stats();
+    EXPECT_LE(json_counter(s, "translate", "requests"), done.load());
+}

@@ -125,18 +125,18 @@ static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
 }
 
 bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
-                              VtdTranslation &out)
+                              unsigned shard, VtdTranslation &out)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
     const RecentEntry &e = recent_slot(sid, vpn);
     if (e.engine != id_ || e.epoch != epoch || e.vpn != vpn || e.sid != sid ||
         check_access(e.perm, access) != VTD_FR_NONE)
         return false;
-    stats_.add(Counter::ContextHits);
-    stats_.add(Counter::IotlbHits);
-    DomainStats::Hot &hot = stats_.domain(e.did).hot[Stats::thread_shard()];
-    hot.translations.fetch_add(1, std::memory_order_relaxed);
-    hot.iotlb_hits.fetch_add(1, std::memory_order_relaxed);
+    stats_.add(Counter::ContextHits, 1, shard);
+    stats_.add(Counter::IotlbHits, 1, shard);
+    DomainStats::Hot &hot = stats_.domain(e.did).hot[shard];
+    hot.bump(DomainStats::Hot::Translations, shard);
+    hot.bump(DomainStats::Hot::IotlbHits, shard);
     out = {e.iova_base, e.phys_base, e.size_mask, e.perm, e.did};
     return true;
 }
@@ -151,12 +151,13 @@ void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTran
 VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, bool record,
                                  VtdTranslation &out)
 {
-    stats_.add(Counter::Translations);
+    const unsigned shard = Stats::thread_shard();
+    stats_.add(Counter::Translations, 1, shard);
     access &= VTD_PERM_RW;
     // Sampled before any cache is read: a change that completes after this
     // point makes whatever this call remembers stale.
     uint64_t epoch = xlat_epoch_.load(std::memory_order_acquire);
-    if (translate_recent(sid, addr, access, epoch, out))
+    if (translate_recent(sid, addr, access, epoch, shard, out))
         return VTD_FR_NONE;
     if (!translation_enabled()) {
         stats_.add(Counter::TranslationDisabled);
@@ -168,8 +169,8 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         return fault(sid, addr, access, record, cl.fault, cl.fpd, nullptr);
     const Context &ctx = cl.ctx;
     DomainStats &ds = stats_.domain(ctx.did);
-    DomainStats::Hot &ds_hot = ds.hot[Stats::thread_shard()];
-    ds_hot.translations.fetch_add(1, std::memory_order_relaxed);
+    DomainStats::Hot &ds_hot = ds.hot[shard];
+    ds_hot.bump(DomainStats::Hot::Translations, shard);
     if (ctx.tt == TranslationType::PassThrough) {
         stats_.add(Counter::PassThrough);
         identity(addr, ctx.did, out);
@@ -180,11 +181,11 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
 
     auto leaf = iotlb_.lookup(ctx.did, addr);
     if (leaf) {
-        stats_.add(Counter::IotlbHits);
-        ds_hot.iotlb_hits.fetch_add(1, std::memory_order_relaxed);
+        stats_.add(Counter::IotlbHits, 1, shard);
+        ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
     } else {
-        stats_.add(Counter::IotlbMisses);
-        ds.iotlb_misses.fetch_add(1, std::memory_order_relaxed);
+        stats_.add(Counter::IotlbMisses, 1, shard);
+        ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
         auto token = iotlb_.prepare_fill(ctx.did);
         auto pde = iotlb_.lookup_pde(ctx.did, addr);
         WalkResult w = pde ? walk_level1(host_, f_, pde->table, pde->perm, addr, access)
@@ -193,18 +194,18 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         // fixed by the guest, and a fresh walk then sees every level.
         if (!pde && w.has_l1 && w.fault == VTD_FR_NONE)
             iotlb_.insert_pde(ctx.did, addr, {w.l1_table, w.l1_perm}, token);
-        stats_.add(Counter::PageWalks);
-        stats_.add(Counter::WalkLevelsRead, w.levels_read);
-        stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G);
-        ds.page_walks.fetch_add(1, std::memory_order_relaxed);
+        stats_.add(Counter::PageWalks, 1, shard);
+        stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
+        stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
+        ds_hot.bump(DomainStats::Hot::PageWalks, shard);
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
         auto ins = iotlb_.insert(ctx.did, addr, *leaf, token);
         if (ins.inserted)
-            stats_.add(Counter::IotlbInserts);
+            stats_.add(Counter::IotlbInserts, 1, shard);
         if (ins.evicted)
-            stats_.add(Counter::IotlbEvictions);
+            stats_.add(Counter::IotlbEvictions, 1, shard);
         // A dead entry was dropped by its invalidation already, which
         // bumped the epoch; only evicting a live one changes what hits.
         if (ins.evicted_live)

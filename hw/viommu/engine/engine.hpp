@@ -84,7 +84,7 @@ private:
     // recent-translation cache never holds what those caches no longer do.
     void translations_changed() { xlat_epoch_.fetch_add(1); }
     bool translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
-                          VtdTranslation &out);
+                          unsigned shard, VtdTranslation &out);
     void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t);
 
     const Features f_;

@@ -13,9 +13,25 @@ constinit thread_local unsigned Stats::shard_index_ = Stats::NO_SHARD;
 
 unsigned Stats::assign_shard()
 {
-    static std::atomic<unsigned> next_thread{0};
-    shard_index_ = next_thread.fetch_add(1, std::memory_order_relaxed) % SHARDS;
+    static std::atomic<uint64_t> next_thread{0};
+    uint64_t n = next_thread.fetch_add(1, std::memory_order_relaxed);
+    shard_index_ = n < STAT_OWNED_SHARDS ? static_cast<unsigned>(n) : STAT_OWNED_SHARDS;
     return shard_index_;
+}
+
+uint64_t DomainStats::hot_sum(unsigned c) const
+{
+    uint64_t n = 0;
+    for (auto &h : hot)
+        n += h.v[c].load(std::memory_order_relaxed) - h.base[c].load(std::memory_order_relaxed);
+    return n;
+}
+
+uint64_t Stats::since_reset(const Shard &s, const Shard &base, unsigned i, bool fault)
+{
+    auto &v = fault ? s.faults[i] : s.v[i];
+    auto &b = fault ? base.faults[i] : base.v[i];
+    return v.load(std::memory_order_relaxed) - b.load(std::memory_order_relaxed);
 }
 
 void Stats::latency(uint64_t ns)
@@ -51,26 +67,28 @@ DomainStats &Stats::domain_slow(uint16_t did)
 uint64_t Stats::get(Counter c) const
 {
     uint64_t n = 0;
-    for (auto &s : shards_)
-        n += s.v[static_cast<unsigned>(c)].load(std::memory_order_relaxed);
+    for (unsigned i = 0; i < SHARDS; i++)
+        n += since_reset(shards_[i], base_[i], static_cast<unsigned>(c), false);
     return n;
 }
 
 uint64_t Stats::faults_by_reason(VtdFaultReason r) const
 {
     uint64_t n = 0;
-    for (auto &s : shards_)
-        n += s.faults[r & 0xf].load(std::memory_order_relaxed);
+    for (unsigned i = 0; i < SHARDS; i++)
+        n += since_reset(shards_[i], base_[i], r & 0xf, true);
     return n;
 }
 
 void Stats::reset()
 {
-    for (auto &s : shards_) {
-        for (auto &v : s.v)
-            v.store(0, std::memory_order_relaxed);
-        for (auto &v : s.faults)
-            v.store(0, std::memory_order_relaxed);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        for (unsigned c = 0; c < COUNTERS; c++)
+            base_[i].v[c].store(shards_[i].v[c].load(std::memory_order_relaxed),
+                                std::memory_order_relaxed);
+        for (unsigned r = 0; r < 16; r++)
+            base_[i].faults[r].store(shards_[i].faults[r].load(std::memory_order_relaxed),
+                                     std::memory_order_relaxed);
     }
     for (auto &v : descriptors_)
         v.store(0);
@@ -85,11 +103,11 @@ void Stats::reset()
             continue;
         for (auto &d : chunk->d) {
             for (auto &h : d.hot) {
-                h.translations.store(0, std::memory_order_relaxed);
-                h.iotlb_hits.store(0, std::memory_order_relaxed);
+                for (unsigned c = 0; c < DomainStats::Hot::N; c++)
+                    h.base[c].store(h.v[c].load(std::memory_order_relaxed),
+                                    std::memory_order_relaxed);
             }
-            for (auto *v : {&d.iotlb_misses, &d.page_walks,
-                            &d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped,
+            for (auto *v : {&d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped,
                             &d.pages_unmapped})
                 v->store(0, std::memory_order_relaxed);
             d.seen.store(false, std::memory_order_relaxed);
@@ -319,15 +337,10 @@ std::string Stats::to_json(const Gauges &g) const
                 continue;
             j.open(nullptr, '{');
             j.num("id", ci * DOMAIN_CHUNK + i);
-            uint64_t translations = 0, hits = 0;
-            for (auto &h : d.hot) {
-                translations += h.translations.load(std::memory_order_relaxed);
-                hits += h.iotlb_hits.load(std::memory_order_relaxed);
-            }
-            j.num("translations", translations);
-            j.num("iotlb_hits", hits);
-            j.num("iotlb_misses", d.iotlb_misses.load());
-            j.num("page_walks", d.page_walks.load());
+            j.num("translations", d.hot_sum(DomainStats::Hot::Translations));
+            j.num("iotlb_hits", d.hot_sum(DomainStats::Hot::IotlbHits));
+            j.num("iotlb_misses", d.hot_sum(DomainStats::Hot::IotlbMisses));
+            j.num("page_walks", d.hot_sum(DomainStats::Hot::PageWalks));
             j.num("faults", d.faults.load());
             j.num("domain_invalidations", d.inv_domain.load());
             j.num("page_invalidations", d.inv_page.load());

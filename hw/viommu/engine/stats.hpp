@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Engine statistics, device-wide and per domain.  Counters bumped on the
-// translate path are relaxed atomics in per-thread-group shards (device
-// counters) or per domain, never under a lock.  The JSON schema is in
-// docs/statistics.rst.
+// translate path live in per-thread shards (device counters, and the
+// per-domain counters of the translate path), never under a lock.  The
+// first STAT_OWNED_SHARDS threads own a shard each and bump it with a
+// plain add: no locked read-modify-write, which on x86 also stalls the
+// translation's outstanding cache misses.  Later threads share the last
+// shard and add atomically.  A reset records a baseline that readers
+// subtract, so it never writes to a shard another thread owns.  The JSON
+// schema is in docs/statistics.rst.
 #pragma once
 
 #include <array>
@@ -62,17 +67,31 @@ enum class Counter : unsigned {
     Count_
 };
 
-constexpr unsigned STAT_SHARDS = 8;
+constexpr unsigned STAT_OWNED_SHARDS = 8;
+constexpr unsigned STAT_SHARDS = STAT_OWNED_SHARDS + 1;  // the last one is shared
+
+// Adds n to a counter in shard `shard` of the calling thread.
+inline void stat_bump(std::atomic<uint64_t> &c, uint64_t n, unsigned shard)
+{
+    if (shard < STAT_OWNED_SHARDS)
+        c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    else
+        c.fetch_add(n, std::memory_order_relaxed);
+}
 
 struct DomainStats {
-    // Bumped on every translation: one cache line per thread shard, so
-    // threads translating for the same domain do not share a line.
+    // The translate path's counters: one cache line per thread shard, so
+    // threads translating for the same domain do not share a line.  `base`
+    // holds the values at the last reset.
     struct alignas(64) Hot {
-        std::atomic<uint64_t> translations{0}, iotlb_hits{0};
+        enum : unsigned { Translations, IotlbHits, IotlbMisses, PageWalks, N };
+        std::array<std::atomic<uint64_t>, N> v{}, base{};
+        void bump(unsigned c, unsigned shard) { stat_bump(v[c], 1, shard); }
     };
     std::array<Hot, STAT_SHARDS> hot;
-    std::atomic<uint64_t> iotlb_misses{0}, page_walks{0},
-        faults{0}, inv_domain{0}, inv_page{0}, pages_mapped{0}, pages_unmapped{0};
+    uint64_t hot_sum(unsigned c) const;
+    std::atomic<uint64_t> faults{0}, inv_domain{0}, inv_page{0}, pages_mapped{0},
+        pages_unmapped{0};
     // The page tables this domain was last seen using (for classifying
     // page-selective invalidations as map or unmap).
     std::atomic<uint64_t> slptptr{0};
@@ -87,21 +106,23 @@ public:
 
     Stats();
 
-    // The calling thread's shard of the per-thread-group counters.  Inline
-    // and constant-initialized: no TLS wrapper call on the translate path.
+    // The calling thread's shard (see the top of this file).  Inline and
+    // constant-initialized: no TLS wrapper call on the translate path.
     static unsigned thread_shard()
     {
         unsigned s = shard_index_;
         return s != NO_SHARD ? s : assign_shard();
     }
 
-    void add(Counter c, uint64_t n = 1)
+    void add(Counter c, uint64_t n, unsigned shard)
     {
-        shard().v[static_cast<unsigned>(c)].fetch_add(n, std::memory_order_relaxed);
+        stat_bump(shards_[shard].v[static_cast<unsigned>(c)], n, shard);
     }
+    void add(Counter c, uint64_t n = 1) { add(c, n, thread_shard()); }
     void fault(VtdFaultReason r)
     {
-        shard().faults[r & 0xf].fetch_add(1, std::memory_order_relaxed);
+        unsigned shard = thread_shard();
+        stat_bump(shards_[shard].faults[r & 0xf], 1, shard);
     }
     void descriptor(unsigned type)
     {
@@ -142,11 +163,11 @@ private:
         std::array<std::atomic<uint64_t>, COUNTERS> v{};
         std::array<std::atomic<uint64_t>, 16> faults{};
     };
+    static uint64_t since_reset(const Shard &s, const Shard &base, unsigned i, bool fault);
     struct DomainChunk {
         std::array<DomainStats, DOMAIN_CHUNK> d;
     };
 
-    Shard &shard() { return shards_[thread_shard()]; }
     static unsigned assign_shard();
     DomainStats &domain_slow(uint16_t did);
 
@@ -154,6 +175,7 @@ private:
     static constinit thread_local unsigned shard_index_;
 
     std::array<Shard, SHARDS> shards_;
+    std::array<Shard, SHARDS> base_;  // the shards' values at the last reset
     std::array<std::atomic<uint64_t>, DESC_TYPES> descriptors_{};
     std::array<std::atomic<uint64_t>, LATENCY_BUCKETS> latency_hist_{};
     std::atomic<uint64_t> latency_count_{0}, latency_sum_{0}, latency_max_{0};
