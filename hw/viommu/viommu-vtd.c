@@ -324,6 +324,18 @@ static void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
     };
 }
 
+/* A hint from the engine: start loading gpa's cache line if it is RAM. */
+static void viommu_vtd_prefetch(void *opaque, uint64_t gpa)
+{
+    uint8_t *host;
+
+    RCU_READ_LOCK_GUARD();
+    host = viommu_vtd_ram_page(gpa);
+    if (host) {
+        __builtin_prefetch(host + gpa % VIOMMU_VTD_RAMC_PAGE);
+    }
+}
+
 static uint64_t viommu_vtd_now_ns(void *opaque)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -337,6 +349,7 @@ static const VtdHostOps viommu_vtd_host_ops = {
     .context_invalidated = viommu_vtd_context_invalidated,
     .now_ns = viommu_vtd_now_ns,
     .device_iotlb_invalidated = viommu_vtd_device_iotlb_invalidated,
+    .prefetch = viommu_vtd_prefetch,
 };
 
 /* IOMMU notifiers */

@@ -90,6 +90,11 @@ typedef struct VtdHostOps {
      * NULL. */
     void (*device_iotlb_invalidated)(void *opaque, uint16_t sid, uint16_t pfsid,
                                      uint8_t max_pending, uint64_t first, uint64_t last);
+    /* A hint: the engine expects to read [gpa, gpa + 8) soon (the
+     * page-table entry of a translation that will probably miss the
+     * IOTLB), so its cache line can start loading.  Must not fail, block
+     * or touch anything but the CPU cache.  May be NULL. */
+    void (*prefetch)(void *opaque, uint64_t gpa);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */

@@ -39,6 +39,11 @@ public:
             return 0;
         };
         ops.msi = [](void *, uint64_t, uint32_t) {};
+        ops.prefetch = [](void *o, uint64_t gpa) {
+            auto &m = static_cast<Bench *>(o)->ram_;
+            if (gpa < m.size())
+                __builtin_prefetch(m.data() + gpa);
+        };
         e = vtd_engine_new(&c, &ops, this, nullptr, 0);
         root_ = alloc();
         pt_ = alloc();

@@ -80,6 +80,11 @@ public:
             std::lock_guard g(h->log_lock);
             h->dev_invals.push_back({sid, pfsid, mip, first, last});
         };
+        ops_.prefetch = [](void *o, uint64_t gpa) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->prefetches.push_back(gpa);
+        };
         char err[128] = "";
         e = vtd_engine_new(&cfg_, &ops_, this, err, sizeof(err));
         EXPECT_NE(e, nullptr) << err;
@@ -275,6 +280,7 @@ public:
     std::vector<Inval> invals;
     std::vector<CtxInval> ctx_invals;
     std::vector<DevTlbInval> dev_invals;
+    std::vector<uint64_t> prefetches;  // the engine's prefetch hints, in order
     uint64_t clock = 0;
     uint64_t cap = 0, ecap = 0;
     uint32_t frcd = 0, iva = 0, iotlb = 0;

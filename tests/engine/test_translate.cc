@@ -299,3 +299,44 @@ TEST_F(Translate, WalkOfSelfReferencingTablesTerminates)
     EXPECT_GT(leaves, 0u);
     EXPECT_EQ(json_counter(h.stats(), "replay", "truncated"), 1u);
 }
+
+// After an IOTLB miss the next translation asks the host to prefetch the
+// level-1 entry its walk will read (found through the cached
+// paging-structure entry).  The hint must name exactly that entry, and
+// the translation must not depend on it.
+TEST(TranslatePrefetch, MissRunPrefetchesTheEntryTheWalkReads)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 4, 4);
+    for (uint64_t p = 0; p < 8; p++)
+        h.map(pt, 4, p * PAGE, 0x200000 + p * PAGE, 3);
+    h.enable_translation();
+    h.enable_qi();
+    for (uint64_t p = 0; p < 8; p++)
+    {
+        VtdTranslation t{};
+        ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ, &t), VTD_FR_NONE);
+        EXPECT_EQ(t.phys_base, 0x200000 + p * PAGE);
+    }
+    h.submit(FakeHost::iotlb_desc(2, 4), 0);  // domain 4: every page misses again
+    h.prefetches.clear();
+    for (uint64_t p = 0; p < 8; p++)
+    {
+        VtdTranslation t{};
+        ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ, &t), VTD_FR_NONE);
+        EXPECT_EQ(t.phys_base, 0x200000 + p * PAGE);
+    }
+    // The first lookup after the hits misses without a hint; every later
+    // one follows a miss.
+    ASSERT_GE(h.prefetches.size(), 7u);
+    std::vector<uint64_t> expect;
+    for (uint64_t p = 8 - h.prefetches.size(); p < 8; p++)
+        expect.push_back(h.pte_addr(pt, 4, p * PAGE, 1));
+    EXPECT_EQ(h.prefetches, expect);
+    // Hits do not prefetch.
+    h.prefetches.clear();
+    for (uint64_t p = 0; p < 8; p++)
+        h.translate(0x8, ((p * 3) % 8) * PAGE, VTD_PERM_READ);
+    EXPECT_LE(h.prefetches.size(), 1u) << "only a lookup right after a miss may hint";
+}

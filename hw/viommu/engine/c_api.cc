@@ -80,11 +80,10 @@ void vtd_engine_mmio_write(VtdEngine *e, uint64_t offset, uint64_t value, unsign
 VtdFaultReason vtd_engine_translate(VtdEngine *e, uint16_t sid, uint64_t addr, unsigned access,
                                     bool record_fault, VtdTranslation *out)
 {
-    VtdTranslation t{};
-    VtdFaultReason r = e->engine->translate(sid, addr, access, record_fault, t);
     if (out)
-        *out = t;
-    return r;
+        return e->engine->translate(sid, addr, access, record_fault, *out);
+    VtdTranslation t;
+    return e->engine->translate(sid, addr, access, record_fault, t);
 }
 
 bool vtd_engine_translation_enabled(VtdEngine *e)

@@ -29,6 +29,25 @@ constexpr unsigned RECENT_ENTRIES = 64;
 
 constinit thread_local std::array<RecentEntry, RECENT_ENTRIES> recent{};
 
+// The context the calling thread resolved last, valid under the same rule
+// as the recent translations: a translation that misses those skips the
+// context cache and the domain-statistics lookup when it comes from the
+// same source-id.
+struct ContextMemo {
+    uint64_t engine = 0;  // Engine::id_; 0: empty
+    uint64_t epoch = 0;
+    uint16_t sid = 0;
+    Context ctx;
+    DomainStats *ds = nullptr;
+};
+
+constinit thread_local ContextMemo context_memo{};
+
+// Whether the calling thread's last IOTLB lookup missed.  Misses come in
+// runs (a domain just invalidated, a working set larger than the IOTLB),
+// so the next lookup starts loading its page-table entry first.
+constinit thread_local bool last_lookup_missed = false;
+
 std::atomic<uint64_t> next_engine_id{1};
 
 RecentEntry &recent_slot(uint16_t sid, uint64_t vpn)
@@ -160,15 +179,21 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     if (translate_recent(sid, addr, access, epoch, shard, out))
         return VTD_FR_NONE;
     if (!translation_enabled()) {
-        stats_.add(Counter::TranslationDisabled);
+        stats_.add(Counter::TranslationDisabled, 1, shard);
         identity(addr, 0, out);
         return VTD_FR_NONE;
     }
-    ContextLookup cl = resolve_context(sid);
-    if (cl.fault != VTD_FR_NONE)
-        return fault(sid, addr, access, record, cl.fault, cl.fpd, nullptr);
-    const Context &ctx = cl.ctx;
-    DomainStats &ds = stats_.domain(ctx.did);
+    ContextMemo &memo = context_memo;
+    if (memo.engine != id_ || memo.epoch != epoch || memo.sid != sid) {
+        ContextLookup cl = resolve_context(sid);
+        if (cl.fault != VTD_FR_NONE)
+            return fault(sid, addr, access, record, cl.fault, cl.fpd, nullptr);
+        memo = {id_, epoch, sid, cl.ctx, &stats_.domain(cl.ctx.did)};
+    } else {
+        stats_.add(Counter::ContextHits, 1, shard);
+    }
+    const Context ctx = memo.ctx;  // a copy: the walk below calls the host
+    DomainStats &ds = *memo.ds;
     DomainStats::Hot &ds_hot = ds.hot[shard];
     ds_hot.bump(DomainStats::Hot::Translations, shard);
     if (ctx.tt == TranslationType::PassThrough) {
@@ -179,21 +204,37 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     if (addr >> level_aw(ctx.levels))
         return fault(sid, addr, access, record, VTD_FR_ADDR_BEYOND_MGAW, ctx.fpd, &ds);
 
+    // The walk after a miss reads the level-1 entry through a cached
+    // paging-structure entry; when a miss is likely, ask the host to load
+    // that entry's line now, so it overlaps the IOTLB probe instead of
+    // following it.  The fill token is sampled before the paging-structure
+    // lookup either way, so an invalidation in between is never missed.
+    std::optional<Iotlb::FillToken> token;
+    std::optional<Iotlb::Pde> pde;
+    if (last_lookup_missed) {
+        token = iotlb_.prepare_fill(ctx.did);
+        pde = iotlb_.lookup_pde(ctx.did, addr);
+        if (pde)
+            host_.prefetch(pde->table + ((addr >> PAGE_SHIFT) & 511) * 8);
+    }
     auto leaf = iotlb_.lookup(ctx.did, addr);
+    last_lookup_missed = !leaf;
     if (leaf) {
         stats_.add(Counter::IotlbHits, 1, shard);
         ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
     } else {
         stats_.add(Counter::IotlbMisses, 1, shard);
         ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
-        auto token = iotlb_.prepare_fill(ctx.did);
-        auto pde = iotlb_.lookup_pde(ctx.did, addr);
+        if (!token) {
+            token = iotlb_.prepare_fill(ctx.did);
+            pde = iotlb_.lookup_pde(ctx.did, addr);
+        }
         WalkResult w = pde ? walk_level1(host_, f_, pde->table, pde->perm, addr, access)
                            : walk_address(host_, f_, ctx, addr, access);
         // Only successful walks fill it: a faulting one may be about to be
         // fixed by the guest, and a fresh walk then sees every level.
         if (!pde && w.has_l1 && w.fault == VTD_FR_NONE)
-            iotlb_.insert_pde(ctx.did, addr, {w.l1_table, w.l1_perm}, token);
+            iotlb_.insert_pde(ctx.did, addr, {w.l1_table, w.l1_perm}, *token);
         stats_.add(Counter::PageWalks, 1, shard);
         stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
         stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
@@ -201,7 +242,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
-        auto ins = iotlb_.insert(ctx.did, addr, *leaf, token);
+        auto ins = iotlb_.insert(ctx.did, addr, *leaf, *token);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts, 1, shard);
         if (ins.evicted)

@@ -45,7 +45,13 @@ public:
     int walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *ctx);
 
     std::string stats_json();
-    void stats_reset() { stats_.reset(); }
+    // Also ends the per-thread memos, which skip the domain lookup that
+    // marks a domain as seen.
+    void stats_reset()
+    {
+        stats_.reset();
+        translations_changed();
+    }
     void count_notify(VtdNotifyKind kind, uint64_t events);
     const Stats &stats() const { return stats_; }
 

@@ -69,6 +69,12 @@ public:
             ops_.device_iotlb_invalidated(opaque_, sid, pfsid, mip, first, last);
     }
 
+    void prefetch(uint64_t gpa) const
+    {
+        if (ops_.prefetch)
+            ops_.prefetch(opaque_, gpa);
+    }
+
     bool has_clock() const { return ops_.now_ns != nullptr; }
     uint64_t now_ns() const { return ops_.now_ns ? ops_.now_ns(opaque_) : 0; }
 
