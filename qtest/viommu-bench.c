@@ -21,6 +21,7 @@
  *
  * $VIOMMU_BENCH_BATCHES  timed batches per row (default 7)
  * $VIOMMU_BENCH_PAGES    only rows with this working set (pages)
+ * $VIOMMU_BENCH_INV      only rows with this invalidation (none, dom, page)
  * $VIOMMU_BENCH_LEN      bytes per descriptor (default 1024, max 65536)
  * $VIOMMU_BENCH_VTD_OPTS options for viommu-vtd, e.g. ",iotlb-entries=4096"
  *
@@ -324,6 +325,7 @@ static void bench(void)
     static const int sets[] = { 64, 256, 1024, 2048, 4096, 16384, 65536 };
     const char *b = getenv("VIOMMU_BENCH_BATCHES");
     const char *only = getenv("VIOMMU_BENCH_PAGES");
+    const char *only_inv = getenv("VIOMMU_BENCH_INV");
     const char *len = getenv("VIOMMU_BENCH_LEN");
     const char *vopts = getenv("VIOMMU_BENCH_VTD_OPTS");
     g_autofree char *opts = g_strdup_printf(",id=vtd0%s", vopts ? vopts : "");
@@ -362,6 +364,10 @@ static void bench(void)
                 double tp[2], cpu[2], ratio[2];
                 uint64_t walks = 0;
 
+                if (only_inv && strcmp(only_inv, inv_names[inv])) {
+                    continue;
+                }
+
                 run_row(m, sets[s], r, inv, batches, tp, cpu, &walks);
                 ratio[0] = tp[0] / tp[1];
                 ratio[1] = cpu[1] / cpu[0];
@@ -386,6 +392,11 @@ static void bench(void)
                 }
             }
         }
+    }
+    if (!rows) {
+        printf("# no row matches VIOMMU_BENCH_PAGES (64, 256, 1024, 2048, "
+               "4096, 16384, 65536) and VIOMMU_BENCH_INV (none, dom, page)\n");
+        g_test_fail();
     }
     for (int k = 0; k < 2; k++) {
         const char *what = k ? "device CPU time" : "wall clock";

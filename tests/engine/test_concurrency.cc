@@ -128,7 +128,8 @@ TEST(Concurrency, CountersExactWithMoreThreadsThanShards)
 
 // A reset while another thread translates must not be undone by that
 // thread's next add: counts after a reset never exceed the translations
-// that finished after it began.
+// that finished after it began, plus the one the worker may have in
+// flight when the statistics are read.
 TEST(Concurrency, ResetWhileTranslating)
 {
     FakeHost h;
@@ -146,22 +147,24 @@ TEST(Concurrency, ResetWhileTranslating)
     });
     while (done.load() < 1000)
         std::this_thread::yield();
-    for (int round = 0; round < 200; round++) {
+    std::string excess;  // the first round that counted too much
+    for (int round = 0; round < 200 && excess.empty(); round++) {
         uint64_t before = done.load();
         vtd_engine_stats_reset(h.e);
         uint64_t upto = done.load();
         while (done.load() < upto + 50)
             std::this_thread::yield();
         std::string s = h.stats();
-        uint64_t after = done.load();
+        uint64_t bound = done.load() - before + 1;
         uint64_t counted = json_counter(s, "translate", "requests");
-        ASSERT_LE(counted, after - before) << "round " << round;
         size_t d4 = s.find("{\"id\":4,");
-        ASSERT_NE(d4, std::string::npos);
-        ASSERT_LE(json_counter(s.substr(d4), "", "translations"), after - before);
+        uint64_t in_domain = d4 == std::string::npos ? 0 : json_counter(s.substr(d4), "", "translations");
+        if (counted > bound || in_domain > bound || d4 == std::string::npos)
+            excess = "round " + std::to_string(round) + ": requests " + std::to_string(counted) +
+                     ", domain translations " + std::to_string(in_domain) + ", bound " +
+                     std::to_string(bound);
     }
     stop.store(true);
     worker.join();
-    std::string s = h.stats();
-    EXPECT_LE(json_counter(s, "translate", "requests"), done.load());
+    EXPECT_EQ(excess, "");
 }

@@ -12,8 +12,6 @@ static constexpr unsigned MAX_FAULT_RECORDS = (VTD_MMIO_SIZE - reg::FRCD) / reg:
 static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
 static constexpr unsigned DOMAIN_ID_BITS = 16;
 
-uint64_t Features::above_haw() const { return mask(63, aw_bits); }
-
 unsigned Features::max_levels() const
 {
     for (unsigned levels = 5; levels >= 3; levels--)

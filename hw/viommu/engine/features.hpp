@@ -25,8 +25,9 @@ struct Features {
     uint64_t cap = 0;
     uint64_t ecap = 0;
 
-    // Bits of a table pointer or output address beyond the address width.
-    uint64_t above_haw() const;
+    // Bits of a table pointer or output address beyond the address width
+    // (aw_bits is 39..57).
+    uint64_t above_haw() const { return ~uint64_t{0} << aw_bits; }
     bool levels_supported(unsigned levels) const { return sagaw & (1u << (levels - 2)); }
     unsigned max_levels() const;
 

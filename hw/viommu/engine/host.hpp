@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "viommu/vtd.h"
@@ -20,10 +22,7 @@ public:
         std::array<uint8_t, 8> b{};
         if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
             return std::nullopt;
-        uint64_t v = 0;
-        for (int i = 7; i >= 0; i--)
-            v = v << 8 | b[i];
-        return v;
+        return le64(b.data());
     }
 
     // A 128-bit structure (root/context entry, descriptor) as {low, high}.
@@ -32,10 +31,7 @@ public:
         std::array<uint8_t, 16> b{};
         if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
             return std::nullopt;
-        std::array<uint64_t, 2> v{};
-        for (int i = 15; i >= 0; i--)
-            v[i / 8] = v[i / 8] << 8 | b[i];
-        return v;
+        return std::array<uint64_t, 2>{le64(b.data()), le64(b.data() + 8)};
     }
 
     bool write_u32(uint64_t gpa, uint32_t v) const
@@ -79,6 +75,13 @@ public:
     uint64_t now_ns() const { return ops_.now_ns ? ops_.now_ns(opaque_) : 0; }
 
 private:
+    static uint64_t le64(const uint8_t *p)
+    {
+        uint64_t v;
+        std::memcpy(&v, p, sizeof(v));
+        return std::endian::native == std::endian::little ? v : __builtin_bswap64(v);
+    }
+
     VtdHostOps ops_;
     void *opaque_;
 };

@@ -25,7 +25,11 @@ std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr)
 Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
                                   const FillToken &token)
 {
-    levels_cached_.fetch_or(1u << leaf.level);
+    // Read first: a locked or on every fill would bounce this line
+    // between translating threads.  A set bit was published by an earlier
+    // fill, so the argument in iotlb.hpp holds for this one as well.
+    if (!(levels_cached_.load() & (1u << leaf.level)))
+        levels_cached_.fetch_or(1u << leaf.level);
     auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
     return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level},
                          {leaf.phys >> PAGE_SHIFT, leaf.perm, token.epoch}, token.gen, is_fresh);
