@@ -73,13 +73,15 @@ TEST(IotlbTable, RandomOperationsNeverReturnStaleTranslations)
         default: {
             lookups++;
             uint64_t want = m.get(did, page);
-            if (auto leaf = tlb.lookup(did, page * PAGE)) {
+            Iotlb::Slot stale;
+            if (auto leaf = tlb.lookup(did, page * PAGE, &stale)) {
                 hits++;
                 ASSERT_EQ(leaf->phys, want) << "stale translation, op " << op;
                 ASSERT_EQ(leaf->level, 1);
             } else {
+                // Half the fills go where the lookup found the stale entry.
                 auto token = tlb.prepare_fill(did);
-                tlb.insert(did, page * PAGE, {want, 1, 3}, token);
+                tlb.insert(did, page * PAGE, {want, 1, 3}, token, op & 1 ? stale : Iotlb::Slot{});
             }
         }
         }
@@ -99,6 +101,41 @@ TEST(IotlbTable, FillRacingAnInvalidationIsDiscarded)
     EXPECT_TRUE(tlb.insert(1, 0x5000, {0xa000, 1, 3}, token).inserted);
     ASSERT_TRUE(tlb.lookup(1, 0x5000));
     EXPECT_EQ(tlb.lookup(1, 0x5000)->phys, 0xa000u);
+}
+
+// A fill after a stale hit overwrites the stale entry where the lookup
+// found it; a hint whose way meanwhile holds another key is ignored.
+TEST(IotlbTable, FillOverwritesTheStaleEntryItsLookupFound)
+{
+    Iotlb tlb(1024);
+    tlb.insert(1, 0x5000, {0xa000, 1, 3}, tlb.prepare_fill(1));
+    size_t entries = tlb.size();
+    tlb.invalidate_domain(1);
+    Iotlb::Slot stale;
+    EXPECT_FALSE(tlb.lookup(1, 0x5000, &stale));
+    ASSERT_NE(stale.set, SIZE_MAX) << "the stale entry was found";
+    EXPECT_TRUE(tlb.insert(1, 0x5000, {0xb000, 1, 3}, tlb.prepare_fill(1), stale).inserted);
+    EXPECT_EQ(tlb.size(), entries) << "overwritten in place";
+    ASSERT_TRUE(tlb.lookup(1, 0x5000));
+    EXPECT_EQ(tlb.lookup(1, 0x5000)->phys, 0xb000u);
+
+    // The same slot given for another key: that key is inserted by the
+    // normal path and the entry in the slot stays.
+    EXPECT_TRUE(tlb.insert(1, 0x9000, {0xc000, 1, 3}, tlb.prepare_fill(1), stale).inserted);
+    ASSERT_TRUE(tlb.lookup(1, 0x5000));
+    EXPECT_EQ(tlb.lookup(1, 0x5000)->phys, 0xb000u);
+    ASSERT_TRUE(tlb.lookup(1, 0x9000));
+    EXPECT_EQ(tlb.lookup(1, 0x9000)->phys, 0xc000u);
+
+    // A fill that raced an invalidation is discarded on the hinted path too.
+    tlb.invalidate_domain(1);
+    stale = {};
+    EXPECT_FALSE(tlb.lookup(1, 0x5000, &stale));
+    auto token = tlb.prepare_fill(1);
+    bool as_domain = false;
+    tlb.invalidate_pages(1, 0x5000, 1, false, as_domain);
+    EXPECT_FALSE(tlb.insert(1, 0x5000, {0xd000, 1, 3}, token, stale).inserted);
+    EXPECT_FALSE(tlb.lookup(1, 0x5000));
 }
 
 TEST(IotlbTable, EvictionReplacesOneEntryAtATime)

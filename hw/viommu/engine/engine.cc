@@ -217,7 +217,8 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         if (pde)
             host_.prefetch(pde->table + ((addr >> PAGE_SHIFT) & 511) * 8);
     }
-    auto leaf = iotlb_.lookup(ctx.did, addr);
+    Iotlb::Slot stale;
+    auto leaf = iotlb_.lookup(ctx.did, addr, &stale);
     last_lookup_missed = !leaf;
     if (leaf) {
         stats_.add(Counter::IotlbHits, 1, shard);
@@ -242,7 +243,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
-        auto ins = iotlb_.insert(ctx.did, addr, *leaf, *token);
+        auto ins = iotlb_.insert(ctx.did, addr, *leaf, *token, stale);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts, 1, shard);
         if (ins.evicted)

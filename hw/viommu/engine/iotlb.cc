@@ -7,15 +7,17 @@ namespace viommu::vtd {
 
 static constexpr unsigned MAX_LEAF_LEVEL = 3;
 
-std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr)
+std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr, Slot *found)
 {
     uint8_t levels = levels_cached_.load(std::memory_order_relaxed);
     auto is_fresh = [this, did](uint32_t e) { return fresh(did, e); };
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {
         if (!(levels & (1u << level)))
             continue;
+        // Only a 4 KiB key can be the one a walk refills (a stale superpage
+        // entry may be refilled as a smaller page).
         auto v = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)},
-                               is_fresh);
+                               is_fresh, level == 1 ? found : nullptr);
         if (v)
             return Leaf{v->frame << PAGE_SHIFT, static_cast<uint8_t>(level), v->perm};
     }
@@ -23,7 +25,7 @@ std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr)
 }
 
 Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
-                                  const FillToken &token)
+                                  const FillToken &token, const Slot &hint)
 {
     // Read first: a locked or on every fill would bounce this line
     // between translating threads.  A set bit was published by an earlier
@@ -32,7 +34,8 @@ Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
         levels_cached_.fetch_or(1u << leaf.level);
     auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
     return cache_.insert({addr >> level_shift(leaf.level), did, leaf.level},
-                         {leaf.phys >> PAGE_SHIFT, leaf.perm, token.epoch}, token.gen, is_fresh);
+                         {leaf.phys >> PAGE_SHIFT, leaf.perm, token.epoch}, token.gen, is_fresh,
+                         hint);
 }
 
 static constexpr unsigned PDE_SHIFT = PAGE_SHIFT + 9;  // a level-1 table maps 2 MiB

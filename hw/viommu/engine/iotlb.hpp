@@ -43,9 +43,13 @@ public:
         return {cache_.generation(), epoch(did), pdes_.generation()};
     }
 
-    std::optional<Leaf> lookup(uint16_t did, uint64_t addr);
+    // `found`: where the key's entry was, if it was there but stale (a
+    // domain invalidated since), for insert() to overwrite in place.
+    using Slot = IotlbTable::Slot;
+    std::optional<Leaf> lookup(uint16_t did, uint64_t addr, Slot *found = nullptr);
     using InsertResult = IotlbTable::InsertResult;
-    InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token);
+    InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token,
+                        const Slot &hint = {});
 
     // Paging-structure cache: for each 2 MiB region of a domain, the
     // level-1 table a walk reached and the AND of the permissions above

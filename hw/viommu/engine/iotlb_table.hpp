@@ -62,6 +62,13 @@ struct TableValue {
 class IotlbTable {
 public:
     static constexpr unsigned WAYS = 4;
+
+    // Where a lookup found its key's entry, valid or stale: a fill that
+    // follows a stale hit overwrites that way without searching again.
+    struct Slot {
+        size_t set = SIZE_MAX;
+        unsigned way = 0;
+    };
     static constexpr unsigned VPN_BITS = 45;
     static constexpr unsigned FRAME_BITS = 40;
     static constexpr unsigned EPOCH_BITS = 21;
@@ -90,7 +97,7 @@ public:
     // `fresh(epoch)`: whether an entry of this key's domain filled under
     // `epoch` is still valid.
     template <typename Fresh>
-    std::optional<TableValue> lookup(const TableKey &key, Fresh fresh)
+    std::optional<TableValue> lookup(const TableKey &key, Fresh fresh, Slot *found = nullptr)
     {
         if (!encodable(key))
             return std::nullopt;
@@ -118,6 +125,8 @@ public:
         }
         if (way < 0)
             return std::nullopt;
+        if (found)
+            *found = {static_cast<size_t>(set - sets_.get()), static_cast<unsigned>(way)};
         TableValue v = unpack(value);
         if (!fresh(v.epoch))
             return std::nullopt;
@@ -148,15 +157,28 @@ public:
     };
 
     // Inserts unless an invalidation bumped the generation since `gen` was
-    // sampled.  `fresh(did, epoch)` judges victims.
+    // sampled.  `fresh(did, epoch)` judges victims.  `hint`: where a lookup
+    // of this key found it; used only if the key is still there.
     template <typename Fresh>
-    InsertResult insert(const TableKey &key, const TableValue &v, uint64_t gen, Fresh fresh)
+    InsertResult insert(const TableKey &key, const TableValue &v, uint64_t gen, Fresh fresh,
+                        const Slot &hint = {})
     {
         InsertResult r;
         if (!encodable(key) || v.frame >= (uint64_t{1} << FRAME_BITS))
             return r;
         const uint64_t tag = make_tag(key);
         const uint64_t value = pack(v);
+        if (hint.set <= mask_ && hint.way < WAYS) {
+            WriteGuard guard(*this, hint.set);
+            if (gen_.load() != gen)
+                return r;
+            Set &set = sets_[hint.set];
+            if (set.w[2 * hint.way].load(std::memory_order_relaxed) == tag) {
+                store(set, hint.way, tag, value);
+                r.inserted = true;
+                return r;
+            }
+        }
         size_t sets[2];
         unsigned n = candidates(mix(tag), sets);
         WriteGuard guard(*this, sets[0]);

@@ -96,10 +96,29 @@ WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
     return walk_from(host, f, ctx.slptptr, ctx.levels, VTD_PERM_RW, addr, access);
 }
 
+// The walk after an IOTLB miss whose 2 MiB region has a cached
+// paging-structure entry: one read, a level-1 entry is always a leaf.
 WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint8_t perm,
                        uint64_t addr, unsigned access)
 {
-    return walk_from(host, f, table, 1, perm, addr, access);
+    WalkResult r;
+    r.l1_table = table;
+    r.l1_perm = perm;
+    r.has_l1 = true;
+    r.levels_read = 1;
+    auto pte = host.read_u64(table + index_at(addr, 1) * ENTRY_SIZE);
+    if (!pte) {
+        r.fault = VTD_FR_PAGING_ENTRY_INV;
+        return r;
+    }
+    uint8_t entry_perm = *pte & (entry::SL_R | entry::SL_W);
+    if (!entry_perm)
+        r.fault = not_present(access);
+    else if (reserved_bits(f, *pte, 1))
+        r.fault = VTD_FR_PAGING_ENTRY_RSVD;
+    else
+        r.leaf = {*pte & entry::ADDR & ~f.above_haw(), 1, static_cast<uint8_t>(perm & entry_perm)};
+    return r;
 }
 
 namespace {
