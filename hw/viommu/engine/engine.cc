@@ -143,7 +143,8 @@ static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
     out = {addr & ~(PAGE_SIZE - 1), addr & ~(PAGE_SIZE - 1), PAGE_SIZE - 1, VTD_PERM_RW, did};
 }
 
-bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
+// Both inline into translate(): they run on every translation.
+inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
                               unsigned shard, VtdTranslation &out)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
@@ -160,7 +161,7 @@ bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint
     return true;
 }
 
-void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t)
+inline void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
     recent_slot(sid, vpn) = {id_, epoch, vpn, t.iova_base, t.phys_base, t.addr_mask,

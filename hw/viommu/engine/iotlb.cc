@@ -5,25 +5,6 @@
 
 namespace viommu::vtd {
 
-static constexpr unsigned MAX_LEAF_LEVEL = 3;
-
-std::optional<Leaf> Iotlb::lookup(uint16_t did, uint64_t addr, Slot *found)
-{
-    uint8_t levels = levels_cached_.load(std::memory_order_relaxed);
-    auto is_fresh = [this, did](uint32_t e) { return fresh(did, e); };
-    for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {
-        if (!(levels & (1u << level)))
-            continue;
-        // Only a 4 KiB key can be the one a walk refills (a stale superpage
-        // entry may be refilled as a smaller page).
-        auto v = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)},
-                               is_fresh, level == 1 ? found : nullptr);
-        if (v)
-            return Leaf{v->frame << PAGE_SHIFT, static_cast<uint8_t>(level), v->perm};
-    }
-    return std::nullopt;
-}
-
 Iotlb::InsertResult Iotlb::insert(uint16_t did, uint64_t addr, const Leaf &leaf,
                                   const FillToken &token, const Slot &hint)
 {

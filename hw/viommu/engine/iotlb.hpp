@@ -10,6 +10,7 @@
 
 #include "epochs.hpp"
 #include "iotlb_table.hpp"
+#include "registers.hpp"
 
 namespace viommu::vtd {
 
@@ -46,7 +47,23 @@ public:
     // `found`: where the key's entry was, if it was there but stale (a
     // domain invalidated since), for insert() to overwrite in place.
     using Slot = IotlbTable::Slot;
-    std::optional<Leaf> lookup(uint16_t did, uint64_t addr, Slot *found = nullptr);
+    // Inline: the translate path's one call into the IOTLB.
+    std::optional<Leaf> lookup(uint16_t did, uint64_t addr, Slot *found = nullptr)
+    {
+        uint8_t levels = levels_cached_.load(std::memory_order_relaxed);
+        auto is_fresh = [this, did](uint32_t e) { return fresh(did, e); };
+        for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {
+            if (!(levels & (1u << level)))
+                continue;
+            // Only a 4 KiB key can be the one a walk refills (a stale
+            // superpage entry may be refilled as a smaller page).
+            auto v = cache_.lookup({addr >> level_shift(level), did, static_cast<uint8_t>(level)},
+                                   is_fresh, level == 1 ? found : nullptr);
+            if (v)
+                return Leaf{v->frame << PAGE_SHIFT, static_cast<uint8_t>(level), v->perm};
+        }
+        return std::nullopt;
+    }
     using InsertResult = IotlbTable::InsertResult;
     InsertResult insert(uint16_t did, uint64_t addr, const Leaf &leaf, const FillToken &token,
                         const Slot &hint = {});
@@ -80,6 +97,7 @@ public:
 
     // Ranges needing more probes than this are invalidated as the whole
     // domain (the specification lets hardware invalidate more than asked).
+    static constexpr unsigned MAX_LEAF_LEVEL = 3;
     static constexpr uint64_t MAX_PAGE_PROBES = 4096;
 
     // Entries carry EPOCH_BITS of their domain's epoch (global + domain

@@ -7,17 +7,6 @@ namespace viommu::vtd {
 
 static constexpr uint64_t ENTRY_SIZE = 8;
 
-VtdFaultReason check_access(uint8_t perm, unsigned access)
-{
-    if ((access & VTD_PERM_WRITE) && !(perm & VTD_PERM_WRITE))
-        return VTD_FR_WRITE;
-    if ((access & VTD_PERM_READ) && !(perm & VTD_PERM_READ))
-        return VTD_FR_READ;
-    if (access == VTD_PERM_NONE && perm == VTD_PERM_NONE)
-        return VTD_FR_READ;
-    return VTD_FR_NONE;
-}
-
 static VtdFaultReason not_present(unsigned access)
 {
     return (access & VTD_PERM_WRITE) ? VTD_FR_WRITE : VTD_FR_READ;

@@ -45,6 +45,16 @@ bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_
                 uint64_t end, uint64_t entry_budget, const LeafVisitor &visit);
 
 // Permission fault for a request of `access` against `perm`, or VTD_FR_NONE.
-VtdFaultReason check_access(uint8_t perm, unsigned access);
+// Inline: every translation checks it.
+inline VtdFaultReason check_access(uint8_t perm, unsigned access)
+{
+    if ((access & VTD_PERM_WRITE) && !(perm & VTD_PERM_WRITE))
+        return VTD_FR_WRITE;
+    if ((access & VTD_PERM_READ) && !(perm & VTD_PERM_READ))
+        return VTD_FR_READ;
+    if (access == VTD_PERM_NONE && perm == VTD_PERM_NONE)
+        return VTD_FR_READ;
+    return VTD_FR_NONE;
+}
 
 }  // namespace viommu::vtd
