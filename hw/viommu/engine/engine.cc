@@ -144,8 +144,8 @@ static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
 }
 
 // Both inline into translate(): they run on every translation.
-inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
-                              unsigned shard, VtdTranslation &out)
+inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access,
+                                     uint64_t epoch, unsigned shard, VtdTranslation &out)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
     const RecentEntry &e = recent_slot(sid, vpn);
