@@ -115,11 +115,13 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
         return 0;
     }
     if (!ih) {
+        size_t pdes = 0;
         for (uint64_t vpn = first >> 9;; vpn++) {
-            pdes_.erase({vpn, did, 0});
+            pdes += pdes_.erase({vpn, did, 0}, false);
             if (vpn == last >> 9)
                 break;
         }
+        pdes_.uncount(pdes);
     }
     size_t dropped = 0;
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {
@@ -127,11 +129,12 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
             continue;
         unsigned s = level_shift(level) - PAGE_SHIFT;
         for (uint64_t vpn = first >> s;; vpn++) {
-            dropped += cache_.erase({vpn, did, static_cast<uint8_t>(level)});
+            dropped += cache_.erase({vpn, did, static_cast<uint8_t>(level)}, false);
             if (vpn == last >> s)
                 break;
         }
     }
+    cache_.uncount(dropped);
     return dropped;
 }
 

@@ -234,8 +234,10 @@ public:
         }
     }
 
-    // Drop one key; returns whether it was present.
-    bool erase(const TableKey &key)
+    // Drop one key; returns whether it was present.  `counted`: false when
+    // the caller erases many keys and reports them with uncount() once,
+    // instead of a shared atomic update per key.
+    bool erase(const TableKey &key, bool counted = true)
     {
         if (!encodable(key))
             return false;
@@ -249,7 +251,8 @@ public:
             if (int way = find(set, tag, old); way >= 0) {
                 set.w[2 * way].store(0, std::memory_order_relaxed);
                 set.w[2 * way + 1].store(0, std::memory_order_relaxed);
-                count_.fetch_sub(1, std::memory_order_relaxed);
+                if (counted)
+                    count_.fetch_sub(1, std::memory_order_relaxed);
                 return true;
             }
         }
@@ -279,6 +282,7 @@ public:
     }
 
     size_t size() const { return count_.load(std::memory_order_relaxed); }
+    void uncount(size_t erased) { count_.fetch_sub(erased, std::memory_order_relaxed); }
 
 private:
     static constexpr size_t MAX_STRIPES = 1024;
