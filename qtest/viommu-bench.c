@@ -177,6 +177,67 @@ static unsigned translations_per_desc(void)
     return 2 + 2 * chunks;
 }
 
+#define POLL_NS         (10 * 1000000000LL)
+
+/*
+ * Make n[q] more descriptors available on each queue q + 1 (a ring of
+ * size[q] slots) with back-to-back doorbells and wait until the device
+ * has completed them.  Returns the wall-clock ns from the first doorbell,
+ * or -1 with a message if a queue halted, a descriptor failed or POLL_NS
+ * passed.
+ */
+static int64_t rings_run(Mach *m, const uint32_t n[NQ], const uint32_t size[NQ])
+{
+    VdmaDev *dev = &m->e.dma[0];
+    uint32_t tail[NQ], errs[NQ];
+    int64_t t0, deadline;
+
+    for (int q = 0; q < NQ; q++) {
+        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
+
+        tail[q] = (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) + n[q]) % size[q];
+        errs[q] = vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS);
+    }
+    t0 = g_get_monotonic_time();
+    deadline = t0 + POLL_NS / 1000;
+    for (int q = 0; q < NQ; q++) {
+        if (n[q]) {
+            vdma_reg_write(dev, VIOMMU_DMA_Q_BASE(q + 1) + VIOMMU_DMA_Q_TAIL,
+                           tail[q]);
+        }
+    }
+    /* the queues are served round-robin: the last one finishes last */
+    for (int q = NQ - 1; q >= 0; q--) {
+        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
+
+        while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail[q]) {
+            if (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
+                VIOMMU_DMA_QSTS_HALTED) {
+                g_test_message("%s: viommu-dma queue %d halted", m->e.iommu,
+                               q + 1);
+                return -1;
+            }
+            if (g_get_monotonic_time() > deadline) {
+                g_test_message("%s: viommu-dma queue %d did not finish",
+                               m->e.iommu, q + 1);
+                return -1;
+            }
+            g_usleep(20);   /* leave the main loop to the device */
+        }
+    }
+    t0 = g_get_monotonic_time() - t0;
+    /* every descriptor must have succeeded: no faults in the figures */
+    for (int q = 0; q < NQ; q++) {
+        if (vdma_reg_read(dev, VIOMMU_DMA_Q_BASE(q + 1) +
+                          VIOMMU_DMA_Q_ERRS) != errs[q]) {
+            g_test_message("%s: viommu-dma descriptors failed on queue %d",
+                           m->e.iommu, q + 1);
+            return -1;
+        }
+    }
+    return t0 * 1000;
+}
+
 /*
  * Run one batch (NQ rings of BATCH descriptors); returns the wall-clock ns
  * and stores in *cpu_ns the device's own CPU time for it (BH_NS).
@@ -184,39 +245,18 @@ static unsigned translations_per_desc(void)
 static int64_t run_batch(Mach *m, int64_t *cpu_ns)
 {
     VdmaDev *dev = &m->e.dma[0];
-    uint32_t tail[NQ], errs[NQ];
-    int64_t t0;
     uint64_t cpu0 = vdma_counter(dev, VIOMMU_DMA_REG_BH_NS);
+    uint32_t n[NQ], size[NQ];
+    int64_t ns;
 
     for (int q = 0; q < NQ; q++) {
-        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
-
-        tail[q] = (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) + BATCH) % RING;
-        errs[q] = vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS);
+        n[q] = BATCH;
+        size[q] = RING;
     }
-    t0 = g_get_monotonic_time();
-    for (int q = 0; q < NQ; q++) {
-        vdma_reg_write(dev, VIOMMU_DMA_Q_BASE(q + 1) + VIOMMU_DMA_Q_TAIL,
-                       tail[q]);
-    }
-    /* the queues are served round-robin: the last one finishes last */
-    for (int q = NQ - 1; q >= 0; q--) {
-        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
-
-        while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail[q]) {
-            g_assert_false(vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
-                           VIOMMU_DMA_QSTS_HALTED);
-            g_usleep(20);   /* leave the main loop to the device */
-        }
-    }
-    t0 = g_get_monotonic_time() - t0;
+    ns = rings_run(m, n, size);
+    g_assert_cmpint(ns, >=, 0);
     *cpu_ns = vdma_counter(dev, VIOMMU_DMA_REG_BH_NS) - cpu0;
-    /* every descriptor must have succeeded: no faults in the figures */
-    for (int q = 0; q < NQ; q++) {
-        g_assert_cmpuint(vdma_reg_read(dev, VIOMMU_DMA_Q_BASE(q + 1) +
-                                       VIOMMU_DMA_Q_ERRS), ==, errs[q]);
-    }
-    return t0 * 1000;
+    return ns;
 }
 
 /* viommu-vtd's translate.page_walks, or 0 for intel-iommu (no statistics) */
@@ -450,7 +490,6 @@ static void bench(void)
 #define TOPUP_PAGES     1000            /* 250 descriptors */
 #define TOPUP_DESCS     256             /* 250 + 6 repeated */
 #define TOPUP_RING      512             /* queue 3: 8 ring pages */
-#define POLL_NS         (10 * 1000000000LL)
 
 enum {
     IK_WAIT, IK_IOTLB_GLOBAL, IK_IOTLB_DOMAIN, IK_IOTLB_PAGE, IK_IOTLB_AM9,
@@ -563,47 +602,12 @@ static void inv_write_ring(Mach *m, int q, int period, uint32_t first,
 /* run n[q] descriptors on each queue q + 1; false (and a message) on error */
 static bool inv_run(Mach *m, const uint32_t n[NQ])
 {
-    VdmaDev *dev = &m->e.dma[0];
-    uint32_t tail[NQ], errs[NQ];
-    int64_t deadline = g_get_monotonic_time() + POLL_NS / 1000;
+    uint32_t size[NQ];
 
     for (int q = 0; q < NQ; q++) {
-        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
-
-        tail[q] = (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) + n[q]) %
-                  inv_ring_size(q);
-        errs[q] = vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS);
+        size[q] = inv_ring_size(q);
     }
-    for (int q = 0; q < NQ; q++) {
-        if (n[q]) {
-            vdma_reg_write(dev, VIOMMU_DMA_Q_BASE(q + 1) + VIOMMU_DMA_Q_TAIL,
-                           tail[q]);
-        }
-    }
-    for (int q = NQ - 1; q >= 0; q--) {
-        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
-
-        while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail[q]) {
-            if (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
-                VIOMMU_DMA_QSTS_HALTED) {
-                g_test_message("%s: viommu-dma queue %d halted", m->e.iommu,
-                               q + 1);
-                return false;
-            }
-            if (g_get_monotonic_time() > deadline) {
-                g_test_message("%s: viommu-dma queue %d did not finish",
-                               m->e.iommu, q + 1);
-                return false;
-            }
-            g_usleep(20);
-        }
-        if (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_ERRS) != errs[q]) {
-            g_test_message("%s: viommu-dma descriptors failed on queue %d",
-                           m->e.iommu, q + 1);
-            return false;
-        }
-    }
-    return true;
+    return rings_run(m, n, size) >= 0;
 }
 
 /* the working set, then the top-up three times (see above) */
