@@ -59,16 +59,17 @@ struct TableValue {
     uint32_t epoch;  // EPOCH_BITS bits
 };
 
+// Where a lookup found its key's entry, valid or stale: a fill that
+// follows a stale hit overwrites that way without searching again.
+struct IotlbSlot {
+    size_t set = SIZE_MAX;
+    unsigned way = 0;
+};
+
 class IotlbTable {
 public:
     static constexpr unsigned WAYS = 4;
-
-    // Where a lookup found its key's entry, valid or stale: a fill that
-    // follows a stale hit overwrites that way without searching again.
-    struct Slot {
-        size_t set = SIZE_MAX;
-        unsigned way = 0;
-    };
+    using Slot = IotlbSlot;
     static constexpr unsigned VPN_BITS = 45;
     static constexpr unsigned FRAME_BITS = 40;
     static constexpr unsigned EPOCH_BITS = 21;
