@@ -25,9 +25,10 @@ struct Features {
     uint64_t cap = 0;
     uint64_t ecap = 0;
 
-    // Bits of a table pointer or output address beyond the address width
-    // (aw_bits is 39..57).
-    uint64_t above_haw() const { return ~uint64_t{0} << aw_bits; }
+    // Bits of a table pointer or output address beyond the host address
+    // width: aw_bits, at most 52 (entries carry addresses in bits 51:12;
+    // 61:52 of a second-level entry are ignored, also with 57-bit MGAW).
+    uint64_t above_haw() const { return ~uint64_t{0} << (aw_bits < 52 ? aw_bits : 52); }
     bool levels_supported(unsigned levels) const { return sagaw & (1u << (levels - 2)); }
     unsigned max_levels() const;
 

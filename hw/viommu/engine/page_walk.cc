@@ -68,7 +68,7 @@ static WalkResult walk_from(const Host &host, const Features &f, uint64_t table,
             r.leaf = {*pte & entry::ADDR & ~f.above_haw(), static_cast<uint8_t>(level), perm};
             return r;
         }
-        table = *pte & entry::ADDR;
+        table = *pte & entry::ADDR & ~f.above_haw();  // ignored bits are not address
     }
     r.fault = VTD_FR_PAGING_ENTRY_INV;  // not reached: level 1 is always a leaf
     return r;
@@ -141,7 +141,7 @@ struct RangeWalk {
             if (is_leaf(f, *pte, level)) {
                 if (p)
                     visit(iova, {*pte & entry::ADDR & ~f.above_haw(), static_cast<uint8_t>(level), p});
-            } else if (!table(*pte & entry::ADDR, iova, level - 1, p)) {
+            } else if (!table(*pte & entry::ADDR & ~f.above_haw(), iova, level - 1, p)) {
                 return false;
             }
         }
