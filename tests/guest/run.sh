@@ -24,6 +24,8 @@
 #   vhost-ats   the same with ats=on NICs and viommu-vtd device-iotlb=on: the
 #               guest enables ATS, and the backend's IOTLB is invalidated by
 #               device-IOTLB descriptors (DEVIOTLB_UNMAP notifications).
+# VHOST_NIC_OPTS, VHOST_EAL_ARGS and VHOST_QEMU_ARGS add NIC properties,
+# dpdk-testpmd EAL arguments and QEMU arguments to the vhost boots.
 # Console logs and artefacts are kept in build/guest-tests/<iommu>/.
 # Exit status non-zero when any check failed.
 set -euo pipefail
@@ -50,6 +52,14 @@ qemu=${QEMU:-$BUILD/qemu-system-x86_64}
 work=$BUILD/guest-tests/$iommu
 MIB=4
 VHOST_KIB=${VHOST_KIB:-128}   # vhost payload each way (see docs/guest.rst, known problems)
+# Diagnostics for the vhost boots (docs/guest.rst, known problems), all empty
+# by default: more virtio-net-pci properties for both NICs (e.g.
+# "packed=on"), more dpdk-testpmd EAL arguments (e.g.
+# "--log-level=lib.vhost.config:debug"), more QEMU arguments (e.g.
+# "-trace vhost_iotlb_miss"; split on blanks).
+VHOST_NIC_OPTS=${VHOST_NIC_OPTS:-}
+VHOST_EAL_ARGS=${VHOST_EAL_ARGS:-}
+VHOST_QEMU_ARGS=${VHOST_QEMU_ARGS:-}
 BOOT_TIMEOUT=300
 
 # Everything a boot reports; "not reported" cases count as failures.
@@ -278,7 +288,8 @@ vhost_boot() {
     printf 'set fwd io retry\nset burst tx delay 200 retry 5000\n' > "$d/testpmd.cmds"
     local prefix="viommu-$$-$name"
     if [ "$(id -u)" = 0 ]; then backend_rundir=/var/run/dpdk/$prefix; else backend_rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk/$prefix; fi
-    "$testpmd" -l 0-1 --no-huge --no-pci -m 128 --no-shconf --file-prefix "$prefix" \
+    # shellcheck disable=SC2086 # VHOST_EAL_ARGS: words on purpose
+    "$testpmd" -l 0-1 --no-huge --no-pci -m 128 --no-shconf --file-prefix "$prefix" $VHOST_EAL_ARGS \
         --vdev "net_vhost0,iface=$d/vu0.sock,queues=1,iommu-support=1" \
         --vdev "net_vhost1,iface=$d/vu1.sock,queues=1,iommu-support=1" \
         -- --forward-mode=io --nb-cores=1 --total-num-mbufs=8192 --stats-period 10 \
@@ -294,11 +305,13 @@ vhost_boot() {
     for t in /proc/"$backend_pid"/task/*; do renice -n 10 -p "${t##*/}" > /dev/null 2>&1 || true; done
     local nic="iommu_platform=on,disable-legacy=on,romfile=,mrg_rxbuf=on,csum=off,guest_csum=off,gso=off"
     nic+=",host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off"
+    [ -z "$VHOST_NIC_OPTS" ] || nic+=",$VHOST_NIC_OPTS"
     if [ "$ats" = 1 ]; then
         nic+=",ats=on"
         opts=device-iotlb=on
     fi
     append="viommu.ats=$ats viommu.kib=$VHOST_KIB"
+    # shellcheck disable=SC2086 # VHOST_QEMU_ARGS: words on purpose
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vhost || echo none)" \
         --mode strict --test vhost --append "$append" ${opts:+--iommu-opts "$opts"} -- \
         -object "memory-backend-memfd,id=vmem,size=1024M,share=on" -machine memory-backend=vmem \
@@ -307,7 +320,7 @@ vhost_boot() {
         -chardev "socket,id=vu0,path=$d/vu0.sock" -netdev vhost-user,id=vn0,chardev=vu0 \
         -device "virtio-net-pci,netdev=vn0,bus=rp1,mac=52:54:00:12:34:01,$nic" \
         -chardev "socket,id=vu1,path=$d/vu1.sock" -netdev vhost-user,id=vn1,chardev=vu1 \
-        -device "virtio-net-pci,netdev=vn1,bus=rp2,mac=52:54:00:12:34:02,$nic"
+        -device "virtio-net-pci,netdev=vn1,bus=rp2,mac=52:54:00:12:34:02,$nic" $VHOST_QEMU_ARGS
     stop_backend
     guest_checks "$name" $VHOST_GUEST_CHECKS
     completed_check "$name"
