@@ -453,3 +453,44 @@ TEST_F(Recent, PermissionIsCheckedOnEveryTranslation)
     EXPECT_EQ(h.translate(0x8, 0x10000, VTD_PERM_WRITE), VTD_FR_WRITE);
     EXPECT_EQ(phys(0x10000), 0xa0000u);
 }
+
+// A global context-cache invalidation retires every cached context in O(1)
+// (an epoch): the next translation reads the context entry again, the
+// entries gauge counts only contexts cached since, refills over retired
+// slots are not evictions, and only device-selective invalidations count
+// entries dropped.
+TEST(ContextCacheGlobal, RetiresEveryContextLazily)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page(), pt2 = h.alloc_page();
+    for (uint16_t sid = 0x8; sid < 0x8 + 16; sid++)
+        h.set_context(sid, pt, 1, 4);
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.map(pt2, 4, 0x1000, 0xb000, 3);
+    h.enable_translation();
+    h.enable_qi();
+    VtdTranslation t{};
+    for (uint16_t sid = 0x8; sid < 0x8 + 16; sid++)
+        ASSERT_EQ(h.translate(sid, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(json_counter(h.stats(), "context_cache", "entries"), 16u);
+    uint64_t evictions = json_counter(h.stats(), "context_cache", "evictions");
+
+    h.set_context(0x8, pt2, 2, 4);  // a new domain and tables for 0x8
+    h.submit(FakeHost::cc_desc(1), 0);
+    h.submit(FakeHost::iotlb_desc(1), 0);
+    std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "context_cache", "entries"), 0u);
+    EXPECT_EQ(json_counter(s.substr(s.find("\"invalidations\":")), "context", "entries_dropped"), 0u);
+    ASSERT_EQ(h.translate(0x8, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0xb000u) << "the changed context entry was read again";
+    EXPECT_EQ(t.domain_id, 2u);
+    ASSERT_EQ(h.translate(0x9, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    s = h.stats();
+    EXPECT_EQ(json_counter(s, "context_cache", "entries"), 2u);
+    EXPECT_EQ(json_counter(s, "context_cache", "evictions"), evictions);
+
+    h.submit(FakeHost::cc_desc(3, 0, 0x9), 0);  // device-selective: 0x9
+    s = h.stats();
+    EXPECT_EQ(json_counter(s.substr(s.find("\"invalidations\":")), "context", "entries_dropped"), 1u);
+    EXPECT_EQ(json_counter(s, "context_cache", "entries"), 1u);
+}

@@ -51,8 +51,7 @@ bool ContextCache::insert(uint16_t sid, const Context &ctx, uint64_t gen)
     if (gen_.load() != gen)
         return false;
     Slot &s = slot_of(sid);
-    uint64_t old = s.word0.load(std::memory_order_relaxed);
-    bool evicted = (old & VALID) && (s.word1.load(std::memory_order_relaxed) & 0xffff) != sid;
+    bool evicted = live(s) && (s.word1.load(std::memory_order_relaxed) & 0xffff) != sid;
     write_locked(s,
                  (ctx.slptptr & entry::ADDR) | uint64_t{ctx.levels} << 4 |
                      uint64_t{static_cast<uint8_t>(ctx.tt)} << 2 | (ctx.fpd ? FPD : 0) | VALID,
@@ -60,27 +59,38 @@ bool ContextCache::insert(uint16_t sid, const Context &ctx, uint64_t gen)
     return evicted;
 }
 
+bool ContextCache::live(const Slot &s) const
+{
+    if (!(s.word0.load(std::memory_order_relaxed) & VALID))
+        return false;
+    uint64_t w2 = s.word2.load(std::memory_order_relaxed);
+    auto did = static_cast<uint16_t>(s.word1.load(std::memory_order_relaxed) >> 16);
+    return epochs_.current({static_cast<uint32_t>(w2), static_cast<uint32_t>(w2 >> 32)}, did);
+}
+
 size_t ContextCache::size() const
 {
     size_t n = 0;
     for (auto &s : slots_)
-        n += s.word0.load(std::memory_order_relaxed) & VALID;
+        n += live(s);
     return n;
 }
 
-size_t ContextCache::invalidate_all()
+void ContextCache::invalidate_all()
+{
+    gen_.fetch_add(1);
+    epochs_.bump_all();
+}
+
+void ContextCache::clear()
 {
     gen_.fetch_add(1);
     epochs_.bump_all();
     std::lock_guard guard(writer_);
-    size_t dropped = 0;
     for (auto &s : slots_) {
-        if (s.word0.load(std::memory_order_relaxed) & VALID) {
+        if (s.word0.load(std::memory_order_relaxed) & VALID)
             write_locked(s, 0, 0, 0);
-            dropped++;
-        }
     }
-    return dropped;
 }
 
 void ContextCache::invalidate_domain(uint16_t did)

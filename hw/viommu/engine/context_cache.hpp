@@ -37,8 +37,12 @@ public:
     // Returns whether another source-id's entry was evicted.
     bool insert(uint16_t sid, const Context &ctx, uint64_t gen);
 
-    size_t invalidate_all();
+    // O(1): bumps the global epoch; the entries retire lazily (a lookup
+    // misses them, a fill overwrites them, size() leaves them out).
+    void invalidate_all();
     void invalidate_domain(uint16_t did);
+    // Empties the storage, O(capacity) (reset, root-table switch, load).
+    void clear();
     // Source-ids equal to `sid` outside `sid_mask` (at most 8 with CCMD.FM).
     size_t invalidate_device(uint16_t sid, uint16_t sid_mask);
 
@@ -56,6 +60,8 @@ private:
         return slots_[(sid * 0x9e3779b1u >> 16) % slots_.size()];
     }
     void write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2);
+    // Whether a slot holds an entry no invalidation has retired.
+    bool live(const Slot &s) const;
 
     std::vector<Slot> slots_;
     std::atomic<uint64_t> gen_{0};

@@ -91,7 +91,7 @@ void Engine::reset()
 
 void Engine::flush_caches()
 {
-    contexts_.invalidate_all();
+    contexts_.clear();
     iotlb_.flush();
     translations_changed();
 }
@@ -300,7 +300,7 @@ void Engine::invalidate_context(const ContextInvalidation &req)
     switch (req.granularity) {
     case Granularity::Global:
         stats_.add(Counter::CcGlobal);
-        dropped = contexts_.invalidate_all();
+        contexts_.invalidate_all();
         translations_changed();
         host_.context_invalidated(true, 0, 0);
         break;
