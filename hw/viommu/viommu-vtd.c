@@ -249,19 +249,6 @@ static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
 static int viommu_vtd_mem_read(void *opaque, uint64_t gpa, void *buf,
                                size_t len)
 {
-    uint64_t off = gpa % VIOMMU_VTD_RAMC_PAGE;
-
-    /* An entry or a descriptor inside one page of RAM: the walk's case */
-    if (len <= 16 && off + len <= VIOMMU_VTD_RAMC_PAGE) {
-        uint8_t *host;
-
-        RCU_READ_LOCK_GUARD();
-        host = viommu_vtd_ram_page(gpa);
-        if (host) {
-            memcpy(buf, host + off, len);
-            return 0;
-        }
-    }
     return viommu_vtd_ram_rw(gpa, buf, len, false);
 }
 

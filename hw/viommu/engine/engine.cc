@@ -198,7 +198,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     DomainStats::Hot &ds_hot = ds.hot[shard];
     ds_hot.bump(DomainStats::Hot::Translations, shard);
     if (ctx.tt == TranslationType::PassThrough) {
-        stats_.add(Counter::PassThrough);
+        stats_.add(Counter::PassThrough, 1, shard);
         identity(addr, ctx.did, out);
         return VTD_FR_NONE;
     }
@@ -216,7 +216,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         token = iotlb_.prepare_fill(ctx.did);
         pde = iotlb_.lookup_pde(ctx.did, addr);
         if (pde)
-            host_.prefetch(pde->table + ((addr >> PAGE_SHIFT) & 511) * 8);
+            host_.prefetch(entry_gpa(pde->table, addr, 1));
     }
     Iotlb::Slot stale;
     auto leaf = iotlb_.lookup(ctx.did, addr, &stale);

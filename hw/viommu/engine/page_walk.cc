@@ -36,6 +36,18 @@ static unsigned index_at(uint64_t addr, unsigned level)
     return (addr >> level_shift(level)) & ((1u << LEVEL_STRIDE) - 1);
 }
 
+uint64_t entry_gpa(uint64_t table, uint64_t addr, unsigned level)
+{
+    return table + index_at(addr, level) * ENTRY_SIZE;
+}
+
+// The table or page an entry points to: bits HAW-1:12; the ignored bits
+// above are not address.
+static uint64_t entry_address(const Features &f, uint64_t pte)
+{
+    return pte & entry::ADDR & ~f.above_haw();
+}
+
 // Walk from `table` at `level` down to the leaf, `perm` being the AND of
 // the levels above.  Records the level-1 table when the walk reaches it.
 static WalkResult walk_from(const Host &host, const Features &f, uint64_t table, unsigned top,
@@ -49,7 +61,7 @@ static WalkResult walk_from(const Host &host, const Features &f, uint64_t table,
             r.has_l1 = true;
         }
         r.levels_read++;
-        auto pte = host.read_u64(table + index_at(addr, level) * ENTRY_SIZE);
+        auto pte = host.read_u64(entry_gpa(table, addr, level));
         if (!pte) {
             r.fault = VTD_FR_PAGING_ENTRY_INV;
             return r;
@@ -65,10 +77,10 @@ static WalkResult walk_from(const Host &host, const Features &f, uint64_t table,
         }
         perm &= entry_perm;
         if (is_leaf(f, *pte, level)) {
-            r.leaf = {*pte & entry::ADDR & ~f.above_haw(), static_cast<uint8_t>(level), perm};
+            r.leaf = {entry_address(f, *pte), static_cast<uint8_t>(level), perm};
             return r;
         }
-        table = *pte & entry::ADDR & ~f.above_haw();  // ignored bits are not address
+        table = entry_address(f, *pte);
     }
     r.fault = VTD_FR_PAGING_ENTRY_INV;  // not reached: level 1 is always a leaf
     return r;
@@ -85,29 +97,10 @@ WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
     return walk_from(host, f, ctx.slptptr, ctx.levels, VTD_PERM_RW, addr, access);
 }
 
-// The walk after an IOTLB miss whose 2 MiB region has a cached
-// paging-structure entry: one read, a level-1 entry is always a leaf.
 WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint8_t perm,
                        uint64_t addr, unsigned access)
 {
-    WalkResult r;
-    r.l1_table = table;
-    r.l1_perm = perm;
-    r.has_l1 = true;
-    r.levels_read = 1;
-    auto pte = host.read_u64(table + index_at(addr, 1) * ENTRY_SIZE);
-    if (!pte) {
-        r.fault = VTD_FR_PAGING_ENTRY_INV;
-        return r;
-    }
-    uint8_t entry_perm = *pte & (entry::SL_R | entry::SL_W);
-    if (!entry_perm)
-        r.fault = not_present(access);
-    else if (reserved_bits(f, *pte, 1))
-        r.fault = VTD_FR_PAGING_ENTRY_RSVD;
-    else
-        r.leaf = {*pte & entry::ADDR & ~f.above_haw(), 1, static_cast<uint8_t>(perm & entry_perm)};
-    return r;
+    return walk_from(host, f, table, 1, perm, addr, access);
 }
 
 namespace {
@@ -140,8 +133,8 @@ struct RangeWalk {
             uint8_t p = perm & entry_perm;
             if (is_leaf(f, *pte, level)) {
                 if (p)
-                    visit(iova, {*pte & entry::ADDR & ~f.above_haw(), static_cast<uint8_t>(level), p});
-            } else if (!table(*pte & entry::ADDR & ~f.above_haw(), iova, level - 1, p)) {
+                    visit(iova, {entry_address(f, *pte), static_cast<uint8_t>(level), p});
+            } else if (!table(entry_address(f, *pte), iova, level - 1, p)) {
                 return false;
             }
         }

@@ -31,6 +31,10 @@ struct WalkResult {
 WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
                         uint64_t addr, unsigned access);
 
+// Guest-physical address of the entry for `addr` in the level-`level`
+// table at `table`.
+uint64_t entry_gpa(uint64_t table, uint64_t addr, unsigned level);
+
 // The last step of walk_address(), from a cached level-1 table whose
 // upper levels granted `perm`.
 WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint8_t perm,
