@@ -195,6 +195,23 @@ public:
         uint64_t pte_addr = table + ((iova >> (12 + 9 * (leaf_level - 1))) & 511) * 8;
         put64(pte_addr, phys | perm | (leaf_level > 1 ? 0x80 : 0));
     }
+    // Map 4K pages [0, pages) read-write to [phys, phys + pages * 4K) in
+    // the 4-level table at `top`.
+    void map_run(uint64_t top, uint64_t pages, uint64_t phys)
+    {
+        for (uint64_t p = 0; p < pages; p++)
+            map(top, 4, p * 4096, phys + p * 4096, 3);
+    }
+    // A 4-level domain `did` for `sid` mapping pages [0, pages) to `phys`
+    // on, translation enabled; returns its top table.
+    uint64_t domain_with_run(uint16_t sid, uint16_t did, uint64_t pages, uint64_t phys)
+    {
+        uint64_t pt = alloc_page();
+        set_context(sid, pt, did, 4);
+        map_run(pt, pages, phys);
+        enable_translation();
+        return pt;
+    }
     // Address of the PTE for `iova` at `level` (tables must exist).
     uint64_t pte_addr(uint64_t top, unsigned levels, uint64_t iova, unsigned level)
     {

@@ -101,11 +101,7 @@ TEST(Concurrency, FaultsFromManyThreads)
 TEST(Concurrency, CountersExactWithMoreThreadsThanShards)
 {
     FakeHost h;
-    uint64_t pt = h.alloc_page();
-    h.set_context(0x8, pt, 4, 4);
-    for (uint64_t p = 0; p < 16; p++)
-        h.map(pt, 4, p * PAGE, 0x100000 + p * PAGE, 3);
-    h.enable_translation();
+    h.domain_with_run(0x8, 4, 16, 0x100000);
     constexpr unsigned THREADS = 13, EACH = 5000;  // 8 owned shards and a shared one
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < THREADS; t++)

@@ -301,8 +301,7 @@ TEST(Capacity, BoundedIotlbEvictsIndividually)
     uint64_t pt = h.alloc_page();
     h.set_context(0x8, pt, 1, 4);
     h.enable_translation();
-    for (uint64_t p = 0; p < 1000; p++)
-        h.map(pt, 4, p * PAGE, 0x100000 + p * PAGE, 3);
+    h.map_run(pt, 1000, 0x100000);
     for (uint64_t p = 0; p < 1000; p++)
         ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ), VTD_FR_NONE);
     std::string s = h.stats();

@@ -340,11 +340,7 @@ TEST_F(Translate, WalkOfSelfReferencingTablesTerminates)
 TEST(TranslatePrefetch, MissRunPrefetchesTheEntryTheWalkReads)
 {
     FakeHost h;
-    uint64_t pt = h.alloc_page();
-    h.set_context(0x8, pt, 4, 4);
-    for (uint64_t p = 0; p < 8; p++)
-        h.map(pt, 4, p * PAGE, 0x200000 + p * PAGE, 3);
-    h.enable_translation();
+    uint64_t pt = h.domain_with_run(0x8, 4, 8, 0x200000);
     h.enable_qi();
     for (uint64_t p = 0; p < 8; p++)
     {
