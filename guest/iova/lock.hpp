@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * InstrumentedLock: a test-and-test-and-set spinlock (the kernel's locks
- * here are irqsave spinlocks) that records, per call site, acquisitions,
- * contended acquisitions, and wait and hold time histograms.
- *
- * The statistics are written while the lock is held, so they need no
- * synchronisation of their own.  "Contended" means the first try failed
- * (real threads) or the Env said the CPU had to queue (simulation).
- */
-#ifndef VIOMMU_GUEST_IOVA_LOCK_HPP
-#define VIOMMU_GUEST_IOVA_LOCK_HPP
+// InstrumentedLock: a test-and-test-and-set spinlock (the kernel's locks
+// here are irqsave spinlocks) that records, per call site, acquisitions,
+// contended acquisitions, and wait and hold time histograms.
+//
+// The statistics are written while the lock is held, so they need no
+// synchronisation of their own.  "Contended" means the first try failed
+// (real threads) or the Env said the CPU had to queue (simulation).
+#pragma once
 
 #include <array>
 #include <atomic>
@@ -21,8 +18,8 @@
 namespace viommu::iova {
 
 struct SiteLockStats {
-    std::uint64_t acquisitions = 0;
-    std::uint64_t contended = 0;
+    uint64_t acquisitions = 0;
+    uint64_t contended = 0;
     TimeHistogram wait_ns;
     TimeHistogram hold_ns;
 
@@ -39,10 +36,12 @@ using LockStats = std::array<SiteLockStats, static_cast<unsigned>(Site::count_)>
 
 class InstrumentedLock {
 public:
-    /* @name identifies the lock class ("iova_rbtree_lock", "cpu_rcache",
-     * ...); @instance tells per-CPU instances apart. */
+    // @name identifies the lock class ("iova_rbtree_lock", "cpu_rcache",
+    // ...); @instance tells per-CPU instances apart.
     InstrumentedLock(Env &env, std::string name, unsigned instance, bool timed)
-        : env_(env), name_(std::move(name)), instance_(instance), timed_(timed) {}
+        : env_(env), name_(std::move(name)), instance_(instance), timed_(timed)
+    {
+    }
     InstrumentedLock(const InstrumentedLock &) = delete;
     InstrumentedLock &operator=(const InstrumentedLock &) = delete;
 
@@ -78,7 +77,7 @@ public:
 
     const std::string &name() const { return name_; }
     unsigned instance() const { return instance_; }
-    /* Read only while no one can take the lock, or accept torn figures. */
+    // Read only while no one can take the lock, or accept torn figures.
     const LockStats &stats() const { return stats_; }
     void reset_stats() { stats_ = {}; }
 
@@ -104,12 +103,12 @@ private:
     bool timed_;
     alignas(64) std::atomic<bool> word_{false};
     Site site_ = Site::alloc;
-    bool timing_ = false;       /* this acquisition is timed */
+    bool timing_ = false;  // this acquisition is timed
     Nanos held_since_ = 0;
     LockStats stats_{};
 };
 
-/* RAII holder: LockGuard g(lock, Site::alloc); */
+// RAII holder: LockGuard g(lock, Site::alloc);
 class LockGuard {
 public:
     LockGuard(InstrumentedLock &l, Site s) : l_(l) { l_.lock(s); }
@@ -121,6 +120,4 @@ private:
     InstrumentedLock &l_;
 };
 
-} // namespace viommu::iova
-
-#endif
+}  // namespace viommu::iova

@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * A red-black tree of IOVA ranges keyed by pfn_lo, with parent pointers so
- * that prev()/next() step like the kernel's rb_prev()/rb_next().
- *
- * Every node the tree code touches while searching or stepping is counted
- * in visits(): one per level of a descent, one per pointer followed by
- * prev()/next().  Rebalancing is not counted (the kernel's walk cost is
- * what the figures compare).  Nodes come from a pool (like a kmem_cache)
- * and keep their address while in use.  Not thread-safe: the owner holds
- * iova_rbtree_lock.
- */
-#ifndef VIOMMU_GUEST_IOVA_RBTREE_HPP
-#define VIOMMU_GUEST_IOVA_RBTREE_HPP
+// A red-black tree of IOVA ranges keyed by pfn_lo, with parent pointers so
+// that prev()/next() step like the kernel's rb_prev()/rb_next().
+//
+// Every node the tree code touches while searching or stepping is counted
+// in visits(): one per level of a descent, one per pointer followed by
+// prev()/next().  Rebalancing is not counted (the kernel's walk cost is
+// what the figures compare).  Nodes come from a pool (like a kmem_cache)
+// and keep their address while in use.  Not thread-safe: the owner holds
+// iova_rbtree_lock.
+#pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -20,7 +18,7 @@
 namespace viommu::iova {
 
 struct IovaNode {
-    std::uint64_t pfn_lo = 0, pfn_hi = 0;
+    uint64_t pfn_lo = 0, pfn_hi = 0;
     IovaNode *parent = nullptr, *left = nullptr, *right = nullptr;
     bool red = false;
 };
@@ -31,11 +29,11 @@ public:
     RbTree(const RbTree &) = delete;
     RbTree &operator=(const RbTree &) = delete;
 
-    IovaNode *make(std::uint64_t lo, std::uint64_t hi);
-    /* Insert by pfn_lo, descending from @start (or the root if null or
-     * @start is not an ancestor of the insertion point). */
+    IovaNode *make(uint64_t lo, uint64_t hi);
+    // Insert by pfn_lo, descending from @start (or the root if null or
+    // @start is not an ancestor of the insertion point).
     void insert(IovaNode *n, IovaNode *start = nullptr);
-    /* Unlink and give back to the pool. */
+    // Unlink and give back to the pool.
     void erase(IovaNode *n);
 
     IovaNode *root() const { return root_; }
@@ -43,15 +41,15 @@ public:
     IovaNode *last() const;
     IovaNode *prev(const IovaNode *n) const;
     IovaNode *next(const IovaNode *n) const;
-    /* The node whose range contains @pfn (private_find_iova). */
-    IovaNode *find(std::uint64_t pfn) const;
-    /* The lowest node with pfn_lo >= @pfn, or null. */
-    IovaNode *lower_bound(std::uint64_t pfn) const;
+    // The node whose range contains @pfn (private_find_iova).
+    IovaNode *find(uint64_t pfn) const;
+    // The lowest node with pfn_lo >= @pfn, or null.
+    IovaNode *lower_bound(uint64_t pfn) const;
 
-    std::size_t size() const { return size_; }
-    std::uint64_t visits() const { return visits_; }
-    void count(std::uint64_t n) const { visits_ += n; }
-    /* Checks red-black and ordering invariants; for tests. */
+    size_t size() const { return size_; }
+    uint64_t visits() const { return visits_; }
+    void count(uint64_t n) const { visits_ += n; }
+    // Checks red-black and ordering invariants; for tests.
     bool valid() const;
 
 private:
@@ -60,15 +58,13 @@ private:
     void insert_fixup(IovaNode *z);
     void erase_fixup(IovaNode *x, IovaNode *xparent);
     void replace(IovaNode *u, IovaNode *v);
-    int check(const IovaNode *n, std::uint64_t lo, std::uint64_t hi) const;
+    int check(const IovaNode *n, uint64_t lo, uint64_t hi) const;
 
     IovaNode *root_ = nullptr;
-    std::size_t size_ = 0;
-    mutable std::uint64_t visits_ = 0;
+    size_t size_ = 0;
+    mutable uint64_t visits_ = 0;
     std::deque<IovaNode> pool_;
     std::vector<IovaNode *> free_nodes_;
 };
 
-} // namespace viommu::iova
-
-#endif
+}  // namespace viommu::iova

@@ -1,22 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * The IOVA range cache ("rcache", 4.7 onwards): per size class, per CPU a
- * loaded and a prev magazine under a per-CPU lock, and a depot of full
- * magazines under the size class's lock.
- *
- *   4.7    magazines of 128 pfns, depot of 32; a full magazine that finds
- *          the depot full is freed to the rbtree under iova_rbtree_lock;
- *          pop checks only the top pfn against the limit
- *   4.15+  pop scans the magazine for a pfn below the limit
- *   6.7    127-pfn magazines, unbounded depot; every push (re)arms a 100 ms
- *          timer that frees one magazine while depot > ncpus
- *
- * Only power-of-two sizes are cached: a cached range is handed out for any
- * request of its class, which is only safe when the class has one size.
- */
-#ifndef VIOMMU_GUEST_IOVA_RCACHE_HPP
-#define VIOMMU_GUEST_IOVA_RCACHE_HPP
+// The IOVA range cache ("rcache", 4.7 onwards): per size class, per CPU a
+// loaded and a prev magazine under a per-CPU lock, and a depot of full
+// magazines under the size class's lock.
+//
+//   4.7    magazines of 128 pfns, depot of 32; a full magazine that finds
+//          the depot full is freed to the rbtree under iova_rbtree_lock;
+//          pop checks only the top pfn against the limit
+//   4.15+  pop scans the magazine for a pfn below the limit
+//   6.7    127-pfn magazines, unbounded depot; every push (re)arms a 100 ms
+//          timer that frees one magazine while depot > ncpus
+//
+// Only power-of-two sizes are cached: a cached range is handed out for any
+// request of its class, which is only safe when the class has one size.
+#pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -27,28 +25,28 @@ namespace viommu::iova {
 
 struct RcacheParams {
     unsigned mag_size = 128;
-    unsigned max_depot = 32;        /* 0: unbounded (6.7) */
-    bool scan_magazine = false;     /* 4.15+ */
-    bool trim_depot = false;        /* 6.7 delayed trimming */
+    unsigned max_depot = 32;     // 0: unbounded (6.7)
+    bool scan_magazine = false;  // 4.15+
+    bool trim_depot = false;     // 6.7 delayed trimming
     Nanos trim_delay_ns = 100'000'000;
-    unsigned classes = 6;           /* orders 0..5 */
+    unsigned classes = 6;  // orders 0..5
 };
 
-/* A stack of pfns of one size class. */
+// A stack of pfns of one size class.
 class Magazine {
 public:
     explicit Magazine(unsigned cap) : cap_(cap) { pfns_.reserve(cap); }
     bool empty() const { return pfns_.empty(); }
     bool full() const { return pfns_.size() >= cap_; }
     void push(Pfn p) { pfns_.push_back(p); }
-    /* Top pfn if at or below @limit; with @scan any such pfn. */
+    // Top pfn if at or below @limit; with @scan any such pfn.
     std::optional<Pfn> pop(Pfn limit, bool scan);
     std::span<const Pfn> pfns() const { return pfns_; }
     void clear() { pfns_.clear(); }
     void swap(Magazine &o) { pfns_.swap(o.pfns_); }
 
 private:
-    std::size_t cap_;
+    size_t cap_;
     std::vector<Pfn> pfns_;
 };
 
@@ -57,24 +55,26 @@ public:
     Rcache(Env &env, Stats &stats, IovaTree &tree, RcacheParams p, unsigned ncpus, bool timed);
     ~Rcache();
 
-    static bool cacheable(std::uint64_t pages, unsigned classes);
+    static bool cacheable(uint64_t pages, unsigned classes);
 
-    std::optional<Pfn> get(unsigned cpu, std::uint64_t pages, Pfn limit);
-    /* False if @pages is not cacheable (the caller frees to the tree). */
-    bool put(unsigned cpu, Pfn pfn, std::uint64_t pages);
-    /* free_cpu_cached_iovas(@cpu) */
+    std::optional<Pfn> get(unsigned cpu, uint64_t pages, Pfn limit);
+    // False if @pages is not cacheable (the caller frees to the tree).
+    bool put(unsigned cpu, Pfn pfn, uint64_t pages);
+    // free_cpu_cached_iovas(@cpu)
     void flush_cpu(unsigned cpu);
-    /* free_global_cached_iovas() */
+    // free_global_cached_iovas()
     void flush_depot();
 
-    std::size_t depot_size(unsigned cls) const;
-    std::size_t cached_pfns() const;
+    size_t depot_size(unsigned cls) const;
+    size_t cached_pfns() const;
     void locks(std::vector<const InstrumentedLock *> &out) const;
 
 private:
     struct CpuCache {
         CpuCache(Env &env, unsigned cpu, unsigned mag, bool timed)
-            : lock(env, "cpu_rcache", cpu, timed), loaded(mag), prev(mag) {}
+            : lock(env, "cpu_rcache", cpu, timed), loaded(mag), prev(mag)
+        {
+        }
         InstrumentedLock lock;
         Magazine loaded, prev;
     };
@@ -95,6 +95,4 @@ private:
     std::vector<std::unique_ptr<SizeClass>> classes_;
 };
 
-} // namespace viommu::iova
-
-#endif
+}  // namespace viommu::iova

@@ -1,42 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * The one cost model of the contention simulator: what each unit of work
- * costs on the virtual clock.  Values and their origin: docs/cost-model.rst.
- * Every case, every variant and every workload uses CostModel::standard();
- * nothing in guest/sim or tests/sim overrides a field for a particular case.
- */
-#ifndef VIOMMU_GUEST_SIM_COST_HPP
-#define VIOMMU_GUEST_SIM_COST_HPP
+// The one cost model of the contention simulator: what each unit of work
+// costs on the virtual clock.  Values and their origin: docs/cost-model.rst.
+// Every case, every variant and every workload uses CostModel::standard();
+// nothing in guest/sim or tests/sim overrides a field for a particular case.
+#pragma once
 
 #include <cstdint>
 #include <string>
 
 namespace viommu::sim {
 
-using Nanos = std::uint64_t;
+using Nanos = uint64_t;
 
 struct CostModel {
-    /* allocator work, reported through Env::charge() */
-    Nanos node_visit = 0;        /* one rbtree node examined */
-    Nanos tree_update = 0;       /* one rbtree insert or erase, with struct iova alloc/free */
-    Nanos mag_op = 0;            /* one magazine push/pop/swap */
-    /* locks and shared cache lines */
-    Nanos lock_local = 0;        /* acquire + release, lock line already in this CPU's cache */
-    Nanos line_transfer = 0;     /* one cache line fetched from another core */
-    unsigned handoff_lines = 0;  /* lines a critical section pulls from the previous holder */
-    /* IOMMU mapping and invalidation */
-    Nanos pte_update = 0;        /* IOMMU page-table write for one map or unmap */
-    Nanos inv_submit = 0;        /* write descriptors + tail/prod register (uncached MMIO) */
-    Nanos inv_hw_fetch = 0;      /* hardware: fetch after a tail/prod write, before the first descriptor */
-    Nanos inv_hw_desc = 0;       /* hardware processing of one descriptor (invalidation or wait/sync) */
-    Nanos inv_poll = 0;          /* one poll of a completion word, between polls */
+    // allocator work, reported through Env::charge()
+    Nanos node_visit = 0;   // one rbtree node examined
+    Nanos tree_update = 0;  // one rbtree insert or erase, with struct iova alloc/free
+    Nanos mag_op = 0;       // one magazine push/pop/swap
+    // locks and shared cache lines
+    Nanos lock_local = 0;        // acquire + release, lock line already in this CPU's cache
+    Nanos line_transfer = 0;     // one cache line fetched from another core
+    unsigned handoff_lines = 0;  // lines a critical section pulls from the previous holder
+    // IOMMU mapping and invalidation
+    Nanos pte_update = 0;    // IOMMU page-table write for one map or unmap
+    Nanos inv_submit = 0;    // write descriptors + tail/prod register (uncached MMIO)
+    Nanos inv_hw_fetch = 0;  // hardware: fetch after a tail/prod write, before the first descriptor
+    Nanos inv_hw_desc = 0;   // hardware processing of one descriptor (invalidation or wait/sync)
+    Nanos inv_poll = 0;      // one poll of a completion word, between polls
 
     static CostModel standard();
-    /* Cost of taking a lock whose line (and data) were last used by another CPU. */
+    // Cost of taking a lock whose line (and data) were last used by another CPU.
     Nanos remote_handoff() const { return line_transfer * handoff_lines; }
     std::string json() const;
 };
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

@@ -1,29 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * Invalidation-queue submission models, on the virtual clock.
- *
- *   vtd            VT-d qi_submit_sync: one queue lock; write the
- *                  descriptors and a wait descriptor, write the tail,
- *                  release, then spin on the wait descriptor's status.
- *   smmu-spinlock  SMMUv3 before 5.4 with polled CMD_SYNC: the queue lock
- *                  is held while the CPU polls the consumer index.
- *   smmu-lockfree  SMMUv3 from 5.4 (seed 003): slots reserved by an atomic
- *                  on the shared producer word; the CPU that finds the
- *                  OWNED flag clear becomes the owner, waits for the
- *                  previous owner to publish, gathers every list reserved
- *                  until then and writes the producer register once; every
- *                  CPU polls for its own CMD_SYNC.
- *
- * The hardware fetches what a tail/prod register write published
- * (CostModel::inv_hw_fetch), then consumes the descriptors one after the
- * other (inv_hw_desc each); a wait descriptor / CMD_SYNC completes when the
- * hardware reaches it.  So lists gathered under one producer write share
- * one fetch, and their syncs complete close together.  A busy engine
- * fetches, when it is ready for more, everything published by then in
- * one read: lists published while it worked share that fetch.
- */
-#ifndef VIOMMU_GUEST_SIM_INVQ_HPP
-#define VIOMMU_GUEST_SIM_INVQ_HPP
+// Invalidation-queue submission models, on the virtual clock.
+//
+//   vtd            VT-d qi_submit_sync: one queue lock; write the
+//                  descriptors and a wait descriptor, write the tail,
+//                  release, then spin on the wait descriptor's status.
+//   smmu-spinlock  SMMUv3 before 5.4 with polled CMD_SYNC: the queue lock
+//                  is held while the CPU polls the consumer index.
+//   smmu-lockfree  SMMUv3 from 5.4 (seed 003): slots reserved by an atomic
+//                  on the shared producer word; the CPU that finds the
+//                  OWNED flag clear becomes the owner, waits for the
+//                  previous owner to publish, gathers every list reserved
+//                  until then and writes the producer register once; every
+//                  CPU polls for its own CMD_SYNC.
+//
+// The hardware fetches what a tail/prod register write published
+// (CostModel::inv_hw_fetch), then consumes the descriptors one after the
+// other (inv_hw_desc each); a wait descriptor / CMD_SYNC completes when the
+// hardware reaches it.  So lists gathered under one producer write share
+// one fetch, and their syncs complete close together.  A busy engine
+// fetches, when it is ready for more, everything published by then in
+// one read: lists published while it worked share that fetch.
+#pragma once
 
 #include <memory>
 #include <span>
@@ -35,13 +32,13 @@
 namespace viommu::sim {
 
 struct InvStats {
-    std::uint64_t submissions = 0;
-    std::uint64_t descriptors = 0;       /* invalidation descriptors, without waits/syncs */
-    std::uint64_t owners = 0;            /* smmu-lockfree: submissions that were owners */
-    std::uint64_t batches = 0;           /* producer-register writes */
-    Nanos owner_poll_ns = 0, nonowner_poll_ns = 0;  /* waiting for the sync/wait descriptor */
-    Nanos owner_wait_ns = 0;             /* owner waiting for the previous owner */
-    Nanos busy_ns = 0;                   /* CPU time inside submit_and_wait */
+    uint64_t submissions = 0;
+    uint64_t descriptors = 0;                       // invalidation descriptors, without waits/syncs
+    uint64_t owners = 0;                            // smmu-lockfree: submissions that were owners
+    uint64_t batches = 0;                           // producer-register writes
+    Nanos owner_poll_ns = 0, nonowner_poll_ns = 0;  // waiting for the sync/wait descriptor
+    Nanos owner_wait_ns = 0;                        // owner waiting for the previous owner
+    Nanos busy_ns = 0;                              // CPU time inside submit_and_wait
 
     double owner_share() const { return submissions ? double(owners) / double(submissions) : 0; }
     double mean_poll_ns(bool owner) const;
@@ -54,8 +51,8 @@ public:
     static std::span<const std::string_view> kinds();
 
     virtual ~InvQueue() = default;
-    /* @cpu submits @descs invalidation descriptors plus one wait/sync and
-     * returns when the hardware has completed them; advances its clock. */
+    // @cpu submits @descs invalidation descriptors plus one wait/sync and
+    // returns when the hardware has completed them; advances its clock.
     void submit_and_wait(unsigned cpu, unsigned descs);
     const InvStats &stats() const { return stats_; }
     void reset_stats() { stats_ = {}; }
@@ -64,19 +61,17 @@ public:
 protected:
     InvQueue(std::string_view kind, Machine &m) : kind_(kind), m_(m) {}
     virtual void submit(unsigned cpu, unsigned descs) = 0;
-    /* Hardware: start at max(@published, previous end), fetching first if
-     * @fetch (a new tail/prod write); returns when @descs are done. */
+    // Hardware: start at max(@published, previous end), fetching first if
+    // @fetch (a new tail/prod write); returns when @descs are done.
     Nanos consume(Nanos published, unsigned descs, bool fetch);
-    /* Poll until @done; returns the time spent polling. */
+    // Poll until @done; returns the time spent polling.
     Nanos poll_until(unsigned cpu, Nanos done);
 
     std::string kind_;
     Machine &m_;
     Nanos hw_free_at_ = 0;
-    Nanos last_fetch_ = 0;   /* start of the hardware's last fetch */
+    Nanos last_fetch_ = 0;  // start of the hardware's last fetch
     InvStats stats_;
 };
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

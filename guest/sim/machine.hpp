@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * Virtual CPUs and spinlocks on a virtual clock.
- *
- * Each virtual CPU has its own clock.  A VirtualLock remembers when (in
- * virtual time) its last holder released it and which CPU that was: a CPU
- * that wants it earlier spins until then (FIFO, as a queued spinlock hands
- * over in arrival order), and a CPU that is not the last holder pays for
- * pulling the lock's line and the data it protects from the previous
- * holder (CostModel::handoff_lines).
- *
- * With a Yielder (the simulator's coroutine scheduler), every attempt
- * first lets CPUs with smaller clocks run, and blocks while the lock is
- * held by a suspended CPU, so attempts take effect in virtual-time order
- * of the attempts themselves (docs/simulation.rst).  Without one (unit
- * tests driving a Machine directly), callers order operations themselves.
- */
-#ifndef VIOMMU_GUEST_SIM_MACHINE_HPP
-#define VIOMMU_GUEST_SIM_MACHINE_HPP
+// Virtual CPUs and spinlocks on a virtual clock.
+//
+// Each virtual CPU has its own clock.  A VirtualLock remembers when (in
+// virtual time) its last holder released it and which CPU that was: a CPU
+// that wants it earlier spins until then (FIFO, as a queued spinlock hands
+// over in arrival order), and a CPU that is not the last holder pays for
+// pulling the lock's line and the data it protects from the previous
+// holder (CostModel::handoff_lines).
+//
+// With a Yielder (the simulator's coroutine scheduler), every attempt
+// first lets CPUs with smaller clocks run, and blocks while the lock is
+// held by a suspended CPU, so attempts take effect in virtual-time order
+// of the attempts themselves (docs/simulation.rst).  Without one (unit
+// tests driving a Machine directly), callers order operations themselves.
+#pragma once
 
 #include <deque>
 #include <map>
@@ -29,9 +26,9 @@
 namespace viommu::sim {
 
 struct SpinRecord {
-    std::uint64_t acquisitions = 0;
-    std::uint64_t contended = 0;     /* had to wait for another holder */
-    Nanos spin_ns = 0;               /* in the lock function: wait + line fetch + local cost */
+    uint64_t acquisitions = 0;
+    uint64_t contended = 0;  // had to wait for another holder
+    Nanos spin_ns = 0;       // in the lock function: wait + line fetch + local cost
     Nanos hold_ns = 0;
 };
 
@@ -39,7 +36,7 @@ class VirtualLock {
 public:
     explicit VirtualLock(std::string name) : name_(std::move(name)) {}
     const std::string &name() const { return name_; }
-    /* Per call site, in first-use order of the site name. */
+    // Per call site, in first-use order of the site name.
     const std::map<std::string, SpinRecord, std::less<>> &sites() const { return sites_; }
     bool held() const { return held_; }
 
@@ -57,16 +54,16 @@ private:
 
 class VirtualLock;
 
-/* A scheduler that suspends virtual CPUs at lock attempts so that every
- * attempt happens in virtual-time order (guest/sim/simulator.cpp). */
+// A scheduler that suspends virtual CPUs at lock attempts so that every
+// attempt happens in virtual-time order (guest/sim/simulator.cc).
 class Yielder {
 public:
     virtual ~Yielder() = default;
-    /* @cpu is about to attempt a lock: let every CPU with a smaller clock run first. */
+    // @cpu is about to attempt a lock: let every CPU with a smaller clock run first.
     virtual void before_attempt(unsigned cpu) = 0;
-    /* @l is held by a suspended CPU: block @cpu until it is released. */
+    // @l is held by a suspended CPU: block @cpu until it is released.
     virtual void wait_release(VirtualLock &l, unsigned cpu) = 0;
-    /* @l was released: wake its first waiter. */
+    // @l was released: wake its first waiter.
     virtual void released(VirtualLock &l) = 0;
 };
 
@@ -83,19 +80,22 @@ public:
         if (t > clocks_[cpu])
             clocks_[cpu] = t;
     }
-    /* The CPU to run next: smallest clock, lowest id on ties. */
+    // The CPU to run next: smallest clock, lowest id on ties.
     unsigned next_cpu() const;
 
-    /* nullptr: no suspension, attempts ordered by their step's start. */
+    // nullptr: no suspension, attempts ordered by their step's start.
     void set_yielder(Yielder *y) { yielder_ = y; }
-    /* Locks live as long as the Machine; the reference stays valid. */
+    // Locks live as long as the Machine; the reference stays valid.
     VirtualLock &make_lock(std::string name);
-    /* Returns true if @cpu had to wait for another holder. */
-    bool acquire(VirtualLock &l, unsigned cpu, std::string_view site) { return acquire(l, cpu, site, cost_.handoff_lines); }
-    /* The same with @lines cache lines fetched from a previous holder on
-     * another CPU (1: an atomic on a single shared word). */
+    // Returns true if @cpu had to wait for another holder.
+    bool acquire(VirtualLock &l, unsigned cpu, std::string_view site)
+    {
+        return acquire(l, cpu, site, cost_.handoff_lines);
+    }
+    // The same with @lines cache lines fetched from a previous holder on
+    // another CPU (1: an atomic on a single shared word).
     bool acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsigned lines);
-    /* One atomic read-modify-write of a contended word, as a one-line lock. */
+    // One atomic read-modify-write of a contended word, as a one-line lock.
     bool atomic_rmw(VirtualLock &l, unsigned cpu, std::string_view site)
     {
         bool waited = acquire(l, cpu, site, 1);
@@ -104,13 +104,13 @@ public:
     }
     void release(VirtualLock &l, unsigned cpu);
 
-    /* Every CPU waits until the latest one catches up (a barrier). */
+    // Every CPU waits until the latest one catches up (a barrier).
     void align_clocks();
-    /* Start of the measured window: clears lock records, remembers clocks. */
+    // Start of the measured window: clears lock records, remembers clocks.
     void start_window();
-    /* CPU time in the window, summed over CPUs. */
+    // CPU time in the window, summed over CPUs.
     Nanos window_cpu_time() const;
-    /* Mean clock advance since start_window(). */
+    // Mean clock advance since start_window().
     double window_elapsed() const;
     const std::deque<VirtualLock> &locks() const { return locks_; }
 
@@ -122,11 +122,14 @@ private:
     Yielder *yielder_ = nullptr;
 };
 
-/* RAII holder of a VirtualLock for the sim's own models. */
+// RAII holder of a VirtualLock for the sim's own models.
 class VirtualLockGuard {
 public:
     VirtualLockGuard(Machine &m, VirtualLock &l, unsigned cpu, std::string_view site)
-        : m_(m), l_(l), cpu_(cpu) { m_.acquire(l_, cpu_, site); }
+        : m_(m), l_(l), cpu_(cpu)
+    {
+        m_.acquire(l_, cpu_, site);
+    }
     ~VirtualLockGuard() { m_.release(l_, cpu_); }
     VirtualLockGuard(const VirtualLockGuard &) = delete;
     VirtualLockGuard &operator=(const VirtualLockGuard &) = delete;
@@ -137,6 +140,4 @@ private:
     unsigned cpu_;
 };
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * Real-thread mode: the same workload steps run on OS threads (one per
- * CPU, default: the machine's cores) through the same allocator variant
- * and flush policy on a RealEnv, so the simulator's lock model can be
- * checked against real spinning where the machine has the cores.
- * Non-IOMMU work and the invalidation hardware are busy-waits of the cost
- * model's durations; everything else is real.  Figures are wall-clock
- * measurements: report them, never assert on them.
- */
-#ifndef VIOMMU_GUEST_SIM_REALTHREADS_HPP
-#define VIOMMU_GUEST_SIM_REALTHREADS_HPP
+// Real-thread mode: the same workload steps run on OS threads (one per
+// CPU, default: the machine's cores) through the same allocator variant
+// and flush policy on a RealEnv, so the simulator's lock model can be
+// checked against real spinning where the machine has the cores.
+// Non-IOMMU work and the invalidation hardware are busy-waits of the cost
+// model's durations; everything else is real.  Figures are wall-clock
+// measurements: report them, never assert on them.
+#pragma once
 
 #include <optional>
 #include <string>
@@ -21,20 +18,20 @@ namespace viommu::sim {
 
 struct RealLockProfile {
     std::string lock, site;
-    std::uint64_t acquisitions = 0, contended = 0;
-    std::uint64_t wait_ns = 0, hold_ns = 0;
+    uint64_t acquisitions = 0, contended = 0;
+    uint64_t wait_ns = 0, hold_ns = 0;
 };
 
 struct RealResult {
     SimConfig config;
     unsigned threads = 0;
     std::string unit;
-    std::uint64_t transactions = 0;
-    std::uint64_t failed_maps = 0;
-    std::uint64_t leaked = 0;                 /* mappings still live after the final drain */
+    uint64_t transactions = 0;
+    uint64_t failed_maps = 0;
+    uint64_t leaked = 0;  // mappings still live after the final drain
     double wall_ns = 0, baseline_wall_ns = 0;
     double throughput = 0, baseline_throughput = 0, relative = 0;
-    double spin_share = 0;                    /* lock wait time / (threads * wall time) */
+    double spin_share = 0;  // lock wait time / (threads * wall time)
     std::vector<RealLockProfile> profile;
 
     std::string json() const;
@@ -43,6 +40,4 @@ struct RealResult {
 
 std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *error = nullptr);
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

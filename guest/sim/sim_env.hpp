@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * SimEnv: the allocator's Env on the simulator's virtual CPUs.
- *
- * now() is the current virtual CPU's clock; InstrumentedLock attempts
- * queue on a VirtualLock per lock instance; charge() advances the current
- * CPU's clock by the cost model; timers go on a deadline-ordered list the
- * simulator fires on the CPU that armed them.
- */
-#ifndef VIOMMU_GUEST_SIM_SIM_ENV_HPP
-#define VIOMMU_GUEST_SIM_SIM_ENV_HPP
+// SimEnv: the allocator's Env on the simulator's virtual CPUs.
+//
+// now() is the current virtual CPU's clock; InstrumentedLock attempts
+// queue on a VirtualLock per lock instance; charge() advances the current
+// CPU's clock by the cost model; timers go on a deadline-ordered list the
+// simulator fires on the CPU that armed them.
+#pragma once
 
 #include <array>
 #include <map>
@@ -34,20 +31,20 @@ public:
 
     bool lock_attempt(const iova::InstrumentedLock &l, iova::Site s) override;
     void lock_released(const iova::InstrumentedLock &l, iova::Site s) override;
-    void charge(iova::Work w, std::uint64_t n) override;
+    void charge(iova::Work w, uint64_t n) override;
 
     void set_cpu(unsigned cpu) { cpu_ = cpu; }
-    /* Earliest pending timer deadline, or UINT64_MAX. */
+    // Earliest pending timer deadline, or UINT64_MAX.
     Nanos next_timer() const;
-    /* Fire the earliest timer on the CPU that armed it, not before its deadline. */
+    // Fire the earliest timer on the CPU that armed it, not before its deadline.
     void fire_next_timer();
-    /* Fire every timer @cpu armed whose deadline its clock has passed. */
+    // Fire every timer @cpu armed whose deadline its clock has passed.
     void fire_due_timers(unsigned cpu);
 
-    std::uint64_t work_units(iova::Work w) const { return work_[static_cast<unsigned>(w)]; }
+    uint64_t work_units(iova::Work w) const { return work_[static_cast<unsigned>(w)]; }
     void reset_work() { work_ = {}; }
-    /* A kernel-global lock class: one virtual lock per (class, instance)
-     * whatever domain's policy takes it. */
+    // A kernel-global lock class: one virtual lock per (class, instance)
+    // whatever domain's policy takes it.
     static bool shared_class(std::string_view name);
 
 private:
@@ -59,11 +56,9 @@ private:
     unsigned cpu_ = 0;
     std::unordered_map<const iova::InstrumentedLock *, VirtualLock *> locks_;
     std::map<std::pair<std::string, unsigned>, VirtualLock *> shared_;
-    std::multimap<std::pair<Nanos, std::uint64_t>, Armed> timers_;  /* (deadline, arm order) */
-    std::uint64_t arm_seq_ = 0;
-    std::array<std::uint64_t, static_cast<unsigned>(iova::Work::count_)> work_{};
+    std::multimap<std::pair<Nanos, uint64_t>, Armed> timers_;  // (deadline, arm order)
+    uint64_t arm_seq_ = 0;
+    std::array<uint64_t, static_cast<unsigned>(iova::Work::count_)> work_{};
 };
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * One simulation run: a workload on N virtual CPUs through an allocator
- * variant, a dma-iommu mode, an unmap/flush policy and an invalidation
- * queue model, timed by the one cost model (docs/simulation.rst).
- */
-#ifndef VIOMMU_GUEST_SIM_SIMULATOR_HPP
-#define VIOMMU_GUEST_SIM_SIMULATOR_HPP
+// One simulation run: a workload on N virtual CPUs through an allocator
+// variant, a dma-iommu mode, an unmap/flush policy and an invalidation
+// queue model, timed by the one cost model (docs/simulation.rst).
+#pragma once
 
 #include <optional>
 #include <span>
@@ -19,24 +16,24 @@ namespace viommu::sim {
 
 struct SimConfig {
     std::string workload = "memcached";
-    std::string allocator = "viommu-lab";   /* an allocator variant, or "none" (no IOMMU) */
+    std::string allocator = "viommu-lab";  // an allocator variant, or "none" (no IOMMU)
     std::string flush = "flush-queue";
     std::string invq = "vtd";
-    /* dma-iommu mode for PCI devices with a >32-bit mask:
-     *   sac        try 32 bits without flushing the rcache, then the full mask
-     *   sac-flush  pre-4.15 dma-iommu: the failed 32-bit attempt flushes every
-     *              CPU's rcache and retries (Nate Watterson's case)
-     *   sac-once   6.6: a device that failed 32 bits never tries again
-     *   forcedac   never try 32 bits first */
+    // dma-iommu mode for PCI devices with a >32-bit mask:
+    //   sac        try 32 bits without flushing the rcache, then the full mask
+    //   sac-flush  pre-4.15 dma-iommu: the failed 32-bit attempt flushes every
+    //              CPU's rcache and retries (Nate Watterson's case)
+    //   sac-once   6.6: a device that failed 32 bits never tries again
+    //   forcedac   never try 32 bits first
     std::string dma = "sac";
-    /* > 0: every this many virtual ns CPU 0 returns every CPU's cached
-     * IOVAs to the tree (Allocator::flush_caches, what CPU hot-unplug or
-     * a shrinker does): a stressor that makes the rcache run dry. */
+    // > 0: every this many virtual ns CPU 0 returns every CPU's cached
+    // IOVAs to the tree (Allocator::flush_caches, what CPU hot-unplug or
+    // a shrinker does): a stressor that makes the rcache run dry.
     Nanos rcache_drain_ns = 0;
-    unsigned cpus = 0;                      /* 0: the workload's default */
-    std::uint64_t seed = 1;
-    std::uint64_t ops = 0;                  /* measured transactions; 0: the workload's default */
-    int warmup_per_cpu = -1;                /* -1: the workload's default */
+    unsigned cpus = 0;  // 0: the workload's default
+    uint64_t seed = 1;
+    uint64_t ops = 0;         // measured transactions; 0: the workload's default
+    int warmup_per_cpu = -1;  // -1: the workload's default
 };
 
 std::span<const std::string_view> dma_modes();
@@ -44,8 +41,8 @@ std::span<const std::string_view> dma_modes();
 struct LockSiteProfile {
     std::string lock;
     std::string site;
-    std::uint64_t acquisitions = 0;
-    std::uint64_t contended = 0;
+    uint64_t acquisitions = 0;
+    uint64_t contended = 0;
     Nanos spin_ns = 0;
     Nanos hold_ns = 0;
 };
@@ -54,34 +51,33 @@ struct SimResult {
     SimConfig config;
     unsigned cpus = 0;
     std::string unit;
-    std::uint64_t transactions = 0;         /* in the measured window */
-    double elapsed_ns = 0;                  /* mean CPU clock advance in the window */
-    double throughput = 0;                  /* transactions per second */
-    double baseline_throughput = 0;         /* same workload without an IOMMU */
-    double relative = 0;                    /* throughput / baseline_throughput */
-    double spin_share = 0;                  /* share of CPU time in spinlock functions */
-    std::vector<LockSiteProfile> profile;   /* by spin time, largest first */
-    std::uint64_t failed_maps = 0;
-    double nodes_per_alloc = 0;             /* rbtree nodes per rbtree allocation */
-    std::uint64_t rbtree_allocs = 0;
-    std::uint64_t rcache_flushes = 0;
-    unsigned domains = 1;                   /* IOMMU domains (one per device group) */
+    uint64_t transactions = 0;             // in the measured window
+    double elapsed_ns = 0;                 // mean CPU clock advance in the window
+    double throughput = 0;                 // transactions per second
+    double baseline_throughput = 0;        // same workload without an IOMMU
+    double relative = 0;                   // throughput / baseline_throughput
+    double spin_share = 0;                 // share of CPU time in spinlock functions
+    std::vector<LockSiteProfile> profile;  // by spin time, largest first
+    uint64_t failed_maps = 0;
+    double nodes_per_alloc = 0;  // rbtree nodes per rbtree allocation
+    uint64_t rbtree_allocs = 0;
+    uint64_t rcache_flushes = 0;
+    unsigned domains = 1;  // IOMMU domains (one per device group)
     InvStats inv;
-    std::string allocator_stats;            /* the allocator's own JSON (an array if several domains) */
+    std::string allocator_stats;  // the allocator's own JSON (an array if several domains)
 
-    /* Share of all CPU time spent spinning on @lock (all sites if @site empty). */
+    // Share of all CPU time spent spinning on @lock (all sites if @site empty).
     double spin_share_of(std::string_view lock, std::string_view site = {}) const;
-    /* Share of the spinlock time that went to @lock/@site, as perf's call graph. */
+    // Share of the spinlock time that went to @lock/@site, as perf's call graph.
     double spin_fraction_of(std::string_view lock, std::string_view site = {}) const;
-    /* Mean hold time of @lock at @site (all sites if empty). */
+    // Mean hold time of @lock at @site (all sites if empty).
     double mean_hold_ns(std::string_view lock, std::string_view site = {}) const;
     std::string json() const;
 };
 
-/* Runs a simulation; nullopt (and @error set) on a bad configuration. */
-std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost = CostModel::standard(),
+// Runs a simulation; nullopt (and @error set) on a bad configuration.
+std::optional<SimResult> simulate(const SimConfig &cfg,
+                                  const CostModel &cost = CostModel::standard(),
                                   std::string *error = nullptr);
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

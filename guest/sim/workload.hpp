@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/*
- * Workload models: the per-CPU stream of DMA map/unmap steps and non-IOMMU
- * work of each reported setup.  Sources and assumptions: docs/workloads.rst.
- *
- * A workload keeps per-CPU state only (ring positions, a per-CPU random
- * generator), so the steps of one CPU depend only on that CPU's calls and
- * the seed, never on how CPUs interleave.
- */
-#ifndef VIOMMU_GUEST_SIM_WORKLOAD_HPP
-#define VIOMMU_GUEST_SIM_WORKLOAD_HPP
+// Workload models: the per-CPU stream of DMA map/unmap steps and non-IOMMU
+// work of each reported setup.  Sources and assumptions: docs/workloads.rst.
+//
+// A workload keeps per-CPU state only (ring positions, a per-CPU random
+// generator), so the steps of one CPU depend only on that CPU's calls and
+// the seed, never on how CPUs interleave.
+#pragma once
 
 #include <memory>
 #include <span>
@@ -26,36 +23,35 @@ using Step = ViommuSimStep;
 
 struct DeviceSpec {
     std::string name;
-    std::uint64_t dma_mask;
+    uint64_t dma_mask;
     bool pci;
-    unsigned domain = 0;          /* IOMMU domain (own IOVA space) the device is attached to */
+    unsigned domain = 0;  // IOMMU domain (own IOVA space) the device is attached to
 };
 
 struct WorkloadInfo {
     std::string name;
-    std::string unit;             /* what one transaction is: "transactions", "packets", ... */
+    std::string unit;  // what one transaction is: "transactions", "packets", ...
     unsigned default_cpus = 1;
     unsigned cpus = 1;
     unsigned granule_shift = 12;
     unsigned slots_per_cpu = 0;
-    unsigned largest_ring = 0;    /* slots of the largest per-CPU ring */
-    unsigned warmup_per_cpu = 0;  /* transactions run before the measured window */
-    unsigned measure_per_cpu = 400; /* default measured transactions per CPU */
-    Nanos work_ns = 0;            /* non-IOMMU CPU time per transaction */
+    unsigned largest_ring = 0;       // slots of the largest per-CPU ring
+    unsigned warmup_per_cpu = 0;     // transactions run before the measured window
+    unsigned measure_per_cpu = 400;  // default measured transactions per CPU
+    Nanos work_ns = 0;               // non-IOMMU CPU time per transaction
     std::vector<DeviceSpec> devices;
 };
 
 class Workload {
 public:
-    static std::unique_ptr<Workload> create(std::string_view name, unsigned ncpus,
-                                            std::uint64_t seed);
+    static std::unique_ptr<Workload> create(std::string_view name, unsigned ncpus, uint64_t seed);
     static std::span<const std::string_view> names();
 
     virtual ~Workload() = default;
     const WorkloadInfo &info() const { return info_; }
-    /* Steps before the measured run (rings filled at interface up). */
+    // Steps before the measured run (rings filled at interface up).
     virtual void setup(unsigned cpu, std::vector<Step> &out) = 0;
-    /* Steps of @cpu's next transaction (appended to @out). */
+    // Steps of @cpu's next transaction (appended to @out).
     virtual void next(unsigned cpu, std::vector<Step> &out) = 0;
 
 protected:
@@ -63,36 +59,43 @@ protected:
     WorkloadInfo info_;
 };
 
-/* splitmix64: small, fast, and the same on every machine. */
+// splitmix64: small, fast, and the same on every machine.
 class Rng {
 public:
-    explicit Rng(std::uint64_t seed) : s_(seed) {}
-    std::uint64_t next()
+    explicit Rng(uint64_t seed) : s_(seed) {}
+    uint64_t next()
     {
-        std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+        uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         return z ^ (z >> 31);
     }
-    /* true with probability @percent / 100 */
+    // true with probability @percent / 100
     bool chance(unsigned percent) { return next() % 100 < percent; }
 
 private:
-    std::uint64_t s_;
+    uint64_t s_;
 };
 
-inline Step work_step(Nanos ns) { return {VIOMMU_SIM_WORK, 0, 0, ns}; }
-inline Step map_step(std::uint32_t slot, std::uint64_t bytes, std::uint8_t dev = 0)
+inline Step work_step(Nanos ns)
+{
+    return {VIOMMU_SIM_WORK, 0, 0, ns};
+}
+inline Step map_step(uint32_t slot, uint64_t bytes, uint8_t dev = 0)
 {
     return {VIOMMU_SIM_MAP, dev, slot, bytes};
 }
-inline Step unmap_step(std::uint32_t slot) { return {VIOMMU_SIM_UNMAP, 0, slot, 0}; }
-inline Step map_post_step(std::uint32_t cpu, std::uint64_t bytes, std::uint8_t dev = 0)
+inline Step unmap_step(uint32_t slot)
+{
+    return {VIOMMU_SIM_UNMAP, 0, slot, 0};
+}
+inline Step map_post_step(uint32_t cpu, uint64_t bytes, uint8_t dev = 0)
 {
     return {VIOMMU_SIM_MAP_POST, dev, cpu, bytes};
 }
-inline Step unmap_mailbox_step(std::uint64_t max = 0) { return {VIOMMU_SIM_UNMAP_MAILBOX, 0, 0, max}; }
+inline Step unmap_mailbox_step(uint64_t max = 0)
+{
+    return {VIOMMU_SIM_UNMAP_MAILBOX, 0, 0, max};
+}
 
-} // namespace viommu::sim
-
-#endif
+}  // namespace viommu::sim

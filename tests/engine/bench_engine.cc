@@ -4,9 +4,10 @@
 // 64K entries, both filled; the ratio is reported by
 // BM_PageInvalidationScaling as the counter "ratio_64k_vs_1k").
 #include <benchmark/benchmark.h>
+#include <cstddef>
 
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <vector>
 
@@ -156,20 +157,39 @@ void BM_Invalidate(benchmark::State &state)
     const int kind = state.range(0);
     uint64_t refill = 0;
     switch (kind) {
-    case 0: case 1: refill = 1024; break;
-    case 2: refill = 1; break;
-    case 3: refill = 512; break;
+    case 0:
+    case 1:
+        refill = 1024;
+        break;
+    case 2:
+        refill = 1;
+        break;
+    case 3:
+        refill = 512;
+        break;
     }
     uint64_t i = 0;
     for (auto _ : state) {
         uint64_t page = (i++ * 5) % 512;
         switch (kind) {
-        case 0: b.submit(2 | 1 << 4, 0); break;                      // IOTLB global
-        case 1: b.submit(2 | 2 << 4 | 1 << 16, 0); break;            // IOTLB domain
-        case 2: b.submit(2 | 3 << 4 | 1 << 16, page * PAGE); break;  // one page
-        case 3: b.submit(2 | 3 << 4 | 1 << 16, 0 | 9); break;        // 512 pages
-        case 4: b.submit(1 | 1 << 4, 0); break;                      // context global
-        case 5: b.submit(5 | 1 << 5, 0x800000); break;               // wait + status
+        case 0:
+            b.submit(2 | 1 << 4, 0);
+            break;  // IOTLB global
+        case 1:
+            b.submit(2 | 2 << 4 | 1 << 16, 0);
+            break;  // IOTLB domain
+        case 2:
+            b.submit(2 | 3 << 4 | 1 << 16, page * PAGE);
+            break;  // one page
+        case 3:
+            b.submit(2 | 3 << 4 | 1 << 16, 0 | 9);
+            break;  // 512 pages
+        case 4:
+            b.submit(1 | 1 << 4, 0);
+            break;  // context global
+        case 5:
+            b.submit(5 | 1 << 5, 0x800000);
+            break;  // wait + status
         }
         if (refill) {
             state.PauseTiming();
@@ -179,8 +199,8 @@ void BM_Invalidate(benchmark::State &state)
             state.ResumeTiming();
         }
     }
-    const char *names[] = {"iotlb_global", "iotlb_domain", "iotlb_page", "iotlb_512_pages",
-                           "context_global", "wait_status_write"};
+    const char *names[] = {"iotlb_global",    "iotlb_domain",   "iotlb_page",
+                           "iotlb_512_pages", "context_global", "wait_status_write"};
     state.SetLabel(names[kind]);
 }
 // Fixed iterations: the untimed refills dominate the run time.
@@ -238,7 +258,11 @@ void BM_PageInvalidationScaling(benchmark::State &state)
     state.counters["ns_64k"] = t_large / rounds;
     state.counters["ratio_64k_vs_1k"] = t_large / t_small;
 }
-BENCHMARK(BM_PageInvalidationScaling)->ArgName("hot")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PageInvalidationScaling)
+    ->ArgName("hot")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
 
 // The same, with 32 page-selective descriptors per tail write (how a
 // guest submits a batch of unmaps), pages spread over the whole IOTLB:

@@ -4,6 +4,7 @@
 // to build root/context/second-level tables and to drive the registers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -20,13 +21,30 @@ constexpr uint64_t PAGE = 4096;
 
 // Register offsets as the tests see them (spec values; IRO/FRO from CAP).
 enum : uint32_t {
-    VER = 0x00, CAP = 0x08, ECAP = 0x10, GCMD = 0x18, GSTS = 0x1c, RTADDR = 0x20,
-    CCMD = 0x28, FSTS = 0x34, FECTL = 0x38, FEDATA = 0x3c, FEADDR = 0x40, FEUADDR = 0x44,
-    PMEN = 0x64, IQH = 0x80, IQT = 0x88, IQA = 0x90, ICS = 0x9c, IECTL = 0xa0,
-    IEDATA = 0xa4, IEADDR = 0xa8, IEUADDR = 0xac,
+    VER = 0x00,
+    CAP = 0x08,
+    ECAP = 0x10,
+    GCMD = 0x18,
+    GSTS = 0x1c,
+    RTADDR = 0x20,
+    CCMD = 0x28,
+    FSTS = 0x34,
+    FECTL = 0x38,
+    FEDATA = 0x3c,
+    FEADDR = 0x40,
+    FEUADDR = 0x44,
+    PMEN = 0x64,
+    IQH = 0x80,
+    IQT = 0x88,
+    IQA = 0x90,
+    ICS = 0x9c,
+    IECTL = 0xa0,
+    IEDATA = 0xa4,
+    IEADDR = 0xa8,
+    IEUADDR = 0xac,
 };
-constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, WBF = 1u << 27, QIE = 1u << 26,
-                   IRE = 1u << 25, SIRTP = 1u << 24;
+constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, WBF = 1u << 27, QIE = 1u << 26, IRE = 1u << 25,
+                   SIRTP = 1u << 24;
 
 struct Msi {
     uint64_t addr;
@@ -161,7 +179,8 @@ public:
     }
     // Context entry for `sid`; returns the context table address.
     void set_context(uint16_t sid, uint64_t slptptr, uint16_t did, unsigned levels = 4,
-                     unsigned tt = 0, bool fpd = false, uint64_t extra_lo = 0, uint64_t extra_hi = 0)
+                     unsigned tt = 0, bool fpd = false, uint64_t extra_lo = 0,
+                     uint64_t extra_hi = 0)
     {
         ensure_root();
         uint64_t re = root + (sid >> 8) * 16;
@@ -175,7 +194,10 @@ public:
         put64(ce, slptptr | (uint64_t{tt} << 2) | (fpd ? 2 : 0) | 1 | extra_lo);
         put64(ce + 8, uint64_t{did} << 8 | (levels - 2) | extra_hi);
     }
-    uint64_t context_addr(uint16_t sid) { return (get64(root + (sid >> 8) * 16) & ~0xfffull) + (sid & 0xff) * 16; }
+    uint64_t context_addr(uint16_t sid)
+    {
+        return (get64(root + (sid >> 8) * 16) & ~0xfffull) + (sid & 0xff) * 16;
+    }
 
     // Map `iova` -> `phys` with a leaf at `leaf_level` (1: 4K, 2: 2M, 3: 1G)
     // in the `levels`-level table at `top`.
@@ -263,9 +285,13 @@ public:
     // Descriptor encodings (VT-d spec 6.5.2).
     static uint64_t cc_desc(unsigned g, uint16_t did = 0, uint16_t sid = 0, unsigned fm = 0)
     {
-        return 1 | uint64_t{g} << 4 | uint64_t{did} << 16 | uint64_t{sid} << 32 | uint64_t{fm} << 48;
+        return 1 | uint64_t{g} << 4 | uint64_t{did} << 16 | uint64_t{sid} << 32 |
+               uint64_t{fm} << 48;
     }
-    static uint64_t iotlb_desc(unsigned g, uint16_t did = 0) { return 2 | uint64_t{g} << 4 | uint64_t{did} << 16; }
+    static uint64_t iotlb_desc(unsigned g, uint16_t did = 0)
+    {
+        return 2 | uint64_t{g} << 4 | uint64_t{did} << 16;
+    }
     static uint64_t iotlb_addr(uint64_t addr, unsigned am = 0, bool ih = false)
     {
         return addr | am | (ih ? 64 : 0);
@@ -275,8 +301,8 @@ public:
         return 5 | (intr ? 16 : 0) | (sw ? 32 : 0) | (fence ? 64 : 0) | uint64_t{data} << 32;
     }
 
-    VtdFaultReason translate(uint16_t sid, uint64_t addr, unsigned access, VtdTranslation *t = nullptr,
-                             bool record = true)
+    VtdFaultReason translate(uint16_t sid, uint64_t addr, unsigned access,
+                             VtdTranslation *t = nullptr, bool record = true)
     {
         VtdTranslation tmp{};
         return vtd_engine_translate(e, sid, addr, access, record, t ? t : &tmp);
@@ -310,7 +336,8 @@ private:
 };
 
 // Value of counter `key` inside the JSON object that follows `section`.
-inline uint64_t json_counter(const std::string &json, const std::string &section, const std::string &key)
+inline uint64_t json_counter(const std::string &json, const std::string &section,
+                             const std::string &key)
 {
     size_t pos = section.empty() ? 0 : json.find("\"" + section + "\":");
     if (pos == std::string::npos)

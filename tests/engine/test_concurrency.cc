@@ -3,6 +3,7 @@
 // Invariant checked: once an invalidation has returned, no translation
 // started afterwards may return the old mapping.
 #include <atomic>
+#include <cstddef>
 #include <thread>
 
 #include "fake_host.hpp"
@@ -37,7 +38,8 @@ TEST(Concurrency, TranslateWhileInvalidating)
                 uint64_t p = (i++ * 7) % PAGES;
                 uint64_t floor = published.load();
                 VtdTranslation r{};
-                if (vtd_engine_translate(h.e, 0x8, p * PAGE, VTD_PERM_READ, true, &r) != VTD_FR_NONE) {
+                if (vtd_engine_translate(h.e, 0x8, p * PAGE, VTD_PERM_READ, true, &r) !=
+                    VTD_FR_NONE) {
                     violations++;
                     continue;
                 }
@@ -54,9 +56,15 @@ TEST(Concurrency, TranslateWhileInvalidating)
         for (uint64_t p = 0; p < PAGES; p++)
             h.put64(h.pte_addr(pt, 4, p * PAGE, 1), frame(gen, p) | 3);
         switch (gen % 3) {
-        case 0: h.push(FakeHost::iotlb_desc(1), 0); break;
-        case 1: h.push(FakeHost::iotlb_desc(2, 1), 0); break;
-        case 2: h.push(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0, 6)); break;
+        case 0:
+            h.push(FakeHost::iotlb_desc(1), 0);
+            break;
+        case 1:
+            h.push(FakeHost::iotlb_desc(2, 1), 0);
+            break;
+        case 2:
+            h.push(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0, 6));
+            break;
         }
         h.push(FakeHost::wait_desc(true, false, false, gen), status);
         h.kick();
@@ -154,7 +162,8 @@ TEST(Concurrency, ResetWhileTranslating)
         uint64_t bound = done.load() - before + 1;
         uint64_t counted = json_counter(s, "translate", "requests");
         size_t d4 = s.find("{\"id\":4,");
-        uint64_t in_domain = d4 == std::string::npos ? 0 : json_counter(s.substr(d4), "", "translations");
+        uint64_t in_domain =
+            d4 == std::string::npos ? 0 : json_counter(s.substr(d4), "", "translations");
         if (counted > bound || in_domain > bound || d4 == std::string::npos)
             excess = "round " + std::to_string(round) + ": requests " + std::to_string(counted) +
                      ", domain translations " + std::to_string(in_domain) + ", bound " +

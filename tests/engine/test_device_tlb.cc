@@ -32,7 +32,10 @@ uint64_t dt_hi(uint64_t addr, unsigned mask = 0)
     return (addr & ~0xfffull) | 1;
 }
 
-constexpr uint64_t bit_of(unsigned n) { return uint64_t{1} << n; }
+constexpr uint64_t bit_of(unsigned n)
+{
+    return uint64_t{1} << n;
+}
 
 VtdConfig dt_config(bool dt = true)
 {

@@ -36,10 +36,7 @@ struct Staleness : ::testing::TestWithParam<bool> {
             return ~0ull;
         return t.phys_base + (iova & t.addr_mask);
     }
-    void wait()
-    {
-        h.submit(FakeHost::wait_desc(true, false, false, 1), status);
-    }
+    void wait() { h.submit(FakeHost::wait_desc(true, false, false, 1), status); }
     void iotlb_global()
     {
         if (qi()) {
@@ -138,7 +135,9 @@ TEST_P(Staleness, PageInvalidation)
     // AM = 2: four pages at 0x14000 (aligned to 16 KiB), IH set.
     iotlb_page(DID, 0x14000, 2, true);
     for (uint64_t p = 0; p < 8; p++)
-        EXPECT_EQ(phys(SID, 0x10000 + p * PAGE), (p == 3 || p >= 4 ? 0xc0000u : 0xa0000u) + p * PAGE) << p;
+        EXPECT_EQ(phys(SID, 0x10000 + p * PAGE),
+                  (p == 3 || p >= 4 ? 0xc0000u : 0xa0000u) + p * PAGE)
+            << p;
     ASSERT_FALSE(h.invals.empty());
     EXPECT_EQ(h.invals.back().iova, 0x14000u);
     EXPECT_EQ(h.invals.back().size, 4 * PAGE);
@@ -479,7 +478,8 @@ TEST(ContextCacheGlobal, RetiresEveryContextLazily)
     h.submit(FakeHost::iotlb_desc(1), 0);
     std::string s = h.stats();
     EXPECT_EQ(json_counter(s, "context_cache", "entries"), 0u);
-    EXPECT_EQ(json_counter(s.substr(s.find("\"invalidations\":")), "context", "entries_dropped"), 0u);
+    EXPECT_EQ(json_counter(s.substr(s.find("\"invalidations\":")), "context", "entries_dropped"),
+              0u);
     ASSERT_EQ(h.translate(0x8, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
     EXPECT_EQ(t.phys_base, 0xb000u) << "the changed context entry was read again";
     EXPECT_EQ(t.domain_id, 2u);
@@ -490,6 +490,7 @@ TEST(ContextCacheGlobal, RetiresEveryContextLazily)
 
     h.submit(FakeHost::cc_desc(3, 0, 0x9), 0);  // device-selective: 0x9
     s = h.stats();
-    EXPECT_EQ(json_counter(s.substr(s.find("\"invalidations\":")), "context", "entries_dropped"), 1u);
+    EXPECT_EQ(json_counter(s.substr(s.find("\"invalidations\":")), "context", "entries_dropped"),
+              1u);
     EXPECT_EQ(json_counter(s, "context_cache", "entries"), 1u);
 }

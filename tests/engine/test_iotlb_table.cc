@@ -4,6 +4,7 @@
 // after the 21-bit epochs wrap around), eviction removes one entry at a
 // time, fills that raced an invalidation are discarded, and lock-free
 // readers never see a torn entry.
+#include <cstddef>
 #include <gtest/gtest.h>
 
 #include <atomic>

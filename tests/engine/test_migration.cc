@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // vtd_engine_save/load: round trip, malformed blobs reset the engine.
+#include <cstddef>
 #include <random>
 
 #include "fake_host.hpp"

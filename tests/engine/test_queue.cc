@@ -142,21 +142,24 @@ TEST_F(Queue, InvalidDescriptorStopsWithHeadAtIt)
     const struct {
         uint64_t lo, hi;
     } bad[] = {
-        {0, 0},                                    // type 0
-        {6, 0}, {7, 0}, {9, 0}, {0xf, 0},          // scalable-mode / unknown types
+        {0, 0},  // type 0
+        {6, 0},
+        {7, 0},
+        {9, 0},
+        {0xf, 0},                                  // scalable-mode / unknown types
         {FakeHost::cc_desc(0), 0},                 // granularity 0
         {FakeHost::cc_desc(1) | (1ull << 10), 0},  // reserved bit
         {FakeHost::cc_desc(1), 1},                 // reserved high qword
         {FakeHost::iotlb_desc(0), 0},
         {FakeHost::iotlb_desc(1) | (1ull << 40), 0},
-        {FakeHost::iotlb_desc(3), 1ull << 8},      // reserved in high qword
-        {FakeHost::iotlb_desc(3), 19},             // AM above MAMV
-        {3, 0},                                    // device-IOTLB without ECAP.DT
-        {4 | (1ull << 10), 0},                     // IEC reserved
+        {FakeHost::iotlb_desc(3), 1ull << 8},  // reserved in high qword
+        {FakeHost::iotlb_desc(3), 19},         // AM above MAMV
+        {3, 0},                                // device-IOTLB without ECAP.DT
+        {4 | (1ull << 10), 0},                 // IEC reserved
         {FakeHost::wait_desc(true, false, false, 0) | (1ull << 7), 0},  // PD without PRS
         {FakeHost::wait_desc(true, false, false, 0) | (1ull << 12), 0},
         {FakeHost::wait_desc(true, false, false, 0), 0x1002},  // status address bit 1
-        {FakeHost::cc_desc(1) | (1ull << 9), 0},   // type bits 11:9 (256-bit types)
+        {FakeHost::cc_desc(1) | (1ull << 9), 0},               // type bits 11:9 (256-bit types)
     };
     unsigned expected_head = 0;
     for (auto &d : bad) {
@@ -214,7 +217,7 @@ TEST_F(Queue, QueueOutsideRam)
 
 TEST_F(Queue, OtherDescriptorTypesAreCounted)
 {
-    h.push(4, 0);           // interrupt entry cache, global
+    h.push(4, 0);  // interrupt entry cache, global
     h.push(4 | 16 | (5ull << 32), 0);
     h.push(FakeHost::cc_desc(1), 0);
     h.push(FakeHost::iotlb_desc(2, 3) | (3 << 6), 0);  // DR, DW

@@ -150,7 +150,7 @@ TEST(Hostile, RandomDescriptors)
         if (rng() % 2)
             lo &= 0xffff'ffff'0000'00f7ull;  // keep some descriptors plausible
         if (rng() % 2)
-            hi &= 0x3f'ffff'f000ull;          // addresses inside RAM
+            hi &= 0x3f'ffff'f000ull;  // addresses inside RAM
         uint64_t head = h.mmio64(IQH) >> 4;
         h.submit(lo, hi);
         uint64_t new_head = h.mmio64(IQH) >> 4;

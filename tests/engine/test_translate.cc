@@ -103,9 +103,12 @@ TEST(TranslateConfig, IgnoredEntryBitsAreNotAddress)
         EXPECT_EQ(t.phys_base, 0x9000u) << "aw " << aw;
         // The replay walk reads the same entries.
         std::vector<uint64_t> phys;
-        vtd_engine_walk(h.e, 0x8, 0, 1ull << 40, [](void *p, const VtdTranslation *l) {
-            static_cast<std::vector<uint64_t> *>(p)->push_back(l->phys_base);
-        }, &phys);
+        vtd_engine_walk(
+            h.e, 0x8, 0, 1ull << 40,
+            [](void *p, const VtdTranslation *l) {
+                static_cast<std::vector<uint64_t> *>(p)->push_back(l->phys_base);
+            },
+            &phys);
         EXPECT_EQ(phys, std::vector<uint64_t>{0x9000}) << "aw " << aw;
     }
 }
@@ -124,7 +127,7 @@ TEST(TranslateConfig, ContextLevelsMustBeInSagaw)
 TEST_F(Translate, Superpages)
 {
     h.map(pt, 4, 0x40000000, 0x80000000, 3, 3);  // 1 GiB
-    h.map(pt, 4, 0x200000, 0x600000, 1, 2);        // 2 MiB read-only
+    h.map(pt, 4, 0x200000, 0x600000, 1, 2);      // 2 MiB read-only
     VtdTranslation t{};
     ASSERT_EQ(h.translate(SID, 0x4abcdef0, VTD_PERM_WRITE, &t), VTD_FR_NONE);
     EXPECT_EQ(t.iova_base, 0x40000000u);
@@ -171,7 +174,8 @@ TEST_F(Translate, PermissionsAreAndedAcrossLevels)
     EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_NONE, &t), VTD_FR_READ);
     h.map(pt, 4, 0x40005000, 0x6000, 2);  // write-only leaf, RW above
     EXPECT_EQ(h.translate(SID, 0x40005000, VTD_PERM_READ, &t), VTD_FR_READ);
-    EXPECT_EQ(h.translate(SID, 0x40005000, VTD_PERM_NONE, &t), VTD_FR_NONE) << "replay asks for any";
+    EXPECT_EQ(h.translate(SID, 0x40005000, VTD_PERM_NONE, &t), VTD_FR_NONE)
+        << "replay asks for any";
     EXPECT_EQ(t.perm, VTD_PERM_WRITE);
 }
 
@@ -342,16 +346,14 @@ TEST(TranslatePrefetch, MissRunPrefetchesTheEntryTheWalkReads)
     FakeHost h;
     uint64_t pt = h.domain_with_run(0x8, 4, 8, 0x200000);
     h.enable_qi();
-    for (uint64_t p = 0; p < 8; p++)
-    {
+    for (uint64_t p = 0; p < 8; p++) {
         VtdTranslation t{};
         ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ, &t), VTD_FR_NONE);
         EXPECT_EQ(t.phys_base, 0x200000 + p * PAGE);
     }
     h.submit(FakeHost::iotlb_desc(2, 4), 0);  // domain 4: every page misses again
     h.prefetches.clear();
-    for (uint64_t p = 0; p < 8; p++)
-    {
+    for (uint64_t p = 0; p < 8; p++) {
         VtdTranslation t{};
         ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ, &t), VTD_FR_NONE);
         EXPECT_EQ(t.phys_base, 0x200000 + p * PAGE);

@@ -20,6 +20,7 @@
 //  - invalid register accesses read 0 and change nothing; GSTS has only
 //    TES/RTPS/QIES; migration round-trips; load of a damaged blob fails
 //    cleanly or leaves a consistent device.
+#include <cstddef>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -36,9 +37,19 @@ constexpr uint64_t ADDR_51_12 = 0x000ffffffffff000ull;
 constexpr unsigned MAX_OPS = 4096;
 
 enum : uint32_t {
-    GCMD = 0x18, GSTS = 0x1c, RTADDR = 0x20, CCMD = 0x28, FSTS = 0x34, FECTL = 0x38,
-    IQH = 0x80, IQT = 0x88, IQA = 0x90, ICS = 0x9c, IECTL = 0xa0,
-    IVA = 0x100, IOTLB = 0x108,
+    GCMD = 0x18,
+    GSTS = 0x1c,
+    RTADDR = 0x20,
+    CCMD = 0x28,
+    FSTS = 0x34,
+    FECTL = 0x38,
+    IQH = 0x80,
+    IQT = 0x88,
+    IQA = 0x90,
+    ICS = 0x9c,
+    IECTL = 0xa0,
+    IVA = 0x100,
+    IOTLB = 0x108,
 };
 constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, QIE = 1u << 26;
 
@@ -84,7 +95,8 @@ struct Host {
         FUZZ_CHECK(in_mmio_write, gpa, len);
         FUZZ_CHECK(len == 4, gpa, len);
         FUZZ_CHECK(last16_gpa >= queue_base && last16_gpa - queue_base < queue_entries * 16 &&
-                   (last16_gpa - queue_base) % 16 == 0, last16_gpa, queue_base);
+                       (last16_gpa - queue_base) % 16 == 0,
+                   last16_gpa, queue_base);
         FUZZ_CHECK((last16_lo & 0xf) == 5 && (last16_lo & 0x20), last16_lo, gpa);
         FUZZ_CHECK(gpa == (last16_hi & ~3ull), gpa, last16_hi);
         uint32_t v;
@@ -149,7 +161,8 @@ struct Host {
     {
         uint64_t size = t.addr_mask + 1;
         FUZZ_CHECK(size == PAGE || size == (2ull << 20) ||
-                   (size == (1ull << 30) && cfg.superpage_1g), t.addr_mask);
+                       (size == (1ull << 30) && cfg.superpage_1g),
+                   t.addr_mask);
         FUZZ_CHECK(!(t.iova_base & t.addr_mask) && !(t.phys_base & t.addr_mask), t.iova_base,
                    t.phys_base);
         auto it = pte_seen.find(t.phys_base);
@@ -177,12 +190,13 @@ struct Host {
         if (r != VTD_FR_NONE)
             return;
         FUZZ_CHECK(t2.phys_base == t.phys_base && t2.addr_mask == t.addr_mask &&
-                   t2.perm == t.perm && t2.domain_id == t.domain_id, t.phys_base, t2.phys_base);
+                       t2.perm == t.perm && t2.domain_id == t.domain_id,
+                   t.phys_base, t2.phys_base);
         FUZZ_CHECK(t.iova_base == (addr & ~t.addr_mask), t.iova_base, addr);
         FUZZ_CHECK(!(access & ~t.perm & VTD_PERM_RW), access, t.perm);
         FUZZ_CHECK(t.perm != VTD_PERM_NONE && t.perm <= VTD_PERM_RW, t.perm);
-        bool identity = t.phys_base == t.iova_base && t.addr_mask == PAGE - 1 &&
-                        t.perm == VTD_PERM_RW;
+        bool identity =
+            t.phys_base == t.iova_base && t.addr_mask == PAGE - 1 && t.perm == VTD_PERM_RW;
         if (!te_before && !te_after) {
             FUZZ_CHECK(identity, t.phys_base, addr);
             return;
@@ -199,14 +213,17 @@ struct Host {
     void walk(uint16_t sid, uint64_t start, uint64_t end)
     {
         WalkCtx c{this, start, end, 0};
-        int r = vtd_engine_walk(e, sid, start, end, [](void *p, const VtdTranslation *t) {
-            auto *c = static_cast<WalkCtx *>(p);
-            c->leaves++;
-            FUZZ_CHECK(t->iova_base < c->end && t->iova_base + t->addr_mask >= c->start,
-                       t->iova_base, c->start);
-            FUZZ_CHECK(t->perm != VTD_PERM_NONE && t->perm <= VTD_PERM_RW, t->perm);
-            c->h->check_leaf(*t, "replayed leaf not backed by a PTE the engine read");
-        }, &c);
+        int r = vtd_engine_walk(
+            e, sid, start, end,
+            [](void *p, const VtdTranslation *t) {
+                auto *c = static_cast<WalkCtx *>(p);
+                c->leaves++;
+                FUZZ_CHECK(t->iova_base < c->end && t->iova_base + t->addr_mask >= c->start,
+                           t->iova_base, c->start);
+                FUZZ_CHECK(t->perm != VTD_PERM_NONE && t->perm <= VTD_PERM_RW, t->perm);
+                c->h->check_leaf(*t, "replayed leaf not backed by a PTE the engine read");
+            },
+            &c);
         FUZZ_CHECK(r >= 0 && r <= VTD_FR_CONTEXT_ENTRY_TT, r);
     }
 
@@ -307,7 +324,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        case 1: case 2: {
+        case 1:
+        case 2: {
             uint64_t off = in.u16() & 0xffc;
             uint64_t v = in.u64();
             if (in.flag())
@@ -386,8 +404,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             else
                 h.wr(IQT, q_tail << 4, 4);
             break;
-        case 11: h.wr(FSTS, in.u8(), 4); break;  // clear IQE etc.: the queue resumes
-        case 12: case 13: case 14: {
+        case 11:
+            h.wr(FSTS, in.u8(), 4);
+            break;  // clear IQE etc.: the queue resumes
+        case 12:
+        case 13:
+        case 14: {
             uint16_t sid = in.flag() ? in.u16() : in.u8();
             uint64_t addr;
             if (in.flag()) {
@@ -414,15 +436,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             else
                 h.wr(IOTLB, in.u64() | 1ull << 63, 8);
             break;
-        case 17: h.migrate(in); break;
+        case 17:
+            h.migrate(in);
+            break;
         case 18:
             switch (in.u8()) {
             case 0x5a:
                 vtd_engine_reset(h.e);
                 gcmd = 0;
                 break;
-            case 0x5b: vtd_engine_stats_reset(h.e); break;
-            case 0x5c: vtd_engine_count_notify(h.e, VTD_NOTIFY_UNMAP, 1); break;
+            case 0x5b:
+                vtd_engine_stats_reset(h.e);
+                break;
+            case 0x5c:
+                vtd_engine_count_notify(h.e, VTD_NOTIFY_UNMAP, 1);
+                break;
             }
             break;
         case 19: {

@@ -70,8 +70,8 @@ private:
 
 }  // namespace fuzz
 
-#define FUZZ_CHECK(cond, ...)                                                      \
-    do {                                                                           \
-        if (!(cond))                                                               \
-            ::fuzz::fail(#cond __VA_OPT__(, ) __VA_ARGS__);                        \
+#define FUZZ_CHECK(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ::fuzz::fail(#cond __VA_OPT__(, ) __VA_ARGS__);                                        \
     } while (0)

@@ -13,6 +13,7 @@
 // NOT_ALLOCATED and counted in bad_free; a reserve over a live range is
 // BUSY; after a drain everything live can be released.
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -32,9 +33,9 @@ struct Range {
 };
 
 struct Shadow {
-    std::map<uint64_t, Range> live;        // pfn -> range
-    std::map<uint64_t, uint64_t> reserved; // pfn_lo -> pfn_hi (inclusive)
-    std::map<uint64_t, uint64_t> pending;  // unmapped, not yet flushed: pfn -> pages
+    std::map<uint64_t, Range> live;         // pfn -> range
+    std::map<uint64_t, uint64_t> reserved;  // pfn_lo -> pfn_hi (inclusive)
+    std::map<uint64_t, uint64_t> pending;   // unmapped, not yet flushed: pfn -> pages
 
     static bool overlaps(const std::map<uint64_t, uint64_t> &m, uint64_t lo, uint64_t hi,
                          bool inclusive_value)
@@ -122,10 +123,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.ncpus = 1 + (b1 >> 5) % 4;
     cfg.start_pfn = (b2 & 1) ? in.u8() : 0;
     switch ((b2 >> 1) & 3) {
-    case 0: cfg.end_pfn = 0; break;
-    case 1: cfg.end_pfn = 1 + in.u16(); break;
-    case 2: cfg.end_pfn = uint64_t{1} << (20 + in.u8() % 20); break;
-    case 3: cfg.end_pfn = in.u64(); break;
+    case 0:
+        cfg.end_pfn = 0;
+        break;
+    case 1:
+        cfg.end_pfn = 1 + in.u16();
+        break;
+    case 2:
+        cfg.end_pfn = uint64_t{1} << (20 + in.u8() % 20);
+        break;
+    case 3:
+        cfg.end_pfn = in.u64();
+        break;
     }
     cfg.forcedac = b2 & 8;
     cfg.sac_once = b2 & 16;
@@ -161,14 +170,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     for (unsigned op = 0; op < MAX_OPS && !in.empty(); op++) {
         switch (in.u8() % 12) {
-        case 0: case 1: case 2: {  // alloc
+        case 0:
+        case 1:
+        case 2: {  // alloc
             uint8_t how = in.u8();
             uint64_t pages = (how & 1) ? shifted(in) : 1 + in.u8() % 40;
             uint64_t limit = (how & 2) ? in.u64() : (how & 4) ? in.u32() : ~0ull;
             uint64_t pfn = 0;
             st = viommu_iova_alloc(h, pages, limit, how & 8, &pfn);
             FUZZ_CHECK(status_in(st, {VIOMMU_IOVA_OK, VIOMMU_IOVA_NO_SPACE, VIOMMU_IOVA_BAD_SIZE,
-                                      VIOMMU_IOVA_BAD_LIMIT}), st);
+                                      VIOMMU_IOVA_BAD_LIMIT}),
+                       st);
             if (!pages)
                 FUZZ_CHECK(st == VIOMMU_IOVA_BAD_SIZE, st);
             else if (st == VIOMMU_IOVA_BAD_LIMIT)
@@ -179,7 +191,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        case 3: case 4: {  // release: a live range, a freed one again, or junk
+        case 3:
+        case 4: {  // release: a live range, a freed one again, or junk
             uint8_t how = in.u8();
             uint64_t pfn, pages;
             auto it = pick_live(in.u16());
@@ -233,7 +246,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             st = viommu_iova_reserve(h, lo, hi);
             FUZZ_CHECK(status_in(st, {VIOMMU_IOVA_OK, VIOMMU_IOVA_BUSY, VIOMMU_IOVA_BAD_SIZE,
-                                      VIOMMU_IOVA_BAD_LIMIT}), st);
+                                      VIOMMU_IOVA_BAD_LIMIT}),
+                       st);
             if (hi < lo)
                 FUZZ_CHECK(st == VIOMMU_IOVA_BAD_SIZE, st);
             if (st == VIOMMU_IOVA_OK) {
@@ -245,8 +259,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        case 6: viommu_iova_flush_caches(h); break;
-        case 7: case 8: {  // map for a device
+        case 6:
+            viommu_iova_flush_caches(h);
+            break;
+        case 7:
+        case 8: {  // map for a device
             uint8_t how = in.u8();
             unsigned dev = how % 70;  // 64 and up are refused
             uint64_t mask = (how & 64) ? in.u64() : (uint64_t{1} << (24 + in.u8() % 40)) - 1;
@@ -258,7 +275,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
             }
             FUZZ_CHECK(status_in(st, {VIOMMU_IOVA_OK, VIOMMU_IOVA_NO_SPACE, VIOMMU_IOVA_BAD_SIZE,
-                                      VIOMMU_IOVA_BAD_LIMIT}), st);
+                                      VIOMMU_IOVA_BAD_LIMIT}),
+                       st);
             if (st != VIOMMU_IOVA_OK)
                 break;
             uint64_t extent = viommu_iova_map_extent(h, bytes);

@@ -5,6 +5,7 @@
 //
 //   fuzz-replay-<target> [CORPUS_DIR|FILE]... [--random N] [--seed S]
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

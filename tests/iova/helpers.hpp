@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* Shared by the iova tests: a reference model of live ranges. */
-#ifndef VIOMMU_TESTS_IOVA_HELPERS_HPP
-#define VIOMMU_TESTS_IOVA_HELPERS_HPP
+// Shared by the iova tests: a reference model of live ranges.
+#pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,8 +14,8 @@
 
 namespace viommu::iova::test {
 
-/* A `variant` allocator whose 32-bit space is completely full, with 4096
- * pages free above it. */
+// A `variant` allocator whose 32-bit space is completely full, with 4096
+// pages free above it.
 inline std::unique_ptr<Allocator> full_below_4g(std::string_view variant, Env &env)
 {
     Config c;
@@ -24,16 +24,16 @@ inline std::unique_ptr<Allocator> full_below_4g(std::string_view variant, Env &e
     const Pfn dma32 = a->dma_32bit_pfn();
     while (a->alloc(4096, dma32, false).ok()) {
     }
-    for (std::uint64_t s = 2048; s; s /= 2)
+    for (uint64_t s = 2048; s; s /= 2)
         (void)a->alloc(s, dma32, false);
     return a;
 }
 
-/* Live ranges; the allocator under test must agree with it. */
+// Live ranges; the allocator under test must agree with it.
 class Model {
 public:
-    /* Empty string if [pfn, pfn + pages) overlaps nothing live. */
-    std::string add(Pfn pfn, std::uint64_t pages)
+    // Empty string if [pfn, pfn + pages) overlaps nothing live.
+    std::string add(Pfn pfn, uint64_t pages)
     {
         auto next = live_.lower_bound(pfn);
         if (next != live_.end() && next->first < pfn + pages)
@@ -48,16 +48,16 @@ public:
         return {};
     }
     bool empty() const { return order_.empty(); }
-    std::size_t size() const { return order_.size(); }
-    std::uint64_t pages() const
+    size_t size() const { return order_.size(); }
+    uint64_t pages() const
     {
-        std::uint64_t n = 0;
+        uint64_t n = 0;
         for (auto &[p, s] : live_)
             n += s;
         return n;
     }
-    /* Removes and returns the i-th live range (any order). */
-    Range take(std::size_t i)
+    // Removes and returns the i-th live range (any order).
+    Range take(size_t i)
     {
         Range r = order_[i];
         order_[i] = order_.back();
@@ -67,11 +67,14 @@ public:
     }
 
 private:
-    std::map<Pfn, std::uint64_t> live_;
+    std::map<Pfn, uint64_t> live_;
     std::vector<Range> order_;
 };
 
-inline std::uint64_t counter(const Allocator &a, Counter c) { return a.stats().total(c); }
+inline uint64_t counter(const Allocator &a, Counter c)
+{
+    return a.stats().total(c);
+}
 
 inline const SiteLockStats &site_stats(const Allocator &a, std::string_view lock, Site s,
                                        SiteLockStats &sum)
@@ -83,6 +86,4 @@ inline const SiteLockStats &site_stats(const Allocator &a, std::string_view lock
     return sum;
 }
 
-} // namespace viommu::iova::test
-
-#endif
+}  // namespace viommu::iova::test

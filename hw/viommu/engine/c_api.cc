@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The extern "C" boundary (include/viommu/vtd.h).  No exception crosses it:
 // the only throwing operations are allocations, caught here.
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>

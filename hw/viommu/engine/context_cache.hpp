@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,7 +26,9 @@ namespace viommu::vtd {
 class ContextCache {
 public:
     explicit ContextCache(size_t capacity)
-        : slots_(std::max<size_t>(1, std::min<size_t>(capacity, 65536))) {}
+        : slots_(std::max<size_t>(1, std::min<size_t>(capacity, 65536)))
+    {
+    }
 
     size_t capacity() const { return slots_.size(); }
     size_t size() const;

@@ -2,6 +2,7 @@
 #include "engine.hpp"
 
 #include <array>
+#include <cstddef>
 
 #include "page_walk.hpp"
 #include "root_context.hpp"
@@ -144,8 +145,8 @@ static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
 }
 
 // Both inline into translate(): they run on every translation.
-inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access,
-                                     uint64_t epoch, unsigned shard, VtdTranslation &out)
+inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
+                                     unsigned shard, VtdTranslation &out)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
     const RecentEntry &e = recent_slot(sid, vpn);
@@ -164,8 +165,8 @@ inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned acces
 inline void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
-    recent_slot(sid, vpn) = {id_, epoch, vpn, t.iova_base, t.phys_base, t.addr_mask,
-                             sid, t.domain_id, t.perm};
+    recent_slot(sid, vpn) = {id_,         epoch, vpn,         t.iova_base, t.phys_base,
+                             t.addr_mask, sid,   t.domain_id, t.perm};
 }
 
 VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, bool record,
@@ -281,13 +282,13 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
     if (cl.ctx.tt == TranslationType::PassThrough)
         return 0;  // nothing to replay: the host bypasses translation
     uint64_t leaves = 0;
-    bool complete = walk_range(host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET,
-                               [&](uint64_t iova, const Leaf &leaf) {
-                                   uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
-                                   VtdTranslation t{iova, leaf.phys, size_mask, leaf.perm, cl.ctx.did};
-                                   leaves++;
-                                   cb(cb_ctx, &t);
-                               });
+    bool complete = walk_range(
+        host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET, [&](uint64_t iova, const Leaf &leaf) {
+            uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
+            VtdTranslation t{iova, leaf.phys, size_mask, leaf.perm, cl.ctx.did};
+            leaves++;
+            cb(cb_ctx, &t);
+        });
     stats_.add(Counter::ReplayLeaves, leaves);
     if (!complete)
         stats_.add(Counter::ReplayTruncated);
@@ -352,7 +353,8 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         stats_.add(Counter::IotlbPage);
         stats_.add(Counter::IotlbPagesInvalidated, pages);
         stats_.add(req.addr >> 32 ? Counter::PagesInvalidatedAbove4G
-                                  : Counter::PagesInvalidatedBelow4G, pages);
+                                  : Counter::PagesInvalidatedBelow4G,
+                   pages);
         stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
         bool as_domain = false;
         // The IOTLB's sets load while the classifying walk reads the
@@ -391,9 +393,15 @@ void Engine::classify_pages(uint16_t did, uint64_t addr, uint64_t pages)
 void Engine::count_notify(VtdNotifyKind kind, uint64_t events)
 {
     switch (kind) {
-    case VTD_NOTIFY_UNMAP: stats_.add(Counter::NotifyUnmap, events); return;
-    case VTD_NOTIFY_MAP: stats_.add(Counter::NotifyMap, events); return;
-    case VTD_NOTIFY_DEVIOTLB_UNMAP: stats_.add(Counter::NotifyDeviotlbUnmap, events); return;
+    case VTD_NOTIFY_UNMAP:
+        stats_.add(Counter::NotifyUnmap, events);
+        return;
+    case VTD_NOTIFY_MAP:
+        stats_.add(Counter::NotifyMap, events);
+        return;
+    case VTD_NOTIFY_DEVIOTLB_UNMAP:
+        stats_.add(Counter::NotifyDeviotlbUnmap, events);
+        return;
     }
 }
 

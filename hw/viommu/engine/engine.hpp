@@ -29,8 +29,8 @@ namespace viommu::vtd {
 
 class Engine final : private Invalidator {
 public:
-    static std::unique_ptr<Engine> create(const VtdConfig &cfg, const VtdHostOps &ops,
-                                          void *opaque, std::string &err);
+    static std::unique_ptr<Engine> create(const VtdConfig &cfg, const VtdHostOps &ops, void *opaque,
+                                          std::string &err);
     Engine(const Features &f, const VtdHostOps &ops, void *opaque);
 
     void reset();
@@ -58,7 +58,7 @@ public:
     std::vector<uint8_t> save() const;
     bool load(std::span<const uint8_t> blob);  // false: malformed, engine reset
 
-        // Entries one replay walk may read: 64 GiB of 4 KiB mappings.
+    // Entries one replay walk may read: 64 GiB of 4 KiB mappings.
     static constexpr uint64_t REPLAY_ENTRY_BUDGET = uint64_t{1} << 24;
 
 private:
@@ -101,7 +101,7 @@ private:
     Iotlb iotlb_;
     ContextCache contexts_;
 
-    const uint64_t id_;                    // this engine among all, for the per-thread cache
+    const uint64_t id_;  // this engine among all, for the per-thread cache
     std::atomic<uint64_t> xlat_epoch_{1};
     std::atomic<bool> te_{false};
     std::atomic<uint64_t> root_table_{0};  // latched by GCMD.SRTP

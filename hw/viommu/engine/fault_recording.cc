@@ -138,11 +138,16 @@ uint32_t FaultRecorder::read32(uint32_t offset) const
 {
     std::lock_guard guard(lock_);
     switch (offset) {
-    case reg::FSTS: return fsts_locked();
-    case reg::FECTL: return fectl_;
-    case reg::FEDATA: return fedata_;
-    case reg::FEADDR: return feaddr_;
-    case reg::FEUADDR: return feuaddr_;
+    case reg::FSTS:
+        return fsts_locked();
+    case reg::FECTL:
+        return fectl_;
+    case reg::FEDATA:
+        return fedata_;
+    case reg::FEADDR:
+        return feaddr_;
+    case reg::FEUADDR:
+        return feuaddr_;
     }
     if (offset < reg::FRCD)
         return 0;  // reserved dwords inside the FSTS..FEUADDR block
@@ -169,9 +174,15 @@ void FaultRecorder::write32(uint32_t offset, uint32_t value)
             }
             fectl_ = (fectl_ & ~ECTL_IM) | (value & ECTL_IM);
             break;
-        case reg::FEDATA: fedata_ = value & EVENT_DATA_MASK; break;
-        case reg::FEADDR: feaddr_ = value & EVENT_ADDR_MASK; break;
-        case reg::FEUADDR: feuaddr_ = value; break;
+        case reg::FEDATA:
+            fedata_ = value & EVENT_DATA_MASK;
+            break;
+        case reg::FEADDR:
+            feaddr_ = value & EVENT_ADDR_MASK;
+            break;
+        case reg::FEUADDR:
+            feuaddr_ = value;
+            break;
         default:
             if (offset >= reg::FRCD && (offset - reg::FRCD) % reg::FRCD_LEN == 12 &&
                 (value & (FRCD_F >> 32))) {

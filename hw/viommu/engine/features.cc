@@ -24,9 +24,15 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
 {
     Features f;
     switch (cfg.aw_bits) {
-    case 39: f.sagaw = cap::SAGAW_39; break;
-    case 48: f.sagaw = cap::SAGAW_39 | cap::SAGAW_48; break;
-    case 57: f.sagaw = cap::SAGAW_39 | cap::SAGAW_48 | cap::SAGAW_57; break;
+    case 39:
+        f.sagaw = cap::SAGAW_39;
+        break;
+    case 48:
+        f.sagaw = cap::SAGAW_39 | cap::SAGAW_48;
+        break;
+    case 57:
+        f.sagaw = cap::SAGAW_39 | cap::SAGAW_48 | cap::SAGAW_57;
+        break;
     default:
         err = "aw_bits must be 39, 48 or 57";
         return std::nullopt;
@@ -47,23 +53,16 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     }
     f.mamv = MAMV;
 
-    f.cap = uint64_t{(DOMAIN_ID_BITS - 4) / 2} << cap::ND
-          | uint64_t{f.caching_mode} << cap::CM
-          | uint64_t{f.sagaw} << cap::SAGAW
-          | uint64_t{f.aw_bits - 1} << cap::MGAW
-          | uint64_t{reg::FRCD / 16} << cap::FRO
-          | bit(cap::SLLPS_2M)
-          | uint64_t{f.superpage_1g} << cap::SLLPS_1G
-          | bit(cap::PSI)
-          | uint64_t{f.fault_records - 1} << cap::NFR
-          | uint64_t{f.mamv} << cap::MAMV
-          | bit(cap::DWD) | bit(cap::DRD);
+    f.cap = uint64_t{(DOMAIN_ID_BITS - 4) / 2} << cap::ND | uint64_t{f.caching_mode} << cap::CM |
+            uint64_t{f.sagaw} << cap::SAGAW | uint64_t{f.aw_bits - 1} << cap::MGAW |
+            uint64_t{reg::FRCD / 16} << cap::FRO | bit(cap::SLLPS_2M) |
+            uint64_t{f.superpage_1g} << cap::SLLPS_1G | bit(cap::PSI) |
+            uint64_t{f.fault_records - 1} << cap::NFR | uint64_t{f.mamv} << cap::MAMV |
+            bit(cap::DWD) | bit(cap::DRD);
     // Page-walk coherency (C): the engine reads guest memory directly, so
     // the guest need not flush CPU caches after editing tables.
-    f.ecap = bit(ecap::C) | bit(ecap::QI)
-           | uint64_t{f.device_iotlb} << ecap::DT
-           | uint64_t{f.pass_through} << ecap::PT
-           | uint64_t{reg::IVA / 16} << ecap::IRO;
+    f.ecap = bit(ecap::C) | bit(ecap::QI) | uint64_t{f.device_iotlb} << ecap::DT |
+             uint64_t{f.pass_through} << ecap::PT | uint64_t{reg::IVA / 16} << ecap::IRO;
     return f;
 }
 

@@ -12,8 +12,8 @@
 namespace viommu::vtd {
 
 struct Features {
-    unsigned aw_bits = 48;     // MGAW, also used as the host address width
-    uint8_t sagaw = 0;         // CAP.SAGAW bit set: bit (levels - 2)
+    unsigned aw_bits = 48;  // MGAW, also used as the host address width
+    uint8_t sagaw = 0;      // CAP.SAGAW bit set: bit (levels - 2)
     bool pass_through = true;
     bool caching_mode = false;
     bool device_iotlb = false;
@@ -21,7 +21,7 @@ struct Features {
     uint32_t iotlb_entries = 0;
     uint32_t context_entries = 0;
     unsigned fault_records = 8;
-    unsigned mamv = 0;         // CAP.MAMV: largest address mask for PSI
+    unsigned mamv = 0;  // CAP.MAMV: largest address mask for PSI
     uint64_t cap = 0;
     uint64_t ecap = 0;
 

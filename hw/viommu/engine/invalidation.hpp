@@ -19,9 +19,9 @@ struct ContextInvalidation {
 struct IotlbInvalidation {
     Granularity granularity = Granularity::Global;
     uint16_t did = 0;
-    uint64_t addr = 0;          // page-selective: base, aligned to 2^am pages
-    uint8_t am = 0;             // address mask: 2^am pages
-    bool ih = false;            // invalidation hint: only leaf entries changed
+    uint64_t addr = 0;  // page-selective: base, aligned to 2^am pages
+    uint8_t am = 0;     // address mask: 2^am pages
+    bool ih = false;    // invalidation hint: only leaf entries changed
 };
 
 class Invalidator {

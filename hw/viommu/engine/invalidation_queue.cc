@@ -39,7 +39,10 @@ bool InvalidationQueue::handles(uint32_t offset) const
     return offset >= reg::IQH && offset <= reg::IEUADDR;
 }
 
-static uint32_t half(uint64_t v, uint32_t offset) { return (offset & 4) ? v >> 32 : static_cast<uint32_t>(v); }
+static uint32_t half(uint64_t v, uint32_t offset)
+{
+    return (offset & 4) ? v >> 32 : static_cast<uint32_t>(v);
+}
 
 static uint64_t with_half(uint64_t v, uint32_t offset, uint32_t value)
 {
@@ -50,16 +53,24 @@ static uint64_t with_half(uint64_t v, uint32_t offset, uint32_t value)
 uint32_t InvalidationQueue::read32(uint32_t offset) const
 {
     switch (offset & ~4u) {
-    case reg::IQH: return half(iqh_, offset);
-    case reg::IQT: return half(iqt_, offset);
-    case reg::IQA: return half(iqa_, offset);
+    case reg::IQH:
+        return half(iqh_, offset);
+    case reg::IQT:
+        return half(iqt_, offset);
+    case reg::IQA:
+        return half(iqa_, offset);
     }
     switch (offset) {
-    case reg::ICS: return ics_;
-    case reg::IECTL: return iectl_;
-    case reg::IEDATA: return iedata_;
-    case reg::IEADDR: return ieaddr_;
-    case reg::IEUADDR: return ieuaddr_;
+    case reg::ICS:
+        return ics_;
+    case reg::IECTL:
+        return iectl_;
+    case reg::IEDATA:
+        return iedata_;
+    case reg::IEADDR:
+        return ieaddr_;
+    case reg::IEUADDR:
+        return ieuaddr_;
     }
     return 0;
 }
@@ -89,9 +100,15 @@ void InvalidationQueue::write32(uint32_t offset, uint32_t value)
         }
         iectl_ = (iectl_ & ~ECTL_IM) | (value & ECTL_IM);
         return;
-    case reg::IEDATA: iedata_ = value & EVENT_DATA_MASK; return;
-    case reg::IEADDR: ieaddr_ = value & EVENT_ADDR_MASK; return;
-    case reg::IEUADDR: ieuaddr_ = value; return;
+    case reg::IEDATA:
+        iedata_ = value & EVENT_DATA_MASK;
+        return;
+    case reg::IEADDR:
+        ieaddr_ = value & EVENT_ADDR_MASK;
+        return;
+    case reg::IEUADDR:
+        ieuaddr_ = value;
+        return;
     }
     // IQH is read-only; the other dwords are reserved.
 }
@@ -152,8 +169,8 @@ bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
     case desc::IOTLB: {
         auto g = static_cast<Granularity>(field(lo, 5, 4));
         uint8_t am = g == Granularity::Selective ? field(hi, 5, 0) : 0;
-        if ((lo & desc::IOTLB_LO_RSVD) || (hi & desc::IOTLB_HI_RSVD) ||
-            g == Granularity::Invalid || (g == Granularity::Selective && am > f_.mamv))
+        if ((lo & desc::IOTLB_LO_RSVD) || (hi & desc::IOTLB_HI_RSVD) || g == Granularity::Invalid ||
+            (g == Granularity::Selective && am > f_.mamv))
             return false;
         stats_.descriptor(type);
         target_.invalidate_iotlb({g, static_cast<uint16_t>(field(lo, 31, 16)),
@@ -260,9 +277,10 @@ InvalidationQueue::State InvalidationQueue::save() const
 bool InvalidationQueue::load(const State &s)
 {
     if ((s.iqh & ~iq::IQT_QT) || (s.iqt & ~iq::IQT_QT) || (s.iqa & ~IQA_WRITABLE) ||
-        (s.ics & ~ICS_IWC) || (s.iectl & ~(ECTL_IM | ECTL_IP)) ||
-        (s.iedata & ~EVENT_DATA_MASK) || (s.ieaddr & ~EVENT_ADDR_MASK))
-        return false;  // IQH past the queue's end is reachable (IQA rewritten): process() stops there
+        (s.ics & ~ICS_IWC) || (s.iectl & ~(ECTL_IM | ECTL_IP)) || (s.iedata & ~EVENT_DATA_MASK) ||
+        (s.ieaddr & ~EVENT_ADDR_MASK))
+        return false;  // IQH past the queue's end is reachable (IQA rewritten): process() stops
+                       // there
     enabled_ = s.enabled;
     iqh_ = s.iqh;
     iqt_ = s.iqt;

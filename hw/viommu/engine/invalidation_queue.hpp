@@ -37,7 +37,9 @@ class InvalidationQueue {
 public:
     InvalidationQueue(const Host &host, const Features &f, Stats &stats, FaultRecorder &faults,
                       Invalidator &target)
-        : host_(host), f_(f), stats_(stats), faults_(faults), target_(target) {}
+        : host_(host), f_(f), stats_(stats), faults_(faults), target_(target)
+    {
+    }
 
     void reset();
     bool handles(uint32_t offset) const;

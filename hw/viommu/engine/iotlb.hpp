@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -25,7 +26,9 @@ struct Leaf {
 class Iotlb {
 public:
     explicit Iotlb(size_t capacity)
-        : cache_(capacity), pdes_(std::max<size_t>(capacity / PDES_PER_ENTRIES, MIN_PDES)) {}
+        : cache_(capacity), pdes_(std::max<size_t>(capacity / PDES_PER_ENTRIES, MIN_PDES))
+    {
+    }
 
     size_t capacity() const { return cache_.capacity(); }
     size_t size() { return cache_.size(); }
@@ -87,8 +90,7 @@ public:
     void invalidate_domain(uint16_t did);
     // Returns the number of leaf entries dropped.  `ih`: only leaves
     // changed, cached paging-structure entries stay.
-    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih,
-                            bool &as_domain);
+    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih, bool &as_domain);
     // Start loading what invalidate_pages() of the range's first page will
     // touch, to overlap those cache misses with other work.
     void prefetch_pages(uint16_t did, uint64_t addr, bool ih) const;

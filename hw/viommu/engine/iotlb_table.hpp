@@ -93,7 +93,10 @@ public:
     // insert() (see Iotlb::levels_cached_).
     void bump_generation() { gen_.fetch_add(1); }
 
-    static bool encodable(const TableKey &k) { return k.vpn < (uint64_t{1} << VPN_BITS) && k.level < 4; }
+    static bool encodable(const TableKey &k)
+    {
+        return k.vpn < (uint64_t{1} << VPN_BITS) && k.level < 4;
+    }
 
     // `fresh(epoch)`: whether an entry of this key's domain filled under
     // `epoch` is still valid.
@@ -134,7 +137,7 @@ public:
         if (!(value & REF)) {
             // A hint: fails harmlessly if a writer changed the way.
             set->w[2 * way + 1].compare_exchange_strong(value, value | REF,
-                                                         std::memory_order_relaxed);
+                                                        std::memory_order_relaxed);
         }
         return v;
     }
@@ -267,9 +270,8 @@ public:
     {
         size_t dropped = 0;
         for (size_t i = 0; i <= mask_; i++)
-            dropped += clear_set(i, [&](uint64_t t, uint64_t v) {
-                return !fresh(tag_did(t), unpack(v).epoch);
-            });
+            dropped += clear_set(
+                i, [&](uint64_t t, uint64_t v) { return !fresh(tag_did(t), unpack(v).epoch); });
         return dropped;
     }
 
@@ -327,7 +329,10 @@ private:
     {
         return 1 | uint64_t{k.level} << 1 | uint64_t{k.did} << 3 | k.vpn << 19;
     }
-    static uint16_t tag_did(uint64_t tag) { return static_cast<uint16_t>(tag >> 3); }
+    static uint16_t tag_did(uint64_t tag)
+    {
+        return static_cast<uint16_t>(tag >> 3);
+    }
 
     static uint64_t pack(const TableValue &v)
     {
@@ -336,8 +341,7 @@ private:
     }
     static TableValue unpack(uint64_t x)
     {
-        return {x & ((uint64_t{1} << FRAME_BITS) - 1),
-                static_cast<uint8_t>((x >> FRAME_BITS) & 3),
+        return {x & ((uint64_t{1} << FRAME_BITS) - 1), static_cast<uint8_t>((x >> FRAME_BITS) & 3),
                 static_cast<uint32_t>(x >> EPOCH_SHIFT)};
     }
 
@@ -361,7 +365,10 @@ private:
         if (tries >= 64)
             std::this_thread::yield();  // the writer may have been preempted
     }
-    size_t stripe(size_t set) const { return set & (stripes_ - 1); }
+    size_t stripe(size_t set) const
+    {
+        return set & (stripes_ - 1);
+    }
 
     // The way holding `tag` (its value in `value`), or -1.
     static int find(const Set &set, uint64_t tag, uint64_t &value)
@@ -405,9 +412,8 @@ private:
         {
             for (unsigned tries = 0;; tries++) {
                 uint32_t s = seq_.load(std::memory_order_relaxed);
-                if (!(s & 1) &&
-                    seq_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
-                                               std::memory_order_relaxed))
+                if (!(s & 1) && seq_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                                           std::memory_order_relaxed))
                     break;
                 backoff(tries);
             }

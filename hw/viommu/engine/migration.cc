@@ -112,8 +112,7 @@ bool Engine::load(std::span<const uint8_t> blob)
          bool(gsts & gcmd::QIE) == qs.enabled && !(rtaddr & ~mask(63, 12)) &&
          !(root & ~entry::ADDR) && !(ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) &&
          !(ccmd & ccmd::ICC) && !(iva & ~(iva::ADDR | iva::IH | iva::AM)) &&
-         !(iotlb & ~(iotlb_reg::WRITABLE | mask(58, iotlb_reg::IAIG))) &&
-         !(iotlb & iotlb_reg::IVT);
+         !(iotlb & ~(iotlb_reg::WRITABLE | mask(58, iotlb_reg::IAIG))) && !(iotlb & iotlb_reg::IVT);
     reset();
     if (!ok || !faults_.load(fs) || !queue_.load(qs)) {
         reset();

@@ -26,8 +26,8 @@ static uint64_t with_half(uint64_t v, uint32_t offset, uint32_t value)
 
 static bool valid_access(uint64_t offset, unsigned size)
 {
-    return (size == 4 || size == 8) && offset < VTD_MMIO_SIZE &&
-           size <= VTD_MMIO_SIZE - offset && offset % size == 0;
+    return (size == 4 || size == 8) && offset < VTD_MMIO_SIZE && size <= VTD_MMIO_SIZE - offset &&
+           offset % size == 0;
 }
 
 uint64_t Engine::mmio_read(uint64_t offset, unsigned size)
@@ -52,17 +52,26 @@ void Engine::mmio_write(uint64_t offset, uint64_t value, unsigned size)
 uint32_t Engine::read32(uint32_t offset)
 {
     switch (offset & ~4u) {
-    case reg::CAP: return half(f_.cap, offset);
-    case reg::ECAP: return half(f_.ecap, offset);
-    case reg::RTADDR: return half(rtaddr_, offset);
-    case reg::CCMD: return half(ccmd_, offset);
-    case reg::IVA: return half(iva_, offset);
-    case reg::IOTLB: return half(iotlb_reg_, offset);
+    case reg::CAP:
+        return half(f_.cap, offset);
+    case reg::ECAP:
+        return half(f_.ecap, offset);
+    case reg::RTADDR:
+        return half(rtaddr_, offset);
+    case reg::CCMD:
+        return half(ccmd_, offset);
+    case reg::IVA:
+        return half(iva_, offset);
+    case reg::IOTLB:
+        return half(iotlb_reg_, offset);
     }
     switch (offset) {
-    case reg::VER: return VERSION;
-    case reg::GCMD: return 0;  // write-only
-    case reg::GSTS: return gsts_;
+    case reg::VER:
+        return VERSION;
+    case reg::GCMD:
+        return 0;  // write-only
+    case reg::GSTS:
+        return gsts_;
     }
     if (faults_.handles(offset))
         return faults_.read32(offset);

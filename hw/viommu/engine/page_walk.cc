@@ -86,8 +86,8 @@ static WalkResult walk_from(const Host &host, const Features &f, uint64_t table,
     return r;
 }
 
-WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
-                        uint64_t addr, unsigned access)
+WalkResult walk_address(const Host &host, const Features &f, const Context &ctx, uint64_t addr,
+                        unsigned access)
 {
     if (addr >> level_aw(ctx.levels)) {
         WalkResult r;

@@ -15,7 +15,7 @@ namespace viommu::vtd {
 
 struct WalkResult {
     VtdFaultReason fault = VTD_FR_NONE;
-    Leaf leaf;              // valid when fault == VTD_FR_NONE
+    Leaf leaf;  // valid when fault == VTD_FR_NONE
     unsigned levels_read = 0;
     // The level-1 table the walk reached (for the paging-structure cache)
     // and the AND of the permissions above it.
@@ -28,8 +28,8 @@ struct WalkResult {
 // faults as a write or read according to `access`; permissions are the AND
 // of every level's R/W, and checking them against the request is the
 // caller's job (the same check applies to IOTLB hits).
-WalkResult walk_address(const Host &host, const Features &f, const Context &ctx,
-                        uint64_t addr, unsigned access);
+WalkResult walk_address(const Host &host, const Features &f, const Context &ctx, uint64_t addr,
+                        unsigned access);
 
 // Guest-physical address of the entry for `addr` in the level-`level`
 // table at `table`.

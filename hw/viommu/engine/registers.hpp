@@ -7,7 +7,10 @@
 
 namespace viommu::vtd {
 
-constexpr uint64_t bit(unsigned n) { return n < 64 ? uint64_t{1} << n : 0; }
+constexpr uint64_t bit(unsigned n)
+{
+    return n < 64 ? uint64_t{1} << n : 0;
+}
 // Bits hi..lo set; empty when lo > hi or lo > 63.
 constexpr uint64_t mask(unsigned hi, unsigned lo)
 {
@@ -21,12 +24,12 @@ constexpr uint64_t field(uint64_t v, unsigned hi, unsigned lo)
 }
 
 namespace reg {
-constexpr uint32_t VER = 0x00, CAP = 0x08, ECAP = 0x10, GCMD = 0x18, GSTS = 0x1c,
-    RTADDR = 0x20, CCMD = 0x28, FSTS = 0x34, FECTL = 0x38, FEDATA = 0x3c,
-    FEADDR = 0x40, FEUADDR = 0x44, AFLOG = 0x58, PMEN = 0x64, PLMBASE = 0x68,
-    PLMLIMIT = 0x6c, PHMBASE = 0x70, PHMLIMIT = 0x78, IQH = 0x80, IQT = 0x88,
-    IQA = 0x90, ICS = 0x9c, IECTL = 0xa0, IEDATA = 0xa4, IEADDR = 0xa8,
-    IEUADDR = 0xac, IQER = 0xb0, IRTA = 0xb8;
+constexpr uint32_t VER = 0x00, CAP = 0x08, ECAP = 0x10, GCMD = 0x18, GSTS = 0x1c, RTADDR = 0x20,
+                   CCMD = 0x28, FSTS = 0x34, FECTL = 0x38, FEDATA = 0x3c, FEADDR = 0x40,
+                   FEUADDR = 0x44, AFLOG = 0x58, PMEN = 0x64, PLMBASE = 0x68, PLMLIMIT = 0x6c,
+                   PHMBASE = 0x70, PHMLIMIT = 0x78, IQH = 0x80, IQT = 0x88, IQA = 0x90, ICS = 0x9c,
+                   IECTL = 0xa0, IEDATA = 0xa4, IEADDR = 0xa8, IEUADDR = 0xac, IQER = 0xb0,
+                   IRTA = 0xb8;
 // Placement of the IOTLB registers (ECAP.IRO) and fault recording registers
 // (CAP.FRO) is implementation-defined; both sit above the fixed registers.
 constexpr uint32_t IVA = 0x100, IOTLB = 0x108;
@@ -37,9 +40,9 @@ constexpr uint32_t FRCD_LEN = 16;
 constexpr uint32_t VERSION = 0x10;  // 1.0
 
 namespace cap {
-constexpr unsigned ND = 0, AFL = 3, RWBF = 4, PLMR = 5, PHMR = 6, CM = 7, SAGAW = 8,
-    MGAW = 16, ZLR = 22, FRO = 24, SLLPS_2M = 34, SLLPS_1G = 35, PSI = 39, NFR = 40,
-    MAMV = 48, DWD = 54, DRD = 55;
+constexpr unsigned ND = 0, AFL = 3, RWBF = 4, PLMR = 5, PHMR = 6, CM = 7, SAGAW = 8, MGAW = 16,
+                   ZLR = 22, FRO = 24, SLLPS_2M = 34, SLLPS_1G = 35, PSI = 39, NFR = 40, MAMV = 48,
+                   DWD = 54, DRD = 55;
 constexpr uint64_t SAGAW_39 = 2, SAGAW_48 = 4, SAGAW_57 = 8;
 }  // namespace cap
 
@@ -48,13 +51,13 @@ constexpr unsigned C = 0, QI = 1, DT = 2, IR = 3, PT = 6, SC = 7, IRO = 8, MHMV 
 }
 
 namespace gcmd {  // same positions in GSTS
-constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, SFL = 1u << 29, EAFL = 1u << 28,
-    WBF = 1u << 27, QIE = 1u << 26, IRE = 1u << 25, SIRTP = 1u << 24, CFI = 1u << 23;
+constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, SFL = 1u << 29, EAFL = 1u << 28, WBF = 1u << 27,
+                   QIE = 1u << 26, IRE = 1u << 25, SIRTP = 1u << 24, CFI = 1u << 23;
 }
 
 namespace fsts {
-constexpr uint32_t PFO = 1u << 0, PPF = 1u << 1, AFO = 1u << 2, APF = 1u << 3,
-    IQE = 1u << 4, ICE = 1u << 5, ITE = 1u << 6;
+constexpr uint32_t PFO = 1u << 0, PPF = 1u << 1, AFO = 1u << 2, APF = 1u << 3, IQE = 1u << 4,
+                   ICE = 1u << 5, ITE = 1u << 6;
 constexpr unsigned FRI = 8;
 constexpr uint32_t W1C = PFO | IQE | ICE | ITE;
 }  // namespace fsts
@@ -97,17 +100,27 @@ constexpr uint64_t CTX_LO_FPD = bit(1), CTX_LO_TT = mask(3, 2), CTX_LO_RSVD = ma
 constexpr uint64_t CTX_HI_AW = mask(2, 0), CTX_HI_RSVD = bit(7) | mask(63, 24);
 constexpr unsigned CTX_HI_DID = 8;
 constexpr uint64_t ADDR = mask(63, 12);
-constexpr uint64_t SL_R = bit(0), SL_W = bit(1), SL_PS = bit(7), SL_SNP = bit(11),
-    SL_TM = bit(62);
+constexpr uint64_t SL_R = bit(0), SL_W = bit(1), SL_PS = bit(7), SL_SNP = bit(11), SL_TM = bit(62);
 constexpr uint64_t SL_IGNORED = mask(61, 52) | bit(63);
 }  // namespace entry
 
-enum class TranslationType : uint8_t { Untranslated = 0, DeviceTlb = 1, PassThrough = 2, Reserved = 3 };
+enum class TranslationType : uint8_t {
+    Untranslated = 0,
+    DeviceTlb = 1,
+    PassThrough = 2,
+    Reserved = 3
+};
 
 constexpr unsigned PAGE_SHIFT = 12;
 constexpr uint64_t PAGE_SIZE = uint64_t{1} << PAGE_SHIFT;
 constexpr unsigned LEVEL_STRIDE = 9;
-constexpr unsigned level_shift(unsigned level) { return PAGE_SHIFT + LEVEL_STRIDE * (level - 1); }
-constexpr unsigned level_aw(unsigned levels) { return PAGE_SHIFT + LEVEL_STRIDE * levels; }
+constexpr unsigned level_shift(unsigned level)
+{
+    return PAGE_SHIFT + LEVEL_STRIDE * (level - 1);
+}
+constexpr unsigned level_aw(unsigned levels)
+{
+    return PAGE_SHIFT + LEVEL_STRIDE * levels;
+}
 
 }  // namespace viommu::vtd

@@ -15,8 +15,8 @@ namespace viommu::vtd {
 struct Context {
     TranslationType tt = TranslationType::Untranslated;
     bool fpd = false;
-    uint8_t levels = 0;      // second-level paging levels (3..5); 0 for pass-through
-    uint64_t slptptr = 0;    // second-level page table pointer
+    uint8_t levels = 0;    // second-level paging levels (3..5); 0 for pass-through
+    uint64_t slptptr = 0;  // second-level page table pointer
     uint16_t did = 0;
 };
 

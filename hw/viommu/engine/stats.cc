@@ -107,8 +107,8 @@ void Stats::reset()
                     h.base[c].store(h.v[c].load(std::memory_order_relaxed),
                                     std::memory_order_relaxed);
             }
-            for (auto *v : {&d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped,
-                            &d.pages_unmapped})
+            for (auto *v :
+                 {&d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped, &d.pages_unmapped})
                 v->store(0, std::memory_order_relaxed);
             d.seen.store(false, std::memory_order_relaxed);
         }
@@ -118,20 +118,34 @@ void Stats::reset()
 const char *fault_reason_name(VtdFaultReason r)
 {
     switch (r) {
-    case VTD_FR_NONE: return "none";
-    case VTD_FR_ROOT_ENTRY_P: return "root_entry_not_present";
-    case VTD_FR_CONTEXT_ENTRY_P: return "context_entry_not_present";
-    case VTD_FR_CONTEXT_ENTRY_INV: return "context_entry_invalid";
-    case VTD_FR_ADDR_BEYOND_MGAW: return "address_beyond_mgaw";
-    case VTD_FR_WRITE: return "write";
-    case VTD_FR_READ: return "read";
-    case VTD_FR_PAGING_ENTRY_INV: return "paging_entry_invalid";
-    case VTD_FR_ROOT_TABLE_INV: return "root_table_invalid";
-    case VTD_FR_CONTEXT_TABLE_INV: return "context_table_invalid";
-    case VTD_FR_ROOT_ENTRY_RSVD: return "root_entry_reserved";
-    case VTD_FR_CONTEXT_ENTRY_RSVD: return "context_entry_reserved";
-    case VTD_FR_PAGING_ENTRY_RSVD: return "paging_entry_reserved";
-    case VTD_FR_CONTEXT_ENTRY_TT: return "context_entry_tt";
+    case VTD_FR_NONE:
+        return "none";
+    case VTD_FR_ROOT_ENTRY_P:
+        return "root_entry_not_present";
+    case VTD_FR_CONTEXT_ENTRY_P:
+        return "context_entry_not_present";
+    case VTD_FR_CONTEXT_ENTRY_INV:
+        return "context_entry_invalid";
+    case VTD_FR_ADDR_BEYOND_MGAW:
+        return "address_beyond_mgaw";
+    case VTD_FR_WRITE:
+        return "write";
+    case VTD_FR_READ:
+        return "read";
+    case VTD_FR_PAGING_ENTRY_INV:
+        return "paging_entry_invalid";
+    case VTD_FR_ROOT_TABLE_INV:
+        return "root_table_invalid";
+    case VTD_FR_CONTEXT_TABLE_INV:
+        return "context_table_invalid";
+    case VTD_FR_ROOT_ENTRY_RSVD:
+        return "root_entry_reserved";
+    case VTD_FR_CONTEXT_ENTRY_RSVD:
+        return "context_entry_reserved";
+    case VTD_FR_PAGING_ENTRY_RSVD:
+        return "paging_entry_reserved";
+    case VTD_FR_CONTEXT_ENTRY_TT:
+        return "context_entry_tt";
     }
     return "unknown";
 }
@@ -275,9 +289,10 @@ std::string Stats::to_json(const Gauges &g) const
     j.open("queue", '{');
     j.open("descriptors", '{');
     static constexpr const char *type_names[DESC_TYPES] = {
-        "type_0", "context_cache", "iotlb", "device_iotlb", "interrupt_entry_cache", "wait",
-        "type_6", "type_7", "type_8", "type_9", "type_10", "type_11", "type_12", "type_13",
-        "type_14", "type_15"};
+        "type_0",  "context_cache", "iotlb",   "device_iotlb", "interrupt_entry_cache",
+        "wait",    "type_6",        "type_7",  "type_8",       "type_9",
+        "type_10", "type_11",       "type_12", "type_13",      "type_14",
+        "type_15"};
     for (unsigned t = 0; t < DESC_TYPES; t++)
         j.num(type_names[t], descriptors(t));
     j.close('}');

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -23,7 +24,7 @@ namespace viommu::vtd {
 
 enum class Counter : unsigned {
     Translations,
-    TranslationDisabled,   // answered with the identity map: GSTS.TES clear
+    TranslationDisabled,  // answered with the identity map: GSTS.TES clear
     PassThrough,
     IotlbHits,
     IotlbMisses,
@@ -37,21 +38,36 @@ enum class Counter : unsigned {
     ContextEntriesRead,
     FaultsRecorded,
     FaultsSuppressedFpd,
-    FaultsNotRecorded,     // record_fault was false
-    FaultsOverflowed,      // dropped: PFO set or next record busy
-    FaultsCollapsed,       // same source-id, page, type and reason as a pending record
-    WalksBelow4G, WalksAbove4G,            // page walks by IOVA: where the guest puts its DMA
-    PagesInvalidatedBelow4G, PagesInvalidatedAbove4G,
-    FaultEvents,           // fault-event messages sent
-    CcGlobal, CcDomain, CcDevice,
-    IotlbGlobal, IotlbDomain, IotlbPage, IotlbPagesInvalidated, IotlbEntriesDropped,
-    IotlbPageAsDomain,     // page ranges too large to probe: whole domain dropped
+    FaultsNotRecorded,  // record_fault was false
+    FaultsOverflowed,   // dropped: PFO set or next record busy
+    FaultsCollapsed,    // same source-id, page, type and reason as a pending record
+    WalksBelow4G,
+    WalksAbove4G,  // page walks by IOVA: where the guest puts its DMA
+    PagesInvalidatedBelow4G,
+    PagesInvalidatedAbove4G,
+    FaultEvents,  // fault-event messages sent
+    CcGlobal,
+    CcDomain,
+    CcDevice,
+    IotlbGlobal,
+    IotlbDomain,
+    IotlbPage,
+    IotlbPagesInvalidated,
+    IotlbEntriesDropped,
+    IotlbPageAsDomain,  // page ranges too large to probe: whole domain dropped
     ContextEntriesDropped,
     DeviceIotlb,
     InterruptEntryCache,
-    RegCcmd, RegIotlb, RegIgnoredQi, RegInvalid,
-    Waits, WaitStatusWrite, WaitInterrupt, WaitFence, WaitStatusWriteFailed,
-    InvalidationEvents,    // invalidation-event messages sent
+    RegCcmd,
+    RegIotlb,
+    RegIgnoredQi,
+    RegInvalid,
+    Waits,
+    WaitStatusWrite,
+    WaitInterrupt,
+    WaitFence,
+    WaitStatusWriteFailed,
+    InvalidationEvents,  // invalidation-event messages sent
     QiInvalidDescriptors,
     QiTailErrors,
     WalksForReplay,
@@ -59,11 +75,13 @@ enum class Counter : unsigned {
     ReplayTruncated,
     PagesMapped,
     PagesUnmapped,
-    DeviceTlbPage,         // device-IOTLB descriptors by size: S clear (one page),
-    DeviceTlbRange,        // S set, a range below 2^64,
-    DeviceTlbAll,          // S set, the whole address space
-    DeviceTlbPages,        // 4 KiB pages the ranged and single-page ones named
-    NotifyUnmap, NotifyMap, NotifyDeviotlbUnmap,  // notifier events the host delivered
+    DeviceTlbPage,   // device-IOTLB descriptors by size: S clear (one page),
+    DeviceTlbRange,  // S set, a range below 2^64,
+    DeviceTlbAll,    // S set, the whole address space
+    DeviceTlbPages,  // 4 KiB pages the ranged and single-page ones named
+    NotifyUnmap,
+    NotifyMap,
+    NotifyDeviotlbUnmap,  // notifier events the host delivered
     Count_
 };
 
@@ -90,8 +108,7 @@ struct DomainStats {
     };
     std::array<Hot, STAT_SHARDS> hot;
     uint64_t hot_sum(unsigned c) const;
-    std::atomic<uint64_t> faults{0}, inv_domain{0}, inv_page{0}, pages_mapped{0},
-        pages_unmapped{0};
+    std::atomic<uint64_t> faults{0}, inv_domain{0}, inv_page{0}, pages_mapped{0}, pages_unmapped{0};
     // The page tables this domain was last seen using (for classifying
     // page-selective invalidations as map or unmap).
     std::atomic<uint64_t> slptptr{0};

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What every variant shares: argument checking, the live-range registry
+// that turns bad frees into an error instead of cache corruption, the
+// per-operation counters and the JSON export.
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "variants.hpp"
+
+namespace viommu::iova {
+
+const char *status_name(Status s)
+{
+    switch (s) {
+    case Status::ok:
+        return "ok";
+    case Status::no_space:
+        return "no_space";
+    case Status::bad_size:
+        return "bad_size";
+    case Status::bad_limit:
+        return "bad_limit";
+    case Status::not_allocated:
+        return "not_allocated";
+    case Status::bad_variant:
+        return "bad_variant";
+    case Status::busy:
+        return "busy";
+    }
+    return "unknown";
+}
+
+// Live ranges by start pfn, sharded so that checking costs no shared lock.
+class LiveSet {
+public:
+    bool insert(Pfn pfn, uint64_t pages)
+    {
+        Shard &s = shard(pfn);
+        std::lock_guard g(s.lock);
+        return s.live.emplace(pfn, pages).second;
+    }
+    bool erase(Pfn pfn, uint64_t pages)
+    {
+        Shard &s = shard(pfn);
+        std::lock_guard g(s.lock);
+        auto it = s.live.find(pfn);
+        if (it == s.live.end() || it->second != pages)
+            return false;
+        s.live.erase(it);
+        return true;
+    }
+
+private:
+    struct alignas(64) Shard {
+        std::mutex lock;
+        std::unordered_map<Pfn, uint64_t> live;
+    };
+    Shard &shard(Pfn pfn) { return shards_[(pfn * 0x9e3779b97f4a7c15ull) >> 58]; }
+    std::array<Shard, 64> shards_;
+};
+
+namespace {
+constexpr std::string_view variant_names[] = {
+    "linux-4.4",  "percpu-batch", "linux-4.7", "linux-4.15", "linux-5.0",
+    "linux-5.11", "linux-5.13",   "linux-6.7", "viommu-lab",
+};
+
+Config normalise(Config c, Env &env)
+{
+    if (!c.ncpus)
+        c.ncpus = env.ncpus() ? env.ncpus() : 1;
+    if (c.granule_shift < 9 || c.granule_shift > 30)
+        c.granule_shift = 12;
+    if (!c.start_pfn)
+        c.start_pfn = 1;
+    if (!c.end_pfn || c.end_pfn > (Pfn{1} << (57 - c.granule_shift)))
+        c.end_pfn = Pfn{1} << (48 - c.granule_shift);
+    if (c.end_pfn <= c.start_pfn)
+        c.end_pfn = c.start_pfn + 1;
+    return c;
+}
+}  // namespace
+
+std::span<const std::string_view> Allocator::variants()
+{
+    return variant_names;
+}
+
+std::unique_ptr<Allocator> Allocator::create(std::string_view variant, Env &env, const Config &cfg)
+{
+    Config c = normalise(cfg, env);
+    if (variant == "percpu-batch")
+        return make_percpu_batch(env, c);
+    if (variant == "viommu-lab")
+        return make_range_ownership(env, c);
+    return make_kernel_allocator(variant, env, c);
+}
+
+Allocator::Allocator(std::string_view name, Env &env, const Config &cfg)
+    : name_(name), env_(env), cfg_(cfg), ncpus_(cfg.ncpus), dma32_(pfn_32bit(cfg.granule_shift)),
+      stats_(cfg.ncpus, cfg.stats)
+{
+    if (cfg_.check_frees)
+        live_ = std::make_unique<LiveSet>();
+}
+
+Allocator::~Allocator() = default;
+
+void Allocator::note_alloc(unsigned c, Pfn pfn)
+{
+    if (stats_.enabled())
+        stats_.hist(c).alloc_addr.add(pfn << cfg_.granule_shift);
+}
+
+AllocResult Allocator::alloc(uint64_t pages, Pfn limit, bool flush_rcache)
+{
+    unsigned c = cpu();
+    stats_.add(c, Counter::alloc_calls);
+    if (!pages || pages > cfg_.end_pfn - cfg_.start_pfn) {
+        stats_.add_always(c, Counter::bad_size);
+        return {Status::bad_size, 0};
+    }
+    if (limit < cfg_.start_pfn) {
+        stats_.add_always(c, Counter::bad_limit);
+        return {Status::bad_limit, 0};
+    }
+    limit = std::min(limit, cfg_.end_pfn - 1);
+    AllocResult r = do_alloc(pages, limit, flush_rcache);
+    if (!r.ok()) {
+        stats_.add(c, Counter::alloc_failed);
+        return r;
+    }
+    if (live_ && !live_->insert(r.pfn, pages)) {
+        // Handing out a live range twice is an allocator bug: fail loudly
+        // in tests rather than corrupt the caller.
+        __builtin_trap();
+    }
+    note_alloc(c, r.pfn);
+    return r;
+}
+
+bool Allocator::accept_free(unsigned c, Pfn pfn, uint64_t pages)
+{
+    stats_.add(c, Counter::free_calls);
+    if (!pages || pfn < cfg_.start_pfn || pfn >= cfg_.end_pfn ||
+        (live_ && !live_->erase(pfn, pages))) {
+        stats_.add_always(c, Counter::bad_free);
+        return false;
+    }
+    return true;
+}
+
+Status Allocator::free(Pfn pfn, uint64_t pages)
+{
+    if (!accept_free(cpu(), pfn, pages))
+        return Status::not_allocated;
+    do_free(pfn, pages);
+    return Status::ok;
+}
+
+size_t Allocator::free_batch(std::span<const Range> ranges)
+{
+    unsigned c = cpu();
+    size_t refused = 0;
+    std::vector<Range> accepted;  // only once one was refused
+    for (size_t i = 0; i < ranges.size(); i++) {
+        if (!accept_free(c, ranges[i].pfn, ranges[i].pages)) {
+            if (!refused++)
+                accepted.assign(ranges.begin(), ranges.begin() + i);
+        } else if (refused) {
+            accepted.push_back(ranges[i]);
+        }
+    }
+    do_free_batch(refused ? std::span<const Range>(accepted) : ranges);
+    return refused;
+}
+
+Status Allocator::reserve(Pfn lo, Pfn hi)
+{
+    unsigned c = cpu();
+    if (hi < lo) {
+        stats_.add_always(c, Counter::bad_size);
+        return Status::bad_size;
+    }
+    if (lo < cfg_.start_pfn || hi >= cfg_.end_pfn) {
+        stats_.add_always(c, Counter::bad_limit);
+        return Status::bad_limit;
+    }
+    if (!do_reserve(lo, hi)) {
+        stats_.add_always(c, Counter::bad_reserve);
+        return Status::busy;
+    }
+    stats_.add(c, Counter::reserves);
+    return Status::ok;
+}
+
+void Allocator::flush_caches()
+{
+    stats_.add(cpu(), Counter::cache_flushes);
+    do_flush_caches();
+}
+
+void Allocator::extra_json(std::string &) const {}
+
+void Allocator::reset_stats()
+{
+    stats_.reset();
+    for (const InstrumentedLock *l : locks())
+        const_cast<InstrumentedLock *>(l)->reset_stats();
+}
+
+void json_member(std::string &out, std::string_view key, uint64_t v)
+{
+    out += '"';
+    out += key;
+    out += "\":";
+    out += std::to_string(v);
+    out += ',';
+}
+
+namespace {
+
+template <unsigned N>
+void json_hist(std::string &out, std::string_view key, const Log2Histogram<N> &h)
+{
+    out += '"';
+    out += key;
+    out += "\":{";
+    json_member(out, "count", h.count);
+    json_member(out, "sum", h.sum);
+    json_member(out, "max", h.max);
+    // Trailing empty buckets are left out.
+    unsigned last = N;
+    while (last && !h.buckets[last - 1])
+        last--;
+    out += "\"log2_buckets\":[";
+    for (unsigned i = 0; i < last; i++)
+        out += (i ? "," : "") + std::to_string(h.buckets[i]);
+    out += "]},";
+}
+
+void close_object(std::string &out)
+{
+    if (out.back() == ',')
+        out.back() = '}';
+    else
+        out += '}';
+}
+
+}  // namespace
+
+std::string Allocator::stats_json() const
+{
+    std::string out = "{";
+    out += "\"schema\":\"viommu-iova-stats/1\",";
+    out += "\"variant\":\"" + name_ + "\",";
+    json_member(out, "ncpus", ncpus_);
+    json_member(out, "granule_shift", cfg_.granule_shift);
+    json_member(out, "stats_enabled", stats_.enabled());
+
+    out += "\"counters\":{";
+    for (unsigned i = 0; i < static_cast<unsigned>(Counter::count_); i++)
+        json_member(out, counter_name(static_cast<Counter>(i)),
+                    stats_.total(static_cast<Counter>(i)));
+    close_object(out);
+    out += ',';
+
+    OpHistograms h = stats_.merged_hist();
+    out += "\"histograms\":{";
+    json_hist(out, "nodes_per_alloc", h.nodes_per_alloc);
+    json_hist(out, "nodes_per_free", h.nodes_per_free);
+    json_hist(out, "alloc_addr_bytes", h.alloc_addr);
+    close_object(out);
+    out += ',';
+
+    // Locks of one class (e.g. every CPU's cpu_rcache) are merged.
+    std::map<std::string, std::pair<unsigned, LockStats>> by_name;
+    for (const InstrumentedLock *l : locks()) {
+        auto &[n, st] = by_name[l->name()];
+        n++;
+        for (unsigned s = 0; s < st.size(); s++)
+            st[s].merge(l->stats()[s]);
+    }
+    out += "\"locks\":{";
+    for (auto &[name, v] : by_name) {
+        out += "\"" + name + "\":{";
+        json_member(out, "instances", v.first);
+        out += "\"sites\":{";
+        for (unsigned s = 0; s < v.second.size(); s++) {
+            const SiteLockStats &st = v.second[s];
+            if (!st.acquisitions)
+                continue;
+            out += "\"" + std::string(site_name(static_cast<Site>(s))) + "\":{";
+            json_member(out, "acquisitions", st.acquisitions);
+            json_member(out, "contended", st.contended);
+            json_hist(out, "wait_ns", st.wait_ns);
+            json_hist(out, "hold_ns", st.hold_ns);
+            close_object(out);
+            out += ',';
+        }
+        close_object(out);
+        out += ',';
+        close_object(out);
+        out += ',';
+    }
+    close_object(out);
+    out += ',';
+
+    out += "\"variant_state\":{";
+    extra_json(out);
+    close_object(out);
+    out += '}';
+    return out;
+}
+
+}  // namespace viommu::iova

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "realthreads.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "../iova/iova.hpp"
+#include "workload.hpp"
+
+namespace viommu::sim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void busy_wait(Nanos ns)
+{
+    auto end = Clock::now() + std::chrono::nanoseconds(ns);
+    while (Clock::now() < end) {
+    }
+}
+
+// One queue lock; the "hardware" is a busy-wait of the modelled time.
+class SpinFlusher final : public iova::Flusher {
+public:
+    explicit SpinFlusher(const CostModel &c) : c_(c) {}
+    void flush_range(iova::Range) override { submit(); }
+    void flush_all() override { submit(); }
+
+private:
+    void submit()
+    {
+        {
+            std::lock_guard g(lock_);
+            busy_wait(c_.inv_submit);
+        }
+        busy_wait(2 * c_.inv_hw_desc);
+    }
+    const CostModel &c_;
+    std::mutex lock_;
+};
+
+struct Mapping {
+    uint64_t iova = 0, bytes = 0;
+    bool live = false;
+};
+
+struct Mailbox {
+    std::mutex lock;
+    std::deque<Mapping> items;
+};
+
+struct Setup {
+    iova::Allocator *alloc = nullptr;
+    iova::DmaDomain *domain = nullptr;
+    std::vector<iova::DmaDevice> devices;
+};
+
+// Runs @wl on @n threads; returns wall time of the measured part.
+double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomic<uint64_t> &failed,
+                   uint64_t &leaked, iova::FlushPolicy *policy = nullptr)
+{
+    const WorkloadInfo &info = wl.info();
+    std::vector<Mailbox> boxes(n);
+    std::vector<std::vector<Mapping>> slots(n, std::vector<Mapping>(info.slots_per_cpu));
+    std::atomic<uint64_t> started{0};
+    std::barrier sync(n + 1);
+    std::mutex wl_lock;  // the workload's per-CPU state is touched under it
+
+    auto execute = [&](unsigned cpu, const Step &s) {
+        switch (s.kind) {
+        case VIOMMU_SIM_WORK:
+            busy_wait(s.value);
+            break;
+        case VIOMMU_SIM_MAP: {
+            Mapping &m = slots[cpu].at(s.arg);
+            m = {0, s.value, true};
+            if (io) {
+                auto r = io->domain->map(io->devices.at(s.device), s.value);
+                m.iova = r.iova;
+                m.live = r.ok();
+                failed += !r.ok();
+            }
+            break;
+        }
+        case VIOMMU_SIM_UNMAP: {
+            Mapping &m = slots[cpu].at(s.arg);
+            if (m.live && io)
+                io->domain->unmap(m.iova, m.bytes);
+            m.live = false;
+            break;
+        }
+        case VIOMMU_SIM_MAP_POST: {
+            Mapping m{0, s.value, true};
+            if (io) {
+                auto r = io->domain->map(io->devices.at(s.device), s.value);
+                if (!r.ok()) {
+                    failed++;
+                    break;
+                }
+                m.iova = r.iova;
+            }
+            Mailbox &b = boxes.at(s.arg % n);
+            std::lock_guard g(b.lock);
+            b.items.push_back(m);
+            break;
+        }
+        case VIOMMU_SIM_UNMAP_MAILBOX: {
+            std::deque<Mapping> mine;
+            {
+                std::lock_guard g(boxes[cpu].lock);
+                mine.swap(boxes[cpu].items);
+            }
+            for (const Mapping &m : mine)
+                if (io)
+                    io->domain->unmap(m.iova, m.bytes);
+            break;
+        }
+        default:
+            break;
+        }
+    };
+    auto steps_of = [&](unsigned cpu, bool setup) {
+        std::vector<Step> v;
+        std::lock_guard g(wl_lock);
+        if (setup)
+            wl.setup(cpu, v);
+        else
+            wl.next(cpu, v);
+        return v;
+    };
+
+    std::vector<std::jthread> threads;
+    for (unsigned cpu = 0; cpu < n; cpu++) {
+        threads.emplace_back([&, cpu] {
+            for (const Step &s : steps_of(cpu, true))
+                execute(cpu, s);
+            for (unsigned i = 0; i < info.warmup_per_cpu; i++)
+                for (const Step &s : steps_of(cpu, false))
+                    execute(cpu, s);
+            sync.arrive_and_wait();  // warm-up done
+            sync.arrive_and_wait();  // statistics reset: go
+            while (started.fetch_add(1) < ops)
+                for (const Step &s : steps_of(cpu, false))
+                    execute(cpu, s);
+            sync.arrive_and_wait();
+            // tear down what is still mapped, so leaks show
+            for (Mapping &m : slots[cpu])
+                if (m.live && io) {
+                    io->domain->unmap(m.iova, m.bytes);
+                    m.live = false;
+                }
+            sync.arrive_and_wait();
+            execute(cpu, unmap_mailbox_step());
+        });
+    }
+    sync.arrive_and_wait();
+    // every thread is parked at the barrier: measure the window only
+    if (io) {
+        io->alloc->reset_stats();
+        if (policy)
+            for (const auto *l : policy->locks())
+                const_cast<iova::InstrumentedLock *>(l)->reset_stats();
+        failed = 0;
+    }
+    auto t0 = Clock::now();
+    sync.arrive_and_wait();
+    sync.arrive_and_wait();
+    auto t1 = Clock::now();
+    sync.arrive_and_wait();
+    threads.clear();
+    leaked = 0;
+    for (auto &b : boxes)
+        leaked += b.items.size();
+    return double(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+}
+
+}  // namespace
+
+namespace {
+
+std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
+{
+    auto fail = [&](std::string msg) -> std::optional<RealResult> {
+        if (error)
+            *error = std::move(msg);
+        return std::nullopt;
+    };
+    unsigned n = cfg.cpus ? cfg.cpus : std::max(1u, std::thread::hardware_concurrency());
+    auto wl = Workload::create(cfg.workload, n, cfg.seed);
+    auto bwl = Workload::create(cfg.workload, n, cfg.seed);
+    if (!wl || !bwl)
+        return fail("unknown workload '" + cfg.workload + "'");
+    if (cfg.allocator == "none")
+        return fail("real-thread mode needs an allocator");
+    const WorkloadInfo &info = wl->info();
+    uint64_t ops = cfg.ops ? cfg.ops : uint64_t{info.measure_per_cpu} * n;
+    CostModel cost = CostModel::standard();
+
+    RealResult res;
+    res.config = cfg;
+    res.threads = n;
+    res.unit = info.unit;
+
+    std::atomic<uint64_t> failed{0};
+    uint64_t leaked = 0;
+    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked);
+
+    iova::RealEnv env(n);
+    env.lock_sample_shift = 0;  // time every acquisition: the figures are sums
+    env.start_timer_thread();
+    iova::Config acfg;
+    acfg.granule_shift = info.granule_shift;
+    acfg.ncpus = n;
+    auto alloc = iova::Allocator::create(cfg.allocator, env, acfg);
+    if (!alloc)
+        return fail("unknown allocator '" + cfg.allocator + "'");
+    SpinFlusher flusher(cost);
+    auto policy = iova::FlushPolicy::create(cfg.flush, *alloc, flusher);
+    if (!policy)
+        return fail("unknown flush policy '" + cfg.flush + "'");
+    iova::DmaDomain domain(*alloc, *policy,
+                           {.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"});
+    Setup io{alloc.get(), &domain, {}};
+    for (const DeviceSpec &d : info.devices)
+        io.devices.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
+
+    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, policy.get());
+    policy->drain();
+    res.failed_maps = failed;
+    res.leaked = leaked;
+    res.transactions = ops;
+    res.throughput = res.wall_ns > 0 ? double(ops) * 1e9 / res.wall_ns : 0;
+    res.baseline_throughput =
+        res.baseline_wall_ns > 0 ? double(ops) * 1e9 / res.baseline_wall_ns : 0;
+    res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
+
+    uint64_t wait = 0;
+    auto collect = [&](const std::vector<const iova::InstrumentedLock *> &locks) {
+        for (const auto *l : locks)
+            for (unsigned s = 0; s < unsigned(iova::Site::count_); s++) {
+                const auto &st = l->stats()[s];
+                if (!st.acquisitions)
+                    continue;
+                std::string site = iova::site_name(iova::Site(s));
+                auto it = std::find_if(res.profile.begin(), res.profile.end(), [&](auto &p) {
+                    return p.lock == l->name() && p.site == site;
+                });
+                if (it == res.profile.end())
+                    it = res.profile.insert(res.profile.end(), {l->name(), site});
+                it->acquisitions += st.acquisitions;
+                it->contended += st.contended;
+                it->wait_ns += st.wait_ns.sum;
+                it->hold_ns += st.hold_ns.sum;
+                wait += st.wait_ns.sum;
+            }
+    };
+    collect(alloc->locks());
+    collect(policy->locks());
+    std::stable_sort(res.profile.begin(), res.profile.end(),
+                     [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
+    res.spin_share = res.wall_ns > 0 ? double(wait) / (double(n) * res.wall_ns) : 0;
+    return res;
+}
+
+}  // namespace
+
+// Wall-clock runs share the machine with whatever else runs: take the
+// fastest of a few runs of each (with and without the IOMMU), alternated.
+std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *error)
+{
+    constexpr int runs = 3;
+    std::optional<RealResult> best;
+    double best_baseline = 0;
+    for (int i = 0; i < runs; i++) {
+        auto r = run_once(cfg, error);
+        if (!r)
+            return r;
+        if (!best || r->wall_ns < best->wall_ns)
+            best = r;
+        if (!best_baseline || r->baseline_wall_ns < best_baseline)
+            best_baseline = r->baseline_wall_ns;
+    }
+    best->baseline_wall_ns = best_baseline;
+    best->baseline_throughput = double(best->transactions) * 1e9 / best_baseline;
+    best->relative = best->throughput / best->baseline_throughput;
+    return best;
+}
+
+std::string RealResult::json() const
+{
+    char buf[512];
+    std::snprintf(
+        buf, sizeof buf,
+        "{\"mode\":\"real-threads\",\"workload\":\"%s\",\"allocator\":\"%s\",\"flush\":\"%s\","
+        "\"threads\":%u,\"unit\":\"%s\",\"transactions\":%llu,\"failed_maps\":%llu,\"leaked\":%llu,"
+        "\"wall_ns\":%.0f,\"throughput\":%.6g,\"baseline_throughput\":%.6g,\"relative\":%.6g,"
+        "\"spin_share\":%.6g,\"profile\":[",
+        config.workload.c_str(), config.allocator.c_str(), config.flush.c_str(), threads,
+        unit.c_str(), (unsigned long long)transactions, (unsigned long long)failed_maps,
+        (unsigned long long)leaked, wall_ns, throughput, baseline_throughput, relative, spin_share);
+    std::string o = buf;
+    for (size_t i = 0; i < profile.size(); i++) {
+        const auto &p = profile[i];
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"lock\":\"%s\",\"site\":\"%s\",\"acquisitions\":%llu,\"contended\":%llu,"
+                      "\"wait_ns\":%llu,\"hold_ns\":%llu}",
+                      i ? "," : "", p.lock.c_str(), p.site.c_str(),
+                      (unsigned long long)p.acquisitions, (unsigned long long)p.contended,
+                      (unsigned long long)p.wait_ns, (unsigned long long)p.hold_ns);
+        o += buf;
+    }
+    return o + "]}";
+}
+
+std::string RealResult::text() const
+{
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s on %u threads (real): allocator %s, flush %s\n"
+                  "  throughput %.0f %s/s, without IOMMU %.0f (%.1f%%); %.2f%% of thread time "
+                  "waiting for locks\n",
+                  config.workload.c_str(), threads, config.allocator.c_str(), config.flush.c_str(),
+                  throughput, unit.c_str(), baseline_throughput, 100 * relative, 100 * spin_share);
+    std::string o = buf;
+    for (const auto &p : profile) {
+        std::snprintf(buf, sizeof buf,
+                      "  %-28s %-14s acquired %10llu contended %8llu wait %.0f ns/acq\n",
+                      p.lock.c_str(), p.site.c_str(), (unsigned long long)p.acquisitions,
+                      (unsigned long long)p.contended,
+                      p.acquisitions ? double(p.wait_ns) / p.acquisitions : 0);
+        o += buf;
+    }
+    return o;
+}
+
+}  // namespace viommu::sim

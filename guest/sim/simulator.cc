@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "simulator.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+
+#include <cstdint>
+#include <cstdlib>
+#include <ucontext.h>
+
+#include "../iova/iova.hpp"
+#include "machine.hpp"
+#include "sim_env.hpp"
+#include "workload.hpp"
+
+namespace viommu::sim {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> dma_mode_names{"sac", "sac-flush", "sac-once",
+                                                         "forcedac"};
+
+// Invalidations of the flush policies go to the invalidation-queue model,
+// on the virtual CPU that issues them.
+class SimFlusher final : public iova::Flusher {
+public:
+    SimFlusher(SimEnv &env, InvQueue &q) : env_(env), q_(q) {}
+    void flush_range(iova::Range) override { q_.submit_and_wait(env_.current_cpu(), 1); }
+    void flush_all() override { q_.submit_and_wait(env_.current_cpu(), 1); }
+
+private:
+    SimEnv &env_;
+    InvQueue &q_;
+};
+
+struct Mapping {
+    uint64_t iova = 0;
+    uint64_t bytes = 0;
+    uint8_t device = 0;
+    bool live = false;
+};
+
+// The IOMMU side of a run: one invalidation queue (one IOMMU), and per
+// IOMMU domain an allocator, a flush policy and the dma-iommu layer.
+// Devices map into their own domain (DeviceSpec::domain) as intel-iommu
+// and dma-iommu give each PCI function (not sharing a group) its own
+// domain and IOVA space.
+class Iommu {
+public:
+    Iommu(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env)
+        : m_(m), env_(env), legacy_sac_flush_(cfg.dma == "sac-flush")
+    {
+        queue_ = InvQueue::create(cfg.invq, m);
+        if (!queue_)
+            return;
+        flusher_ = std::make_unique<SimFlusher>(env, *queue_);
+        unsigned ndomains = 1;
+        for (const DeviceSpec &d : info.devices)
+            ndomains = std::max(ndomains, d.domain + 1);
+        iova::DmaOptions opt{.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"};
+        for (unsigned i = 0; i < ndomains; i++) {
+            Domain &dom = domains_.emplace_back();
+            iova::Config acfg;
+            acfg.granule_shift = info.granule_shift;
+            acfg.ncpus = info.cpus;
+            acfg.check_frees = false;
+            dom.alloc = iova::Allocator::create(cfg.allocator, env, acfg);
+            if (!dom.alloc)
+                return;
+            dom.policy = iova::FlushPolicy::create(cfg.flush, *dom.alloc, *flusher_);
+            if (!dom.policy)
+                return;
+            dom.dma = std::make_unique<iova::DmaDomain>(*dom.alloc, *dom.policy, opt);
+        }
+        for (const DeviceSpec &d : info.devices) {
+            devices_.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
+            device_domain_.push_back(d.domain);
+        }
+        ok_ = true;
+    }
+    bool ok() const { return ok_; }
+
+    bool map(unsigned dev, uint64_t bytes, uint64_t &iova_out)
+    {
+        m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        iova::DmaDevice &d = devices_.at(dev);
+        Domain &dom = domains_.at(device_domain_.at(dev));
+        iova::Allocator &a = *dom.alloc;
+        if (legacy_sac_flush_ && d.pci && d.dma_mask > 0xffffffffull) {
+            unsigned shift = a.config().granule_shift;
+            uint64_t pages = dom.dma->pages_for(bytes);
+            iova::AllocResult r = a.alloc(pages, iova::Allocator::pfn_32bit(shift), true);
+            if (!r.ok())
+                r = a.alloc(pages, std::min(d.dma_mask >> shift, a.end_pfn() - 1), true);
+            iova_out = r.pfn << shift;
+            return r.ok();
+        }
+        iova::MapResult r = dom.dma->map(d, bytes);
+        iova_out = r.iova;
+        return r.ok();
+    }
+    void unmap(unsigned dev, uint64_t iova, uint64_t bytes)
+    {
+        m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        domains_.at(device_domain_.at(dev)).dma->unmap(iova, bytes);
+    }
+
+    size_t domain_count() const { return domains_.size(); }
+    iova::Allocator &allocator(size_t i = 0) { return *domains_.at(i).alloc; }
+    // every domain's cached IOVAs back to its tree (the drain stressor)
+    void flush_caches()
+    {
+        for (Domain &d : domains_)
+            d.alloc->flush_caches();
+    }
+    void reset_stats()
+    {
+        for (Domain &d : domains_)
+            d.alloc->reset_stats();
+    }
+    InvQueue &queue() { return *queue_; }
+
+private:
+    struct Domain {
+        std::unique_ptr<iova::Allocator> alloc;
+        std::unique_ptr<iova::FlushPolicy> policy;
+        std::unique_ptr<iova::DmaDomain> dma;
+    };
+    Machine &m_;
+    SimEnv &env_;
+    bool legacy_sac_flush_;
+    bool ok_ = false;
+    std::unique_ptr<InvQueue> queue_;
+    std::unique_ptr<SimFlusher> flusher_;
+    std::deque<Domain> domains_;
+    std::vector<iova::DmaDevice> devices_;
+    std::vector<unsigned> device_domain_;
+};
+
+// Runs the workload's steps on the virtual CPUs.  Each CPU is a coroutine
+// (ucontext) that the scheduler resumes when its clock is the smallest; it
+// suspends itself after every step and before every lock attempt if
+// another CPU's clock is smaller, and blocks while a lock it wants is held
+// by a suspended CPU.  So lock attempts happen in virtual-time order of
+// the attempts themselves, not of the steps that contain them.  Only one
+// coroutine runs at a time and the choice is by (clock, CPU id): the run
+// stays deterministic.
+class Run final : public Yielder {
+public:
+    Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, Iommu *iommu)
+        : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
+          slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
+          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns), co_(n_)
+    {
+        m_.set_yielder(this);
+    }
+    ~Run() override { m_.set_yielder(nullptr); }
+
+    // Runs every CPU until @more(cpu) says stop and its pending steps are done.
+    template <typename More>
+    void phase(More &&more)
+    {
+        more_ = std::forward<More>(more);
+        for (unsigned c = 0; c < n_; c++) {
+            Coro &co = co_[c];
+            co.blocked = co.finished = false;
+            co.stack.reset(new char[stack_size]);
+            getcontext(&co.ctx);
+            co.ctx.uc_stack.ss_sp = co.stack.get();
+            co.ctx.uc_stack.ss_size = stack_size;
+            co.ctx.uc_link = nullptr;
+            auto self = reinterpret_cast<uintptr_t>(this);
+            makecontext(&co.ctx, reinterpret_cast<void (*)()>(&Run::trampoline), 3,
+                        unsigned(self >> 32), unsigned(self & 0xffffffffu), c);
+        }
+        for (;;) {
+            unsigned next = n_;
+            bool any_blocked = false;
+            for (unsigned c = 0; c < n_; c++) {
+                if (co_[c].finished)
+                    continue;
+                if (co_[c].blocked) {
+                    any_blocked = true;
+                    continue;
+                }
+                if (next == n_ || m_.now(c) < m_.now(next))
+                    next = c;
+            }
+            if (next == n_) {
+                if (any_blocked)
+                    std::abort();  // a lock cycle: cannot happen with ordered locks
+                break;
+            }
+            current_ = next;
+            env_.set_cpu(next);
+            swapcontext(&sched_, &co_[next].ctx);
+        }
+        for (Coro &co : co_)
+            co.stack.reset();
+        waiters_.clear();
+    }
+
+    void setup()
+    {
+        for (unsigned c = 0; c < n_; c++) {
+            wl_.setup(c, steps_);
+            pending_[c].assign(steps_.begin(), steps_.end());
+            steps_.clear();
+        }
+        phase([](unsigned) { return false; });
+    }
+
+    // Yielder
+    void before_attempt(unsigned cpu) override { yield_if_behind(cpu); }
+    void wait_release(VirtualLock &l, unsigned cpu) override
+    {
+        waiters_[&l].push_back(cpu);
+        co_[cpu].blocked = true;
+        suspend(cpu);
+    }
+    void released(VirtualLock &l) override
+    {
+        auto it = waiters_.find(&l);
+        if (it == waiters_.end() || it->second.empty())
+            return;
+        co_[it->second.front()].blocked = false;
+        it->second.pop_front();
+    }
+
+    uint64_t done(unsigned cpu) const { return done_[cpu]; }
+    uint64_t total_done() const
+    {
+        uint64_t s = 0;
+        for (auto d : done_)
+            s += d;
+        return s;
+    }
+    void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
+    uint64_t failed_maps = 0;
+
+private:
+    static constexpr size_t stack_size = 512 * 1024;
+    struct Coro {
+        ucontext_t ctx{};
+        std::unique_ptr<char[]> stack;
+        bool blocked = false, finished = false;
+    };
+
+    static void trampoline(unsigned hi, unsigned lo, unsigned cpu)
+    {
+        auto *self = reinterpret_cast<Run *>((uintptr_t{hi} << 32) | lo);
+        self->cpu_main(cpu);
+    }
+
+    void cpu_main(unsigned cpu)
+    {
+        for (;;) {
+            env_.fire_due_timers(cpu);
+            if (pending_[cpu].empty()) {
+                if (!more_(cpu))
+                    break;
+                wl_.next(cpu, steps_);
+                pending_[cpu].assign(steps_.begin(), steps_.end());
+                steps_.clear();
+            }
+            if (drain_ns_ && iommu_ && cpu == 0 && m_.now(0) >= next_drain_) {
+                next_drain_ = m_.now(0) + drain_ns_;
+                iommu_->flush_caches();
+            }
+            Step s = pending_[cpu].front();
+            pending_[cpu].pop_front();
+            execute(cpu, s);
+            if (pending_[cpu].empty())
+                done_[cpu]++;
+            yield_if_behind(cpu);
+        }
+        co_[cpu].finished = true;
+        swapcontext(&co_[cpu].ctx, &sched_);
+    }
+
+    // Suspend @cpu if another runnable CPU has a smaller (clock, id).
+    void yield_if_behind(unsigned cpu)
+    {
+        Nanos t = m_.now(cpu);
+        for (unsigned c = 0; c < n_; c++) {
+            if (c == cpu || co_[c].finished || co_[c].blocked)
+                continue;
+            Nanos u = m_.now(c);
+            if (u < t || (u == t && c < cpu)) {
+                suspend(cpu);
+                return;
+            }
+        }
+    }
+    void suspend(unsigned cpu)
+    {
+        swapcontext(&co_[cpu].ctx, &sched_);
+        env_.set_cpu(cpu);
+    }
+
+    void execute(unsigned cpu, const Step &s)
+    {
+        switch (s.kind) {
+        case VIOMMU_SIM_WORK:
+            m_.advance(cpu, s.value);
+            break;
+        case VIOMMU_SIM_MAP: {
+            Mapping &mp = slots_[cpu].at(s.arg);
+            mp = {0, s.value, s.device, true};
+            if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
+                mp.live = false;
+                failed_maps++;
+            }
+            break;
+        }
+        case VIOMMU_SIM_UNMAP: {
+            Mapping &mp = slots_[cpu].at(s.arg);
+            if (mp.live && iommu_)
+                iommu_->unmap(mp.device, mp.iova, mp.bytes);
+            mp.live = false;
+            break;
+        }
+        case VIOMMU_SIM_MAP_POST: {
+            Mapping mp{0, s.value, s.device, true};
+            if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
+                failed_maps++;
+                break;
+            }
+            mailbox_.at(s.arg % n_).push_back(mp);
+            break;
+        }
+        case VIOMMU_SIM_UNMAP_MAILBOX: {
+            auto &box = mailbox_[cpu];
+            uint64_t n = s.value ? std::min<uint64_t>(s.value, box.size()) : box.size();
+            for (uint64_t i = 0; i < n; i++) {
+                if (iommu_)
+                    iommu_->unmap(box.front().device, box.front().iova, box.front().bytes);
+                box.pop_front();
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+
+    Workload &wl_;
+    Machine &m_;
+    SimEnv &env_;
+    Iommu *iommu_;
+    unsigned n_;
+    std::vector<std::vector<Mapping>> slots_;
+    std::vector<std::deque<Mapping>> mailbox_;
+    std::vector<std::deque<Step>> pending_;
+    std::vector<uint64_t> done_;
+    std::vector<Step> steps_;
+    Nanos drain_ns_, next_drain_;
+    std::vector<Coro> co_;
+    ucontext_t sched_{};
+    unsigned current_ = 0;
+    std::function<bool(unsigned)> more_;
+    std::map<const VirtualLock *, std::deque<unsigned>> waiters_;
+};
+
+struct Measured {
+    uint64_t transactions;
+    double elapsed_ns;
+};
+
+// setup, warm-up, then the measured window of @ops transactions.
+Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
+               const std::function<void()> &window_start)
+{
+    run.setup();
+    run.reset_done();
+    m.align_clocks();
+    run.phase([&](unsigned cpu) { return run.done(cpu) < warmup; });
+    run.reset_done();
+    m.align_clocks();
+    m.start_window();
+    window_start();
+    uint64_t started = 0;
+    run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
+    return {run.total_done(), m.window_elapsed()};
+}
+
+bool known(std::span<const std::string_view> names, std::string_view n)
+{
+    return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+}  // namespace
+
+std::span<const std::string_view> dma_modes()
+{
+    return dma_mode_names;
+}
+
+std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, std::string *error)
+{
+    auto fail = [&](std::string msg) -> std::optional<SimResult> {
+        if (error)
+            *error = std::move(msg);
+        return std::nullopt;
+    };
+    if (!known(dma_modes(), cfg.dma))
+        return fail("unknown dma mode '" + cfg.dma + "'");
+    if (!known(InvQueue::kinds(), cfg.invq))
+        return fail("unknown invalidation queue '" + cfg.invq + "'");
+    if (cfg.allocator != "none" && !known(iova::Allocator::variants(), cfg.allocator))
+        return fail("unknown allocator '" + cfg.allocator + "'");
+    if (cfg.allocator != "none" && !known(iova::FlushPolicy::policies(), cfg.flush))
+        return fail("unknown flush policy '" + cfg.flush + "'");
+
+    SimResult res;
+    res.config = cfg;
+    auto make_wl = [&] { return Workload::create(cfg.workload, cfg.cpus, cfg.seed); };
+    auto wl = make_wl();
+    if (!wl)
+        return fail("unknown workload '" + cfg.workload + "' or more than 256 CPUs");
+    const WorkloadInfo &info = wl->info();
+    res.cpus = info.cpus;
+    res.unit = info.unit;
+    uint64_t ops = cfg.ops ? cfg.ops : uint64_t{info.measure_per_cpu} * info.cpus;
+    unsigned warmup = cfg.warmup_per_cpu >= 0 ? unsigned(cfg.warmup_per_cpu) : info.warmup_per_cpu;
+
+    // the same workload without an IOMMU
+    {
+        auto bwl = make_wl();
+        Machine m(info.cpus, cost);
+        SimEnv env(m);
+        Run run(cfg, *bwl, m, env, nullptr);
+        Measured b = drive(run, m, warmup, ops, [] {});
+        res.baseline_throughput =
+            b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
+    }
+    if (cfg.allocator == "none") {
+        res.transactions = ops;
+        res.throughput = res.baseline_throughput;
+        res.relative = 1.0;
+        return res;
+    }
+
+    Machine m(info.cpus, cost);
+    SimEnv env(m);
+    Iommu iommu(cfg, info, m, env);
+    if (!iommu.ok())
+        return fail("could not create allocator/flush policy/queue");
+    Run run(cfg, *wl, m, env, &iommu);
+    Measured r = drive(run, m, warmup, ops, [&] {
+        iommu.reset_stats();
+        iommu.queue().reset_stats();
+        env.reset_work();
+        run.failed_maps = 0;
+    });
+    res.transactions = r.transactions;
+    res.elapsed_ns = r.elapsed_ns;
+    res.throughput = r.elapsed_ns > 0 ? double(r.transactions) * 1e9 / r.elapsed_ns : 0;
+    res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
+    res.failed_maps = run.failed_maps;
+
+    Nanos spin = 0;
+    for (const VirtualLock &l : m.locks()) {
+        for (const auto &[site, rec] : l.sites()) {
+            if (!rec.acquisitions)
+                continue;
+            auto it = std::find_if(res.profile.begin(), res.profile.end(), [&](const auto &p) {
+                return p.lock == l.name() && p.site == site;
+            });
+            if (it == res.profile.end())
+                it = res.profile.insert(res.profile.end(), {l.name(), site});
+            it->acquisitions += rec.acquisitions;
+            it->contended += rec.contended;
+            it->spin_ns += rec.spin_ns;
+            it->hold_ns += rec.hold_ns;
+            spin += rec.spin_ns;
+        }
+    }
+    std::stable_sort(res.profile.begin(), res.profile.end(),
+                     [](const auto &a, const auto &b) { return a.spin_ns > b.spin_ns; });
+    Nanos cpu_time = m.window_cpu_time();
+    res.spin_share = cpu_time ? double(spin) / double(cpu_time) : 0;
+
+    // allocator figures summed over the domains
+    uint64_t nodes = 0, walks = 0;
+    for (size_t i = 0; i < iommu.domain_count(); i++) {
+        iova::Allocator &a = iommu.allocator(i);
+        res.rbtree_allocs += a.stats().total(iova::Counter::rbtree_allocs);
+        res.rcache_flushes += a.stats().total(iova::Counter::rcache_flush_all);
+        auto h = a.stats().merged_hist().nodes_per_alloc;
+        nodes += h.sum;
+        walks += h.count;
+        res.allocator_stats += std::string(i ? "," : "") + a.stats_json();
+    }
+    if (iommu.domain_count() > 1)
+        res.allocator_stats = "[" + res.allocator_stats + "]";
+    res.domains = unsigned(iommu.domain_count());
+    res.nodes_per_alloc = walks ? double(nodes) / double(walks) : 0;
+    res.inv = iommu.queue().stats();
+    return res;
+}
+
+double SimResult::spin_share_of(std::string_view lock, std::string_view site) const
+{
+    Nanos s = 0;
+    for (const auto &p : profile)
+        if (p.lock == lock && (site.empty() || p.site == site))
+            s += p.spin_ns;
+    double cpu_time = elapsed_ns * cpus;
+    return cpu_time > 0 ? double(s) / cpu_time : 0;
+}
+
+double SimResult::spin_fraction_of(std::string_view lock, std::string_view site) const
+{
+    Nanos s = 0, all = 0;
+    for (const auto &p : profile) {
+        all += p.spin_ns;
+        if ((lock.empty() || p.lock == lock) && (site.empty() || p.site == site))
+            s += p.spin_ns;
+    }
+    return all ? double(s) / double(all) : 0;
+}
+
+double SimResult::mean_hold_ns(std::string_view lock, std::string_view site) const
+{
+    Nanos h = 0;
+    uint64_t n = 0;
+    for (const auto &p : profile)
+        if (p.lock == lock && (site.empty() || p.site == site)) {
+            h += p.hold_ns;
+            n += p.acquisitions;
+        }
+    return n ? double(h) / double(n) : 0;
+}
+
+namespace {
+
+std::string quoted(std::string_view s)
+{
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        out += c;
+    }
+    return out + '"';
+}
+
+std::string num(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+}  // namespace
+
+std::string SimResult::json() const
+{
+    std::string o = "{\"config\":{";
+    o += "\"workload\":" + quoted(config.workload) + ",\"allocator\":" + quoted(config.allocator) +
+         ",\"flush\":" + quoted(config.flush) + ",\"invq\":" + quoted(config.invq) +
+         ",\"dma\":" + quoted(config.dma) + ",\"cpus\":" + std::to_string(cpus) +
+         ",\"seed\":" + std::to_string(config.seed) + ",\"ops\":" + std::to_string(config.ops) +
+         ",\"rcache_drain_ns\":" + std::to_string(config.rcache_drain_ns) + "}";
+    o += ",\"unit\":" + quoted(unit) + ",\"transactions\":" + std::to_string(transactions) +
+         ",\"elapsed_ns\":" + num(elapsed_ns) + ",\"throughput\":" + num(throughput) +
+         ",\"baseline_throughput\":" + num(baseline_throughput) + ",\"relative\":" + num(relative) +
+         ",\"spin_share\":" + num(spin_share) + ",\"failed_maps\":" + std::to_string(failed_maps) +
+         ",\"nodes_per_alloc\":" + num(nodes_per_alloc) +
+         ",\"rbtree_allocs\":" + std::to_string(rbtree_allocs) +
+         ",\"rcache_flushes\":" + std::to_string(rcache_flushes) +
+         ",\"domains\":" + std::to_string(domains) + ",\"profile\":[";
+    bool first = true;
+    for (const auto &p : profile) {
+        if (!first)
+            o += ',';
+        first = false;
+        o += "{\"lock\":" + quoted(p.lock) + ",\"site\":" + quoted(p.site) +
+             ",\"acquisitions\":" + std::to_string(p.acquisitions) +
+             ",\"contended\":" + std::to_string(p.contended) +
+             ",\"spin_ns\":" + std::to_string(p.spin_ns) +
+             ",\"hold_ns\":" + std::to_string(p.hold_ns) +
+             ",\"spin_share\":" + num(spin_share_of(p.lock, p.site)) +
+             ",\"spin_fraction\":" + num(spin_fraction_of(p.lock, p.site)) + "}";
+    }
+    o += "],\"invq\":" + inv.json();
+    o += ",\"allocator_stats\":" +
+         (allocator_stats.empty() ? std::string("null") : allocator_stats) + "}";
+    return o;
+}
+
+}  // namespace viommu::sim

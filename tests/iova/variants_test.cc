@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Each variant's characteristic behaviour, pinned.
+#include <cstddef>
+#include <gtest/gtest.h>
+
+#include "helpers.hpp"
+
+namespace viommu::iova::test {
+namespace {
+
+struct Fixture {
+    explicit Fixture(std::string_view v, Config cfg = {}, unsigned ncpus = 2) : env(ncpus)
+    {
+        a = Allocator::create(v, env, cfg);
+    }
+    ManualEnv env;
+    std::unique_ptr<Allocator> a;
+    uint64_t nodes() const { return counter(*a, Counter::nodes_visited); }
+};
+
+// n live 64-bit ranges packed at the top: 4.4 walks all of them from
+// rb_last() for the next one, 4.15 starts at cached_node.
+uint64_t nodes_for_64bit_alloc(std::string_view v, unsigned live)
+{
+    Fixture f(v);
+    const Pfn top = f.a->end_pfn() - 1;
+    for (unsigned i = 0; i < live; i++)
+        EXPECT_TRUE(f.a->alloc(64, top, false).ok());
+    uint64_t before = f.nodes();
+    EXPECT_TRUE(f.a->alloc(64, top, false).ok());
+    return f.nodes() - before;
+}
+
+TEST(Variants, Linux44WalksEveryNodeFor64BitRequests)
+{
+    EXPECT_GE(nodes_for_64bit_alloc("linux-4.4", 2000), 2000u);
+    // The descent to insert the new node is O(log n) for both.
+    EXPECT_LE(nodes_for_64bit_alloc("linux-4.15", 2000), 40u);
+}
+
+// 32-bit space full, then 64-bit requests (what the dma layer does after
+// the SAC attempt fails): same contrast.
+TEST(Variants, Linux44IsLinearWhen32BitSpaceIsFull)
+{
+    for (auto v : {"linux-4.4", "linux-4.15"}) {
+        Fixture f(v);
+        const Pfn dma32 = f.a->dma_32bit_pfn();
+        while (f.a->alloc(4096, dma32, false).ok()) {
+        }
+        for (uint64_t s = 2048; s; s /= 2)
+            (void)f.a->alloc(s, dma32, false);
+        for (int i = 0; i < 1000; i++)
+            ASSERT_TRUE(f.a->alloc(1 << 6, f.a->end_pfn() - 1, false).ok());
+        uint64_t before = f.nodes();
+        ASSERT_FALSE(f.a->alloc(1, dma32, false).ok());
+        ASSERT_TRUE(f.a->alloc(1 << 6, f.a->end_pfn() - 1, false).ok());
+        uint64_t visited = f.nodes() - before;
+        if (std::string_view(v) == "linux-4.4")
+            EXPECT_GE(visited, 1000u) << v;
+        else
+            EXPECT_LE(visited, 40u) << v;
+    }
+}
+
+// Seed 001 (Nate's NIC): with the 32-bit space filled top-down, the 32-bit
+// cached node is the lowest node, so a failed 32-bit attempt stops after
+// the rb_prev() climb from it (O(log n)) in 4.4-style code and in 4.15.
+// Once a 32-bit range is freed to the tree (an rcache flush, a full
+// depot) and reallocated, the cached node sits at that hole and every
+// later failed attempt walks all nodes below it (O(n)), in both, as the
+// kernel does until 5.0's max32_alloc_size.  64-page ranges bypass the
+// rcache.
+TEST(Variants, Failed32BitAttemptIsShortUntilA32BitFreeMovesTheCachedNode)
+{
+    for (auto v : {"linux-4.4", "linux-4.7", "linux-4.15"}) {
+        Fixture f(v);
+        const Pfn dma32 = f.a->dma_32bit_pfn();
+        std::vector<Pfn> live;
+        for (AllocResult r; (r = f.a->alloc(64, dma32, false)).ok();)
+            live.push_back(r.pfn);
+        ASSERT_GT(live.size(), 16000u) << v;
+        uint64_t before = f.nodes();
+        ASSERT_FALSE(f.a->alloc(64, dma32, false).ok());
+        EXPECT_LE(f.nodes() - before, 64u) << v;
+        ASSERT_EQ(f.a->free(live[10], 64), Status::ok);
+        ASSERT_TRUE(f.a->alloc(64, dma32, false).ok());
+        before = f.nodes();
+        ASSERT_FALSE(f.a->alloc(64, dma32, false).ok());
+        EXPECT_GE(f.nodes() - before, live.size() - 20) << v;
+    }
+}
+
+// A failed walk inserts nothing: it is charged its node visits only,
+// not a tree update (alloc_iova() allocates and frees the struct iova
+// outside the lock).
+TEST(Variants, FailedTreeAllocationIsChargedNoTreeUpdate)
+{
+    struct CountingEnv final : ManualEnv {
+        CountingEnv() : ManualEnv(1) {}
+        void charge(Work w, uint64_t n) override
+        {
+            (w == Work::tree_update ? updates : visits) += n;
+        }
+        uint64_t updates = 0, visits = 0;
+    };
+    for (auto v : {"linux-4.4", "linux-4.15", "linux-5.13"}) {
+        CountingEnv env;
+        Config c;
+        c.end_pfn = 65;
+        auto a = Allocator::create(v, env, c);
+        while (a->alloc(64, c.end_pfn - 1, false).ok()) {
+        }
+        uint64_t u = env.updates;
+        ASSERT_FALSE(a->alloc(64, c.end_pfn - 1, false).ok());
+        EXPECT_EQ(env.updates, u) << v;
+    }
+}
+
+// free_cpu_cached_iovas() takes iova_rbtree_lock for both magazines of
+// every size class, empty or not: a flush of empty caches still costs
+// 2 x 6 tree lock acquisitions per CPU.
+TEST(Variants, RcacheFlushTakesTheTreeLockPerMagazineEvenWhenEmpty)
+{
+    for (auto v : {"linux-4.7", "linux-4.15", "linux-6.7"}) {
+        Config c;
+        c.end_pfn = 129;  // one 64-page range fits: [64, 127]
+        Fixture f(v, c, 2);
+        ASSERT_TRUE(f.a->alloc(64, c.end_pfn - 1, false).ok());
+        ASSERT_FALSE(f.a->alloc(64, c.end_pfn - 1, true).ok());
+        EXPECT_EQ(counter(*f.a, Counter::rcache_flush_all), 1u) << v;
+        SiteLockStats s;
+        EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::rcache_flush, s).acquisitions,
+                  2u * 6u * 2u)
+            << v;
+    }
+}
+
+// One CPU frees (2 + 32 + 1) magazines' worth: 4.7 finds the depot full
+// and frees a magazine to the tree under iova_rbtree_lock; 6.7 keeps it.
+TEST(Variants, FullDepotFreesUnderTreeLockIn47Not67)
+{
+    for (auto v : {"linux-4.7", "linux-6.7"}) {
+        Fixture f(v, {}, 1);
+        Model m;
+        const unsigned n = 128 * 36;
+        for (unsigned i = 0; i < n; i++) {
+            AllocResult r = f.a->alloc(1, f.a->end_pfn() - 1, false);
+            ASSERT_TRUE(r.ok());
+            ASSERT_EQ(m.add(r.pfn, 1), "");
+        }
+        while (!m.empty()) {
+            Range r = m.take(0);
+            ASSERT_EQ(f.a->free(r.pfn, 1), Status::ok);
+        }
+        SiteLockStats s;
+        site_stats(*f.a, "iova_rbtree_lock", Site::free_batch, s);
+        if (std::string_view(v) == "linux-4.7") {
+            EXPECT_GE(counter(*f.a, Counter::rcache_put_tree), 1u);
+            EXPECT_GE(s.acquisitions, 1u);
+        } else {
+            EXPECT_EQ(counter(*f.a, Counter::rcache_put_tree), 0u);
+            EXPECT_EQ(s.acquisitions, 0u);
+            EXPECT_GT(counter(*f.a, Counter::rcache_put_depot), 32u);
+        }
+    }
+}
+
+// 6.7: the depot is trimmed one magazine per 100 ms down to ncpus.
+TEST(Variants, Linux67TrimsDepotOverTime)
+{
+    Fixture f("linux-6.7", {}, 1);
+    std::vector<Pfn> pfns;
+    for (unsigned i = 0; i < 127 * 10; i++)
+        pfns.push_back(f.a->alloc(1, f.a->end_pfn() - 1, false).pfn);
+    for (Pfn p : pfns)
+        ASSERT_EQ(f.a->free(p, 1), Status::ok);
+    size_t nodes = f.a->tree_nodes();
+    EXPECT_EQ(nodes, pfns.size());
+    f.env.advance(99'000'000);
+    EXPECT_EQ(counter(*f.a, Counter::depot_trims), 0u);
+    f.env.advance(2'000'000);
+    EXPECT_EQ(counter(*f.a, Counter::depot_trims), 1u);
+    f.env.advance(2'000'000'000);
+    // 8 magazines in the depot, trimmed to one (ncpus = 1).
+    EXPECT_EQ(counter(*f.a, Counter::depot_trims), 7u);
+    EXPECT_EQ(f.a->tree_nodes(), nodes - 7 * 127);
+}
+
+// Fill the 32-bit space with 64-page blocks and then 48 + 16 pages to
+// leave a hole above cached32_node.
+void fill_32bit_leaving_hole_above_cache(Allocator &a)
+{
+    const Pfn dma32 = a.dma_32bit_pfn();
+    std::vector<Pfn> blocks;
+    for (;;) {
+        AllocResult r = a.alloc(64, dma32, false);
+        if (!r.ok())
+            break;
+        blocks.push_back(r.pfn);
+    }
+    ASSERT_GT(blocks.size(), 10u);
+    for (uint64_t s = 32; s; s /= 2)
+        ASSERT_TRUE(a.alloc(s, dma32, false).ok());
+    ASSERT_EQ(a.free(blocks[5], 64), Status::ok);
+    // Size-aligned to 64, the 48 pages land low in the hole: 16 stay free
+    // above the new cached32_node.
+    AllocResult r = a.alloc(48, dma32, false);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r.pfn, blocks[5]);
+}
+
+Config mb_pages()
+{
+    Config c;
+    c.granule_shift = 20;  // 1 MiB pages: 4095 pfns below 4 GiB
+    c.end_pfn = Pfn{1} << 16;
+    return c;
+}
+
+TEST(Variants, Linux511RetriesFromLastNode)
+{
+    Fixture old("linux-4.15", mb_pages()), rt("linux-5.11", mb_pages());
+    fill_32bit_leaving_hole_above_cache(*old.a);
+    fill_32bit_leaving_hole_above_cache(*rt.a);
+    EXPECT_EQ(old.a->alloc(16, old.a->dma_32bit_pfn(), false).status, Status::no_space);
+    uint64_t retries = counter(*rt.a, Counter::retry_from_last);
+    AllocResult r = rt.a->alloc(16, rt.a->dma_32bit_pfn(), false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(counter(*rt.a, Counter::retry_from_last), retries + 1);
+    EXPECT_EQ(counter(*rt.a, Counter::restart_walks), 0u);
+}
+
+// 5.13 restarts at iova_find_limit(): with many 64-bit nodes the second
+// pass of 5.11 walks down through all of them from the anchor.
+TEST(Variants, Linux513RestartsAtFindLimit)
+{
+    uint64_t visited[2];
+    int i = 0;
+    for (auto v : {"linux-5.11", "linux-5.13"}) {
+        Fixture f(v, mb_pages());
+        for (int k = 0; k < 2000; k++)
+            ASSERT_TRUE(f.a->alloc(1, f.a->end_pfn() - 1, false).ok());
+        fill_32bit_leaving_hole_above_cache(*f.a);
+        uint64_t before = f.nodes();
+        uint64_t restarts = counter(*f.a, Counter::restart_walks);
+        ASSERT_TRUE(f.a->alloc(16, f.a->dma_32bit_pfn(), false).ok());
+        visited[i++] = f.nodes() - before;
+        EXPECT_EQ(counter(*f.a, Counter::restart_walks) - restarts,
+                  std::string_view(v) == "linux-5.13");
+    }
+    EXPECT_GE(visited[0], 2000u);
+    EXPECT_LE(visited[1], 200u);
+}
+
+// 5.0: once a 32-bit request of some size failed, larger or equal ones
+// fail without walking until a 32-bit range is freed.
+TEST(Variants, Linux50FailsFastWhen32BitSpaceIsFull)
+{
+    Fixture f("linux-5.0", mb_pages()), old("linux-4.15", mb_pages());
+    for (Fixture *x : {&f, &old}) {
+        std::vector<Pfn> v;
+        for (AllocResult r; (r = x->a->alloc(64, x->a->dma_32bit_pfn(), false)).ok();)
+            v.push_back(r.pfn);
+        x->a->alloc(32, x->a->dma_32bit_pfn(), false);  // fill the low remainder
+        ASSERT_FALSE(x->a->alloc(64, x->a->dma_32bit_pfn(), false).ok());
+        uint64_t before = x->nodes();
+        uint64_t fast = counter(*x->a, Counter::fast_fail_32bit);
+        ASSERT_FALSE(x->a->alloc(128, x->a->dma_32bit_pfn(), false).ok());
+        if (x == &f) {
+            EXPECT_EQ(x->nodes() - before, 0u);
+            EXPECT_EQ(counter(*x->a, Counter::fast_fail_32bit), fast + 1);
+        } else {
+            EXPECT_GT(x->nodes() - before, 0u);
+        }
+        ASSERT_EQ(x->a->free(v[3], 64), Status::ok);
+        EXPECT_TRUE(x->a->alloc(64, x->a->dma_32bit_pfn(), false).ok());
+    }
+}
+
+// 5.0's max32_alloc_size does not look at the limit that failed: a
+// request that could not fit under a low limit makes every later 32-bit
+// request of that size fail fast until a 32-bit range reaches the tree.
+TEST(Variants, Linux50LowLimitFailurePoisonsMax32)
+{
+    Fixture k("linux-5.0"), lab("viommu-lab");
+    for (Fixture *f : {&k, &lab}) {
+        ASSERT_EQ(f->a->alloc(64, 40, false).status, Status::no_space);
+        AllocResult r = f->a->alloc(64, f->a->dma_32bit_pfn(), false);
+        EXPECT_EQ(r.ok(), f == &lab);
+    }
+    EXPECT_EQ(counter(*k.a, Counter::fast_fail_32bit), 1u);
+}
+
+// 4.7 checks only the top pfn of a magazine against the limit; 4.15 scans.
+TEST(Variants, MagazineLimitCheck)
+{
+    for (auto v : {"linux-4.7", "linux-4.15"}) {
+        Fixture f(v, {}, 1);
+        Pfn low = f.a->alloc(1, f.a->dma_32bit_pfn(), false).pfn;
+        Pfn high = f.a->alloc(1, f.a->end_pfn() - 1, false).pfn;
+        ASSERT_EQ(f.a->free(low, 1), Status::ok);
+        ASSERT_EQ(f.a->free(high, 1), Status::ok);  // on top of the magazine
+        uint64_t hits = counter(*f.a, Counter::rcache_hit_loaded);
+        AllocResult r = f.a->alloc(1, f.a->dma_32bit_pfn(), false);
+        ASSERT_TRUE(r.ok());
+        if (std::string_view(v) == "linux-4.7") {
+            EXPECT_EQ(counter(*f.a, Counter::rcache_hit_loaded), hits);
+            EXPECT_NE(r.pfn, low);
+        } else {
+            EXPECT_EQ(counter(*f.a, Counter::rcache_hit_loaded), hits + 1);
+            EXPECT_EQ(r.pfn, low);
+        }
+    }
+}
+
+// 5.11 also frees the depots when an allocation fails; 4.15 only the
+// per-CPU magazines, so space parked in the depot stays unusable.
+TEST(Variants, FailureFlushesDepotFrom511)
+{
+    for (auto v : {"linux-4.15", "linux-5.11"}) {
+        Config c;
+        c.end_pfn = 128 * 8 + 1;
+        Fixture f(v, c, 1);
+        std::vector<Pfn> p;
+        for (AllocResult r; (r = f.a->alloc(1, c.end_pfn - 1, false)).ok();)
+            p.push_back(r.pfn);
+        for (Pfn x : p)
+            ASSERT_EQ(f.a->free(x, 1), Status::ok);
+        // 1024 pfns: loaded + prev + 6 magazines in the depot; empty the
+        // per-CPU magazines so only the depot holds free space.
+        for (int i = 0; i < 256; i++)
+            ASSERT_TRUE(f.a->alloc(1, c.end_pfn - 1, false).ok());
+        AllocResult r = f.a->alloc(2, c.end_pfn - 1, true);
+        EXPECT_EQ(counter(*f.a, Counter::rcache_flush_all), 1u);
+        EXPECT_EQ(r.ok(), std::string_view(v) == "linux-5.11") << v;
+    }
+}
+
+// Seed 000's per-CPU batch: one tree lock hold per 32 allocations.
+TEST(Variants, PercpuBatchRefillsInBatches)
+{
+    Fixture f("percpu-batch", {}, 1);
+    for (int i = 0; i < 320; i++)
+        ASSERT_TRUE(f.a->alloc(1, f.a->end_pfn() - 1, false).ok());
+    SiteLockStats s;
+    EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::insert, s).acquisitions, 10u);
+    EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::alloc, s).acquisitions, 0u);
+}
+
+// viommu-lab: the tree lock is taken once per chunk of 128 ranges, and a
+// full 32-bit zone fails without taking any shared lock.
+TEST(Variants, ViommuLabAvoidsTheTreeLock)
+{
+    Fixture f("viommu-lab", {}, 2);
+    std::vector<Pfn> v;
+    for (int i = 0; i < 1280; i++)
+        v.push_back(f.a->alloc(1, f.a->end_pfn() - 1, false).pfn);
+    SiteLockStats s;
+    EXPECT_EQ(site_stats(*f.a, "iova_rbtree_lock", Site::range_refill, s).acquisitions, 10u);
+    for (Pfn p : v)
+        ASSERT_EQ(f.a->free(p, 1), Status::ok);
+    uint64_t tree_locks = 0;
+    for (unsigned site = 0; site < static_cast<unsigned>(Site::count_); site++)
+        tree_locks += site_stats(*f.a, "iova_rbtree_lock", static_cast<Site>(site), s).acquisitions;
+    EXPECT_EQ(tree_locks, 10u);
+}
+
+TEST(Variants, ViommuLabFailsFastOnFull32BitZone)
+{
+    Fixture f("viommu-lab", mb_pages(), 2);
+    const Pfn dma32 = f.a->dma_32bit_pfn();
+    while (f.a->alloc(64, dma32, false).ok()) {
+    }
+    for (uint64_t s = 32; s; s /= 2)
+        while (f.a->alloc(s, dma32, false).ok()) {
+        }
+    SiteLockStats s;
+    auto tree_locks = [&] {
+        uint64_t n = 0;
+        for (unsigned site = 0; site < static_cast<unsigned>(Site::count_); site++)
+            n += site_stats(*f.a, "iova_rbtree_lock", static_cast<Site>(site), s).acquisitions;
+        return n;
+    };
+    uint64_t before = tree_locks();
+    uint64_t fast = counter(*f.a, Counter::fast_fail_32bit);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(f.a->alloc(1, dma32, false).status, Status::no_space);
+    EXPECT_EQ(tree_locks(), before);
+    EXPECT_EQ(counter(*f.a, Counter::fast_fail_32bit), fast + 100);
+    EXPECT_TRUE(f.a->alloc(1, f.a->end_pfn() - 1, false).ok());
+}
+
+// Found by tests/fuzz (iova target): a range the tree handed out whole,
+// cached in a class-1 magazine, sat at the 256-aligned base of a retired
+// class-0 chunk; the cache flush took it for one of that chunk's ranges
+// and gave the whole chunk back to the tree with a range in it still live
+// (and leaked the cached one).
+TEST(Variants, LabFlushMatchesCachedRangesToChunksOfTheirClass)
+{
+    ManualEnv env(1);
+    auto a = Allocator::create("viommu-lab", env);
+    AllocResult pair = a->alloc(2, 0x7cff);  // below 4 GiB: from the tree
+    ASSERT_TRUE(pair.ok());
+    AllocResult one = a->alloc(1, Allocator::pfn_32bit(12));  // carves a chunk
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ(pair.pfn & ~Pfn{0xff}, one.pfn) << "the layout this test needs";
+    ASSERT_EQ(a->free(pair.pfn, 2), Status::ok);
+    a->flush_caches();
+    Model m;
+    ASSERT_EQ(m.add(one.pfn, 1), "");
+    for (int i = 0; i < 300; i++) {
+        AllocResult x = a->alloc(1 + i % 2, Allocator::pfn_32bit(12));
+        ASSERT_TRUE(x.ok());
+        ASSERT_EQ(m.add(x.pfn, 1 + i % 2), "") << "i " << i;
+    }
+}
+
+// Found by tests/fuzz (iova target, the fixed-seed replay): a retired
+// chunk's uncarved top went back to the tree, which then handed out a
+// range of the chunk's class there whole; cached, that range aligned down
+// to the chunk's base and the cache flush counted it as the chunk's one
+// carved range, gave the whole chunk back to the tree with its carved
+// range still live (and leaked the cached one).
+TEST(Variants, LabFlushCountsOnlyCarvedRangesOfARetiredChunk)
+{
+    ManualEnv env(1);
+    auto a = Allocator::create("viommu-lab", env);
+    AllocResult one = a->alloc(1, Allocator::pfn_32bit(12));  // carves a chunk
+    ASSERT_TRUE(one.ok());
+    a->flush_caches();                             // retires it, one range carved
+    AllocResult top = a->alloc(1, one.pfn + 126);  // below the zone's top: from the tree
+    ASSERT_TRUE(top.ok());
+    ASSERT_EQ(top.pfn & ~Pfn{0x7f}, one.pfn) << "the layout this test needs";
+    ASSERT_NE(top.pfn, one.pfn);
+    ASSERT_EQ(a->free(top.pfn, 1), Status::ok);
+    a->flush_caches();
+    EXPECT_EQ(a->reserve(one.pfn, one.pfn), Status::busy);
+    Model m;
+    ASSERT_EQ(m.add(one.pfn, 1), "");
+    for (int i = 0; i < 300; i++) {
+        AllocResult x = a->alloc(1, one.pfn + 126);
+        if (!x.ok())
+            break;
+        ASSERT_EQ(m.add(x.pfn, 1), "") << "i " << i;
+    }
+}
+
+}  // namespace
+}  // namespace viommu::iova::test

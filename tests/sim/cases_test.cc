@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One test per reported case, all with CostModel::standard() and the
+// workloads' documented defaults.  Each asserts the direction and rough
+// size of the published effect where the model reproduces it; where it
+// does not, the test asserts what the model does show and says why
+// (docs/simulation.rst, "Reproduction status").  Published figures are in
+// /work/shared/seeds and docs/workloads.rst.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include <utility>
+
+#include <gtest/gtest.h>
+
+#include "simulator.hpp"
+
+using namespace viommu::sim;
+
+namespace {
+
+struct Case {
+    std::string workload, allocator, flush, invq = "vtd", dma = "sac";
+    unsigned cpus = 0;
+    uint64_t ops = 0;
+    int warmup = -1;
+    Nanos drain_ns = 0;
+};
+
+SimResult run_uncached(const Case &c);
+
+// Deterministic runs: several tests look at the same case, run it once.
+SimResult run(const Case &c)
+{
+    static std::map<std::string, SimResult> done;
+    std::string key = c.workload + '/' + c.allocator + '/' + c.flush + '/' + c.invq + '/' + c.dma +
+                      '/' + std::to_string(c.cpus) + '/' + std::to_string(c.ops) + '/' +
+                      std::to_string(c.warmup) + '/' + std::to_string(c.drain_ns);
+    auto it = done.find(key);
+    if (it == done.end())
+        it = done.emplace(key, run_uncached(c)).first;
+    return it->second;
+}
+
+SimResult run_uncached(const Case &c)
+{
+    SimConfig cfg;
+    cfg.workload = c.workload;
+    cfg.allocator = c.allocator;
+    cfg.flush = c.flush;
+    cfg.invq = c.invq;
+    cfg.dma = c.dma;
+    cfg.cpus = c.cpus;
+    cfg.ops = c.ops;
+    cfg.warmup_per_cpu = c.warmup;
+    cfg.rcache_drain_ns = c.drain_ns;
+    std::string err;
+    auto r = simulate(cfg, CostModel::standard(), &err);
+    EXPECT_TRUE(r) << err;
+    EXPECT_EQ(r ? r->failed_maps : 1, 0u);
+    return r ? *r : SimResult{};
+}
+
+double share(const SimResult &r, std::string_view lock, std::string_view site = {})
+{
+    return r.spin_fraction_of(lock, site);
+}
+
+// seed 000: 16 memcached instances on 16 CPUs.
+TEST(Seed000Memcached, PercpuBatchIsThrottledByTheGlobalFlushLock)
+{
+    SimResult r = run({"memcached", "percpu-batch", "global-list"});
+    // published 313,161 / 1,088,996 = 29%: reproduced (~28%)
+    EXPECT_GT(r.relative, 0.29 * 0.75);
+    EXPECT_LT(r.relative, 0.29 * 1.25);
+    // perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
+    // (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array.
+    // Reproduced: the order, and the first two within +-25% (~81%,
+    // ~14%); the batch frees in NotReproducedPercpuBatchSpinShareAndFreeSplit.
+    double flush_lock = share(r, "async_umap_flush_lock");
+    double alloc = share(r, "iova_rbtree_lock", "insert");
+    double free_array = share(r, "iova_rbtree_lock", "free_batch");
+    EXPECT_GT(flush_lock, 0.6784 * 0.75);
+    EXPECT_LT(flush_lock, 0.6784 * 1.25);
+    EXPECT_GT(alloc, 0.1754 * 0.75);
+    EXPECT_LT(alloc, 0.1754 * 1.25);
+    EXPECT_GT(free_array, 0.01);
+    EXPECT_GT(flush_lock, alloc);
+    EXPECT_GT(alloc, free_array);
+}
+
+TEST(Seed000Memcached, NotReproducedPercpuBatchSpinShareAndFreeSplit)
+{
+    SimResult r = run({"memcached", "percpu-batch", "global-list"});
+    // Published: 21.87% of cycles in spinlocks at 29% throughput; the
+    // model reaches the throughput but spends ~65% of its CPU time
+    // spinning.  A CPU-bound server cannot lose 71% of its throughput with
+    // only 22% of its cycles spinning unless the rest of the loss is other
+    // work, and memslap's closed loop (128 connections over 16 instances:
+    // 8 requests outstanding per instance) keeps a slowed server busy
+    // rather than idle.  So the published run lost much of its time to
+    // costs outside the spinlock profile, or spun in other contexts (the
+    // line is for the memcached command only), neither of which this
+    // model separates.  Of the spin time, free_iova_array's 12.85% comes
+    // out at ~4%.  Asserted: what the model shows, so a change that moves
+    // it shows up.
+    EXPECT_GT(r.spin_share, 0.2187 * 2);
+    EXPECT_LT(share(r, "iova_rbtree_lock", "free_batch"), 0.1285 * 0.75);
+}
+
+TEST(Seed000Memcached, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
+{
+    SimResult mags = run({"memcached", "linux-4.7", "percpu-defer"});
+    SimResult batch = run({"memcached", "percpu-batch", "global-list"});
+    SimResult stock = run({"memcached", "linux-4.4", "global-list"});
+    // published 1,067,586 / 1,088,996 = 98%: reproduced (~94%)
+    EXPECT_GT(mags.relative, 0.98 * 0.75);
+    EXPECT_LE(mags.relative, 1.0);
+    EXPECT_GT(mags.relative, 3 * batch.relative);
+    EXPECT_LT(stock.relative, 0.5);
+}
+
+TEST(Seed000Memcached, NotReproducedMagazinesSpinShare)
+{
+    // Published 0.75% of cycles in spinlocks; the model spends ~3%: the
+    // per-CPU deferred-flush locks, taken by the CPU that flushes every
+    // CPU's queue when its own reaches 250 entries.  Asserted: small, but
+    // above the published figure by more than 25%.
+    SimResult mags = run({"memcached", "linux-4.7", "percpu-defer"});
+    EXPECT_LT(mags.spin_share, 0.10);
+    EXPECT_GT(mags.spin_share, 0.0075 * 1.25);
+    EXPECT_GT(share(mags, "deferred_flush"), 0.5);
+}
+
+// seed 004: 64-byte forwarding between two NICs, 16 CPUs.  Each X540 port
+// is its own PCI function with its own domain (own IOVA tree and lock);
+// async_umap_flush_lock is global.
+TEST(Seed004Forwarding, GlobalFlushLockCollapsesSmallPacketForwarding)
+{
+    SimResult r = run({"forwarding", "linux-4.4", "global-list"});
+    EXPECT_EQ(r.domains, 2u);
+    // published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
+    // Reproduced: a collapse to a few percent (about 8.9%: ratio ~1.8, more
+    // than 25% above; see NotReproducedThroughputRatio) with most CPU time
+    // spinning (about 81%, ratio ~1.02).
+    EXPECT_LT(r.relative, 0.10);
+    EXPECT_GT(r.relative, 0.02);
+    EXPECT_GT(r.spin_share, 0.80 * 0.75);
+    EXPECT_LT(r.spin_share, std::min(1.0, 0.80 * 1.25));
+    // perf: 62.66% of the spinlock time in add_unmap.  Reproduced (about
+    // 62%): add_unmap's async_umap_flush_lock is the main contender, the
+    // allocation walk under each port's own iova_rbtree_lock second.
+    double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
+    EXPECT_GT(add_unmap, 0.6266 * 0.75);
+    EXPECT_LT(add_unmap, 0.6266 * 1.25);
+    EXPECT_GT(add_unmap, share(r, "iova_rbtree_lock", "alloc"));
+}
+
+TEST(Seed004Forwarding, NotReproducedThroughputRatio)
+{
+    // The published 5% is not within +-25%: the model gives about 8.9%.
+    // At this collapse the rate is set by async_umap_flush_lock, passed
+    // from CPU to CPU: held ~0.7 us per packet (two add_unmaps, and every
+    // 250 unmaps a flush that frees 250 IOVAs) plus ~0.4 us of handovers
+    // (the lock line and the list between cores), ~1.1 us per packet;
+    // the published 500 Kpps means ~2 us.  The cost model's lock and
+    // line-transfer figures are round numbers for that CPU, not fitted.
+    // What the model shows, asserted so a change is noticed: above the
+    // published ratio, below twice it, and the lock held most of the time
+    // (the rest is handover).
+    SimResult r = run({"forwarding", "linux-4.4", "global-list"});
+    EXPECT_GT(r.relative, 0.05 * 1.25);
+    EXPECT_LT(r.relative, 0.05 * 2);
+    double held = 0;
+    for (const auto &p : r.profile)
+        if (p.lock == "async_umap_flush_lock")
+            held += double(p.hold_ns);
+    EXPECT_GT(held / r.elapsed_ns, 0.6);
+}
+
+TEST(Seed004Forwarding, PerCpuDesignsRemoveTheCollapse)
+{
+    SimResult stock = run({"forwarding", "linux-4.4", "global-list"});
+    SimResult mags = run({"forwarding", "linux-4.7", "percpu-defer"});
+    SimResult fq = run({"forwarding", "linux-4.15", "flush-queue"});
+    EXPECT_GT(mags.relative, 5 * stock.relative);
+    EXPECT_GT(fq.relative, 5 * stock.relative);
+    EXPECT_GT(fq.relative, mags.relative);
+    EXPECT_LT(share(fq, "async_umap_flush_lock"), 1e-9);
+}
+
+// seed 001: 64-bit allocations with the 32-bit space full.
+TEST(Seed001CachedNode, WalkLengthAndLockHoldFallWithTheCachedNode)
+{
+    SimResult before = run({"probe", "linux-4.7", "strict"});
+    SimResult after = run({"probe", "linux-4.15", "strict"});
+    // O(n) walks from rb_last() vs O(1) from cached_node
+    EXPECT_GT(before.nodes_per_alloc, 1000.0);
+    EXPECT_LT(after.nodes_per_alloc, 100.0);
+    EXPECT_GT(before.mean_hold_ns("iova_rbtree_lock", "alloc"),
+              20 * after.mean_hold_ns("iova_rbtree_lock", "alloc"));
+    // hns_dsaf probe: ~35 s -> ~1 s (the 1 s mostly unrelated delays)
+    EXPECT_GT(after.throughput, 35 * before.throughput);
+}
+
+TEST(Seed001CachedNode, NotReproducedShareOfProbeTimeUnderTheLock)
+{
+    // Published: ~76% of the 35 s probe under the lock in alloc_iova().
+    // The model's probe does nothing but map (100 ns of driver work per
+    // mapping, an assumption), so almost all of it is under the lock: the
+    // other 24% (8 s of unrelated probe work) is not modelled.
+    SimResult before = run({"probe", "linux-4.7", "strict"});
+    double held = 0;
+    for (const auto &p : before.profile)
+        if (p.lock == "iova_rbtree_lock" && p.site == "alloc")
+            held += double(p.hold_ns);
+    double share_held = held / (before.elapsed_ns * before.cpus);
+    EXPECT_GT(share_held, 0.76 * 1.25);
+    EXPECT_LE(share_held, 1.0);
+}
+
+Case nic(std::string allocator, std::string dma)
+{
+    // The workload's own warm-up and window for every variant.  (A short
+    // window for the flushing cases used to end before any unmapped IOVA
+    // had left the flush queue: 4.15's flushes were then empty and its
+    // failed 32-bit walks O(log n), while 4.7's window, ~1000x longer,
+    // saw timers, frees and O(n) walks: two regimes compared.)
+    return {"nic64k", std::move(allocator), "flush-queue", "vtd", std::move(dma)};
+}
+
+TEST(Seed001Nic64k, RcacheFlushOnEveryFailed32BitAttemptIsPathological)
+{
+    // published: < 10% of passthrough, about 2x better with the series
+    SimResult old_code = run(nic("linux-4.7", "sac-flush"));
+    SimResult series = run(nic("linux-4.15", "sac-flush"));
+    EXPECT_LT(old_code.relative, 0.10);
+    EXPECT_LT(series.relative, 0.10);
+    EXPECT_GT(series.rcache_flushes, 0u);
+    EXPECT_GT(old_code.rcache_flushes, 0u);
+}
+
+TEST(Seed001Nic64k, NotReproducedTheSeriesDoublingThroughput)
+{
+    // Published: the series made this case ~2x faster, still < 10%.  The
+    // model gives no gain (~0.4% vs ~0.7%): both are bound by the flush
+    // itself, which takes iova_rbtree_lock for each of the 2 x 6
+    // magazines of each of the 32 CPUs, empty or not (384 acquisitions
+    // per failed map), while every other CPU queues on the same lock; the
+    // series shortens the walks, not the flush.  Its failed 32-bit walks
+    // are O(n) here too: every flush returns 32-bit IOVAs to the tree and
+    // cached32_node moves up to them (docs/simulation.rst).  Asserted:
+    // both below the bound, the gain well short of 2x, the flush's tree
+    // lock acquisitions the main spinning.
+    SimResult old_code = run(nic("linux-4.7", "sac-flush"));
+    SimResult series = run(nic("linux-4.15", "sac-flush"));
+    EXPECT_LT(series.relative, 0.10);
+    EXPECT_LT(series.relative, 2 * 0.75 * old_code.relative);
+    for (const SimResult *r : {&old_code, &series})
+        EXPECT_GT(share(*r, "iova_rbtree_lock", "rcache_flush"), 0.5);
+}
+
+TEST(Seed001Nic64k, NotFlushingOnThe32BitAttemptRestoresThroughput)
+{
+    // published: 100% of passthrough when the 32-bit attempt does not
+    // flush, "similar results" with no 32-bit attempt at all
+    SimResult once = run(nic("linux-6.7", "sac-once"));
+    SimResult forcedac = run(nic("linux-6.7", "forcedac"));
+    SimResult flushing = run(nic("linux-6.7", "sac-flush"));
+    // reproduced with 6.6's once-per-device rule and with forcedac (~83%
+    // each: the rest is the modelled per-map cost against a 2 us packet)
+    for (const SimResult *r : {&once, &forcedac}) {
+        EXPECT_GT(r->relative, 0.75);
+        EXPECT_EQ(r->rcache_flushes, 0u);
+        EXPECT_GT(r->relative, 5 * flushing.relative);
+    }
+}
+
+TEST(Seed001Nic64k, NotReproducedFullThroughputWhenThe32BitAttemptIsRetriedEveryMap)
+{
+    // Published: ~100% with the 32-bit attempt kept on every map but its
+    // flush removed.  The model gives ~46% with 5.0+: max32_alloc_size
+    // fails the attempt fast, but under iova_rbtree_lock, which 32 CPUs
+    // then queue on.  Asserted: it avoids the flush's pathology but stays
+    // well below the once-per-device rule, the tree lock dominating.
+    SimResult once = run(nic("linux-6.7", "sac-once"));
+    SimResult retry = run(nic("linux-5.0", "sac"));
+    // Nate's own experiment, the series without the flush (100%), and
+    // the old code without it (95%): ~26% and ~5% in the model.  The
+    // failed 32-bit walk is short in both (no 32-bit IOVA returns to the
+    // tree without the flush, so cached32_node stays at the lowest node);
+    // what costs is the rate: about one map in six takes
+    // iova_rbtree_lock for that attempt, and in 4.7 the rcache misses of
+    // the full-mask attempt walk every node above 4 GiB from rb_last().
+    SimResult series = run(nic("linux-4.15", "sac"));
+    SimResult old_code = run(nic("linux-4.7", "sac"));
+    EXPECT_LT(series.relative, 0.75);
+    EXPECT_LT(old_code.relative, 0.95 * 0.75);
+    EXPECT_LT(series.nodes_per_alloc, 64.0);
+    EXPECT_GT(old_code.nodes_per_alloc, 10 * series.nodes_per_alloc);
+    EXPECT_GT(retry.relative, 5 * run(nic("linux-5.0", "sac-flush")).relative);
+    EXPECT_LT(retry.relative, once.relative);
+    EXPECT_LT(retry.relative, 0.75);
+    EXPECT_GT(share(retry, "iova_rbtree_lock", "alloc"), 0.5);
+}
+
+// seed 002: nginx with 16 workers.
+TEST(Seed002Nginx, NotReproducedRcacheServesSteadyStateSoThe513RestartNeverRuns)
+{
+    // NOT reproduced as reported: with the documented workload the
+    // magazines and depot absorb the cross-CPU TX completions and almost
+    // no allocation reaches the tree, in 5.11, 5.13 and 6.7 alike.  The
+    // reporter later called it "a running out of rcache case".
+    for (std::string v : {"linux-5.11", "linux-5.13", "linux-6.7"}) {
+        SimResult r = run({"nginx", v, "flush-queue"});
+        double maps = 2.0 * double(r.transactions) + double(r.transactions);
+        EXPECT_LT(double(r.rbtree_allocs), 0.01 * maps) << v;
+        EXPECT_GT(r.relative, 0.9) << v;
+    }
+}
+
+TEST(Seed002Nginx, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
+{
+    // Stressor: every CPU's cache returned to the tree each virtual ms.
+    Case c{"nginx", "linux-5.13", "flush-queue"};
+    c.drain_ns = 1'000'000;
+    SimResult r513 = run(c);
+    c.allocator = "linux-5.11";
+    SimResult r511 = run(c);
+    c.allocator = "linux-6.7";
+    SimResult r67 = run(c);
+    c.allocator = "viommu-lab";
+    SimResult lab = run(c);
+    // the flame graph: queued_spin_lock_slowpath under
+    // __alloc_and_insert_iova_range
+    EXPECT_GT(r513.spin_share_of("iova_rbtree_lock", "alloc"), 0.05);
+    EXPECT_LT(r513.relative, 0.8);
+    // the 5.13 restart is no worse than 5.11 here: the 32-bit space is
+    // far from full, so neither restart path is taken (not the bisected
+    // regression)
+    EXPECT_NEAR(r513.relative, r511.relative, 0.02);
+    // 6.7's depot changes act on the put side (a full depot no longer
+    // frees a magazine under the tree lock); a dry rcache is a get-side
+    // problem, so they bring only partial relief here (~62% vs ~56%),
+    // far from viommu-lab, and no magazine is freed to the tree by
+    // either.
+    EXPECT_GT(r67.relative, r513.relative);
+    EXPECT_LT(r67.relative, 0.8 * lab.relative);
+    EXPECT_EQ(r513.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
+    EXPECT_EQ(r67.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
+    EXPECT_GT(lab.relative, 0.9);
+}
+
+// seed 003: NVMe 4 KiB at QD128, strict invalidation through SMMUv3.
+// Its two runs, 4 and 32 CPUs, simulated once for all seed 003 tests.
+static const std::pair<SimResult, SimResult> &seed003_runs()
+{
+    static const std::pair<SimResult, SimResult> runs = [] {
+        Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
+        c.cpus = 4;
+        SimResult few = run(c);
+        c.cpus = 32;
+        c.ops = 32 * 200;
+        return std::pair{std::move(few), run(c)};
+    }();
+    return runs;
+}
+
+TEST(Seed003CommandQueue, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
+{
+    const auto &[few, many] = seed003_runs();
+    // published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs).
+    // Reproduced: the direction; the size stays near 0.85 in the full
+    // run (docs: the owner's gather window is short in the cost model).
+    EXPECT_LT(many.inv.owner_share(), few.inv.owner_share());
+    EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
+    EXPECT_GT(many.inv.mean_poll_ns(true), 3 * few.inv.mean_poll_ns(true));
+    // mainline: a non-owner polls ~3 units, an owner ~2: reproduced at 4
+    // CPUs (~1.4x)
+    EXPECT_GT(few.inv.mean_poll_ns(false), 1.5 * 0.75 * few.inv.mean_poll_ns(true));
+    EXPECT_LT(few.inv.mean_poll_ns(false), 1.5 * 1.25 * few.inv.mean_poll_ns(true));
+}
+
+TEST(Seed003CommandQueue, NotReproducedOwnerShareSize)
+{
+    // Published: an owner 1 in 3 (mainline) and 1 in 8 (LPI spreading,
+    // many more CPUs); a non-owner polling 4x as long as an owner (12 vs 3).
+    // The model's owners gather for ~0.25 us (reserve, write their own
+    // commands, clear OWNED), short against the arrival spacing, so most
+    // submissions still find OWNED clear: ~0.89 at 4 CPUs, ~0.75 at 32,
+    // with non-owners polling about as long as owners.  John's durations
+    // (2-3 units before polling on every call, owner or not) point at a
+    // reservation and gather phase on that machine as long as the hardware
+    // time per list, which nothing in the cost model (x86-class line
+    // transfers) gives.
+    const auto &[few, many] = seed003_runs();
+    EXPECT_GT(few.inv.owner_share(), 1.0 / 3 * 1.25);
+    EXPECT_GT(many.inv.owner_share(), 1.0 / 8 * 1.25);
+    EXPECT_LT(many.inv.mean_poll_ns(false), 4 * 0.75 * many.inv.mean_poll_ns(true));
+}
+
+TEST(Seed003CommandQueue, SpinlockProtectedQueueIsSlower)
+{
+    for (unsigned cpus : {4u, 16u}) {
+        Case c{"nvme", "linux-5.13", "strict", "smmu-lockfree"};
+        c.cpus = cpus;
+        SimResult lockfree = run(c);
+        c.invq = "smmu-spinlock";
+        SimResult locked = run(c);
+        EXPECT_LT(locked.throughput, lockfree.throughput) << cpus;
+    }
+}
+
+// The viommu-lab variant on every workload above.
+TEST(ViommuLab, AtLeastAsGoodAsEveryKernelVariantOnEveryWorkload)
+{
+    struct W {
+        Case lab;
+        std::vector<Case> kernel;
+        double floor;
+    };
+    std::vector<W> all = {
+        {{"memcached", "viommu-lab", "flush-queue"},
+         {{"memcached", "linux-4.7", "percpu-defer"}, {"memcached", "linux-6.7", "flush-queue"}},
+         0.9},
+        {{"forwarding", "viommu-lab", "flush-queue"},
+         {{"forwarding", "linux-4.7", "percpu-defer"}, {"forwarding", "linux-6.7", "flush-queue"}},
+         0.7},
+        {{"nginx", "viommu-lab", "flush-queue"}, {{"nginx", "linux-6.7", "flush-queue"}}, 0.9},
+        {nic("viommu-lab", "sac"), {nic("linux-6.7", "sac-once"), nic("linux-6.7", "sac")}, 0.75},
+        {{"probe", "viommu-lab", "strict"}, {{"probe", "linux-6.7", "strict"}}, 0.0},
+    };
+    for (const W &w : all) {
+        SimResult lab = run(w.lab);
+        EXPECT_GT(lab.relative, w.floor) << w.lab.workload;
+        for (const Case &k : w.kernel)
+            EXPECT_GE(lab.relative, 0.98 * run(k).relative)
+                << w.lab.workload << " vs " << k.allocator;
+    }
+    // strict NVMe is bound by the invalidation queue, whatever allocates
+    Case lab{"nvme", "viommu-lab", "strict", "smmu-lockfree"};
+    Case k{"nvme", "linux-6.7", "strict", "smmu-lockfree"};
+    EXPECT_NEAR(run(lab).relative, run(k).relative, 0.05);
+}
+
+}  // namespace
