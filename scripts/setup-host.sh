@@ -105,7 +105,7 @@ meson_ok() {
 
 ensure_sources
 install_pkgs "build tools" build-essential g++ pkg-config ninja-build ccache python3 python3-venv \
-    libgtest-dev libgmock-dev googletest libbenchmark-dev dpkg-dev git
+    libgtest-dev libgmock-dev googletest libbenchmark-dev dpkg-dev git clang-format
 if ! meson_ok; then
     if [ "$codename" = bookworm ]; then
         say "installing meson >= 1.5 from bookworm-backports (QEMU 10.0 needs it)"
