@@ -2,6 +2,7 @@
 // Statistics JSON: counters follow the activity described in
 // docs/statistics.rst.
 #include "fake_host.hpp"
+#include "stats.hpp"
 
 using namespace vtdtest;
 
@@ -81,4 +82,62 @@ TEST(Stats, IovaPlacementAboveAndBelow4G)
     EXPECT_EQ(json_counter(s, "iova", "walks_above_4g"), 1u);
     EXPECT_EQ(json_counter(s, "iova", "pages_invalidated_below_4g"), 0u);
     EXPECT_EQ(json_counter(s, "iova", "pages_invalidated_above_4g"), 2u);
+}
+
+// The object at `path` ("a/b") of a JSON text, braces included; empty if absent.
+static std::string json_object(const std::string &json, const std::string &path)
+{
+    std::string obj = json;
+    size_t from = 0;
+    while (from <= path.size()) {
+        size_t slash = path.find('/', from);
+        std::string name = path.substr(from, slash == std::string::npos ? slash : slash - from);
+        // Only a key at depth 1 of the current object counts.
+        int depth = 0;
+        size_t start = std::string::npos;
+        for (size_t i = 0; i < obj.size() && start == std::string::npos; i++) {
+            char ch = obj[i];
+            if (ch == '{' || ch == '[')
+                depth++;
+            else if (ch == '}' || ch == ']')
+                depth--;
+            else if (depth == 1 && obj.compare(i, name.size() + 4, "\"" + name + "\":{") == 0)
+                start = i + name.size() + 3;
+        }
+        if (start == std::string::npos)
+            return {};
+        depth = 0;
+        size_t end = start;
+        for (; end < obj.size(); end++) {
+            if (obj[end] == '{')
+                depth++;
+            else if (obj[end] == '}' && --depth == 0)
+                break;
+        }
+        obj = obj.substr(start, end - start + 1);
+        if (slash == std::string::npos)
+            break;
+        from = slash + 1;
+    }
+    return obj;
+}
+
+// Every counter of the enum is in the report, once, at the place
+// COUNTER_NAMES gives: bump each by a value of its own and find that value
+// under its key in its object.
+TEST(Stats, EveryCounterReportedWhereTheTableSays)
+{
+    viommu::vtd::Stats stats;
+    for (size_t i = 0; i < std::size(viommu::vtd::COUNTER_NAMES); i++)
+        stats.add(viommu::vtd::COUNTER_NAMES[i].counter, 1000 + i);
+    std::string json = stats.to_json({});
+    for (size_t i = 0; i < std::size(viommu::vtd::COUNTER_NAMES); i++) {
+        const auto &n = viommu::vtd::COUNTER_NAMES[i];
+        std::string obj = json_object(json, n.section);
+        ASSERT_FALSE(obj.empty()) << "no object " << n.section << " in " << json;
+        std::string field = "\"" + std::string(n.key) + "\":" + std::to_string(1000 + i);
+        size_t at = obj.find(field);
+        EXPECT_NE(at, std::string::npos) << n.section << "/" << n.key;
+        EXPECT_EQ(json.find(field), json.rfind(field)) << n.key << " reported twice";
+    }
 }

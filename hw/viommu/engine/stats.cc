@@ -4,6 +4,7 @@
 #include <bit>
 #include <cinttypes>
 #include <cstdio>
+#include <string_view>
 
 namespace viommu::vtd {
 
@@ -204,7 +205,12 @@ private:
 std::string Stats::to_json(const Gauges &g) const
 {
     Json j;
-    auto c = [this](Counter k) { return get(k); };
+    // The counters COUNTER_NAMES places in `section`.
+    auto counters = [&](std::string_view section) {
+        for (const CounterName &n : COUNTER_NAMES)
+            if (section == n.section)
+                j.num(n.key, get(n.counter));
+    };
     j.open(nullptr, '{');
     j.str("schema", "viommu-vtd-stats/1");
 
@@ -217,43 +223,25 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
 
     j.open("translate", '{');
-    j.num("requests", c(Counter::Translations));
-    j.num("translation_disabled", c(Counter::TranslationDisabled));
-    j.num("pass_through", c(Counter::PassThrough));
-    j.num("page_walks", c(Counter::PageWalks));
-    j.num("paging_entries_read", c(Counter::WalkLevelsRead));
-    j.num("context_entries_read", c(Counter::ContextEntriesRead));
+    counters("translate");
     j.close('}');
 
     j.open("iotlb", '{');
     j.num("entries", g.iotlb_entries);
-    j.num("hits", c(Counter::IotlbHits));
-    j.num("misses", c(Counter::IotlbMisses));
-    j.num("inserts", c(Counter::IotlbInserts));
-    j.num("evictions", c(Counter::IotlbEvictions));
+    counters("iotlb");
     j.close('}');
 
     j.open("iova", '{');
-    j.num("walks_below_4g", c(Counter::WalksBelow4G));
-    j.num("walks_above_4g", c(Counter::WalksAbove4G));
-    j.num("pages_invalidated_below_4g", c(Counter::PagesInvalidatedBelow4G));
-    j.num("pages_invalidated_above_4g", c(Counter::PagesInvalidatedAbove4G));
+    counters("iova");
     j.close('}');
 
     j.open("context_cache", '{');
     j.num("entries", g.context_entries);
-    j.num("hits", c(Counter::ContextHits));
-    j.num("misses", c(Counter::ContextMisses));
-    j.num("evictions", c(Counter::ContextEvictions));
+    counters("context_cache");
     j.close('}');
 
     j.open("faults", '{');
-    j.num("recorded", c(Counter::FaultsRecorded));
-    j.num("suppressed_fpd", c(Counter::FaultsSuppressedFpd));
-    j.num("not_recorded", c(Counter::FaultsNotRecorded));
-    j.num("overflowed", c(Counter::FaultsOverflowed));
-    j.num("collapsed", c(Counter::FaultsCollapsed));
-    j.num("events", c(Counter::FaultEvents));
+    counters("faults");
     j.open("by_reason", '{');
     for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)
         j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
@@ -262,27 +250,14 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
 
     j.open("invalidations", '{');
-    j.open("context", '{');
-    j.num("global", c(Counter::CcGlobal));
-    j.num("domain", c(Counter::CcDomain));
-    j.num("device", c(Counter::CcDevice));
-    j.num("entries_dropped", c(Counter::ContextEntriesDropped));
-    j.close('}');
-    j.open("iotlb", '{');
-    j.num("global", c(Counter::IotlbGlobal));
-    j.num("domain", c(Counter::IotlbDomain));
-    j.num("page", c(Counter::IotlbPage));
-    j.num("pages", c(Counter::IotlbPagesInvalidated));
-    j.num("entries_dropped", c(Counter::IotlbEntriesDropped));
-    j.num("page_as_domain", c(Counter::IotlbPageAsDomain));
-    j.close('}');
-    j.num("device_iotlb", c(Counter::DeviceIotlb));
-    j.num("interrupt_entry_cache", c(Counter::InterruptEntryCache));
+    for (const char *sub : {"context", "iotlb"}) {
+        j.open(sub, '{');
+        counters(std::string("invalidations/") + sub);
+        j.close('}');
+    }
+    counters("invalidations");
     j.open("register_based", '{');
-    j.num("context", c(Counter::RegCcmd));
-    j.num("iotlb", c(Counter::RegIotlb));
-    j.num("ignored_qi_enabled", c(Counter::RegIgnoredQi));
-    j.num("invalid", c(Counter::RegInvalid));
+    counters("invalidations/register_based");
     j.close('}');
     j.close('}');
 
@@ -296,15 +271,9 @@ std::string Stats::to_json(const Gauges &g) const
     for (unsigned t = 0; t < DESC_TYPES; t++)
         j.num(type_names[t], descriptors(t));
     j.close('}');
-    j.num("invalid_descriptors", c(Counter::QiInvalidDescriptors));
-    j.num("tail_errors", c(Counter::QiTailErrors));
+    counters("queue");
     j.open("waits", '{');
-    j.num("total", c(Counter::Waits));
-    j.num("status_write", c(Counter::WaitStatusWrite));
-    j.num("status_write_failed", c(Counter::WaitStatusWriteFailed));
-    j.num("interrupt", c(Counter::WaitInterrupt));
-    j.num("fence", c(Counter::WaitFence));
-    j.num("events", c(Counter::InvalidationEvents));
+    counters("queue/waits");
     j.close('}');
     j.open("latency_ns", '{');
     j.num("count", latency_count_.load());
@@ -317,29 +286,11 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
     j.close('}');
 
-    j.open("replay", '{');
-    j.num("walks", c(Counter::WalksForReplay));
-    j.num("leaves", c(Counter::ReplayLeaves));
-    j.num("truncated", c(Counter::ReplayTruncated));
-    j.close('}');
-
-    j.open("pages", '{');
-    j.num("mapped", c(Counter::PagesMapped));
-    j.num("unmapped", c(Counter::PagesUnmapped));
-    j.close('}');
-
-    j.open("device_tlb", '{');
-    j.num("page", c(Counter::DeviceTlbPage));
-    j.num("range", c(Counter::DeviceTlbRange));
-    j.num("all", c(Counter::DeviceTlbAll));
-    j.num("pages", c(Counter::DeviceTlbPages));
-    j.close('}');
-
-    j.open("notifications", '{');
-    j.num("unmap", c(Counter::NotifyUnmap));
-    j.num("map", c(Counter::NotifyMap));
-    j.num("deviotlb_unmap", c(Counter::NotifyDeviotlbUnmap));
-    j.close('}');
+    for (const char *section : {"replay", "pages", "device_tlb", "notifications"}) {
+        j.open(section, '{');
+        counters(section);
+        j.close('}');
+    }
 
     j.open("domains", '[');
     for (unsigned ci = 0; ci < chunks_.size(); ci++) {

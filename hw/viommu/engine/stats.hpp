@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,6 +85,89 @@ enum class Counter : unsigned {
     NotifyDeviotlbUnmap,  // notifier events the host delivered
     Count_
 };
+
+// Where each counter appears in the JSON report (docs/statistics.rst): the
+// object path below the top level ("/" between levels) and its key.  In the
+// enum's order; the static_asserts keep the two in step.
+struct CounterName {
+    Counter counter;
+    const char *section;
+    const char *key;
+};
+
+inline constexpr CounterName COUNTER_NAMES[] = {
+    {Counter::Translations, "translate", "requests"},
+    {Counter::TranslationDisabled, "translate", "translation_disabled"},
+    {Counter::PassThrough, "translate", "pass_through"},
+    {Counter::IotlbHits, "iotlb", "hits"},
+    {Counter::IotlbMisses, "iotlb", "misses"},
+    {Counter::IotlbInserts, "iotlb", "inserts"},
+    {Counter::IotlbEvictions, "iotlb", "evictions"},
+    {Counter::ContextHits, "context_cache", "hits"},
+    {Counter::ContextMisses, "context_cache", "misses"},
+    {Counter::ContextEvictions, "context_cache", "evictions"},
+    {Counter::PageWalks, "translate", "page_walks"},
+    {Counter::WalkLevelsRead, "translate", "paging_entries_read"},
+    {Counter::ContextEntriesRead, "translate", "context_entries_read"},
+    {Counter::FaultsRecorded, "faults", "recorded"},
+    {Counter::FaultsSuppressedFpd, "faults", "suppressed_fpd"},
+    {Counter::FaultsNotRecorded, "faults", "not_recorded"},
+    {Counter::FaultsOverflowed, "faults", "overflowed"},
+    {Counter::FaultsCollapsed, "faults", "collapsed"},
+    {Counter::WalksBelow4G, "iova", "walks_below_4g"},
+    {Counter::WalksAbove4G, "iova", "walks_above_4g"},
+    {Counter::PagesInvalidatedBelow4G, "iova", "pages_invalidated_below_4g"},
+    {Counter::PagesInvalidatedAbove4G, "iova", "pages_invalidated_above_4g"},
+    {Counter::FaultEvents, "faults", "events"},
+    {Counter::CcGlobal, "invalidations/context", "global"},
+    {Counter::CcDomain, "invalidations/context", "domain"},
+    {Counter::CcDevice, "invalidations/context", "device"},
+    {Counter::IotlbGlobal, "invalidations/iotlb", "global"},
+    {Counter::IotlbDomain, "invalidations/iotlb", "domain"},
+    {Counter::IotlbPage, "invalidations/iotlb", "page"},
+    {Counter::IotlbPagesInvalidated, "invalidations/iotlb", "pages"},
+    {Counter::IotlbEntriesDropped, "invalidations/iotlb", "entries_dropped"},
+    {Counter::IotlbPageAsDomain, "invalidations/iotlb", "page_as_domain"},
+    {Counter::ContextEntriesDropped, "invalidations/context", "entries_dropped"},
+    {Counter::DeviceIotlb, "invalidations", "device_iotlb"},
+    {Counter::InterruptEntryCache, "invalidations", "interrupt_entry_cache"},
+    {Counter::RegCcmd, "invalidations/register_based", "context"},
+    {Counter::RegIotlb, "invalidations/register_based", "iotlb"},
+    {Counter::RegIgnoredQi, "invalidations/register_based", "ignored_qi_enabled"},
+    {Counter::RegInvalid, "invalidations/register_based", "invalid"},
+    {Counter::Waits, "queue/waits", "total"},
+    {Counter::WaitStatusWrite, "queue/waits", "status_write"},
+    {Counter::WaitInterrupt, "queue/waits", "interrupt"},
+    {Counter::WaitFence, "queue/waits", "fence"},
+    {Counter::WaitStatusWriteFailed, "queue/waits", "status_write_failed"},
+    {Counter::InvalidationEvents, "queue/waits", "events"},
+    {Counter::QiInvalidDescriptors, "queue", "invalid_descriptors"},
+    {Counter::QiTailErrors, "queue", "tail_errors"},
+    {Counter::WalksForReplay, "replay", "walks"},
+    {Counter::ReplayLeaves, "replay", "leaves"},
+    {Counter::ReplayTruncated, "replay", "truncated"},
+    {Counter::PagesMapped, "pages", "mapped"},
+    {Counter::PagesUnmapped, "pages", "unmapped"},
+    {Counter::DeviceTlbPage, "device_tlb", "page"},
+    {Counter::DeviceTlbRange, "device_tlb", "range"},
+    {Counter::DeviceTlbAll, "device_tlb", "all"},
+    {Counter::DeviceTlbPages, "device_tlb", "pages"},
+    {Counter::NotifyUnmap, "notifications", "unmap"},
+    {Counter::NotifyMap, "notifications", "map"},
+    {Counter::NotifyDeviotlbUnmap, "notifications", "deviotlb_unmap"},
+};
+
+static_assert(std::size(COUNTER_NAMES) == static_cast<size_t>(Counter::Count_),
+              "every counter needs its place in the report");
+
+consteval bool counter_names_in_enum_order()
+{
+    for (size_t i = 0; i < std::size(COUNTER_NAMES); i++)
+        if (COUNTER_NAMES[i].counter != static_cast<Counter>(i))
+            return false;
+    return true;
+}
+static_assert(counter_names_in_enum_order());
 
 constexpr unsigned STAT_OWNED_SHARDS = 8;
 constexpr unsigned STAT_SHARDS = STAT_OWNED_SHARDS + 1;  // the last one is shared
