@@ -36,6 +36,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
+sys.path.insert(0, os.path.join(TOP, "scripts", "report"))
+import svgplot  # noqa: E402  (the one SVG plotter, shared with make report)
 WORKLOADS = ("memcached", "nginx")
 IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
@@ -725,63 +727,22 @@ def svg_plot(results, path, title):
     """Two bar panels: throughput relative to none, and guest profile shares."""
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
     ok = [r for r in results if not r.get("error")]
-    W, H, m = 860, 440, 60
-    pw = (W - 3 * m) / 2
-    ph = H - 2 * m - 40
-    colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"]
-    esc = lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="12">' % (W, H),
-         '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="%d" y="22" font-size="15" text-anchor="middle">%s</text>' % (W / 2, esc(title))]
-
-    def panel(x0, label, vals, ymax, unit_fmt, colour_by_series=None):
-        o.append('<text x="%.0f" y="%d" text-anchor="middle">%s</text>' % (x0 + pw / 2, m - 10, esc(label)))
-        o.append('<line x1="%.0f" y1="%d" x2="%.0f" y2="%d" stroke="black"/>' % (x0, m, x0, m + ph))
-        o.append('<line x1="%.0f" y1="%d" x2="%.0f" y2="%d" stroke="black"/>' % (x0, m + ph, x0 + pw, m + ph))
-        for i in range(5):
-            y = m + ph - ph * i / 4
-            o.append('<text x="%.0f" y="%.0f" text-anchor="end" font-size="10">%s</text>'
-                     % (x0 - 4, y + 3, unit_fmt(ymax * i / 4)))
-            o.append('<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#ddd"/>' % (x0, y, x0 + pw, y))
-        n = max(len(vals), 1)
-        gw = pw / n
-        for i, (name, series) in enumerate(vals):
-            k = max(len(series), 1)
-            bw = gw * 0.8 / k
-            for j, (sname, v) in enumerate(series):
-                if v is None:
-                    continue
-                h = ph * min(v / ymax, 1.0) if ymax else 0
-                x = x0 + i * gw + gw * 0.1 + j * bw
-                o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s'
-                         '</title></rect>' % (x, m + ph - h, bw - 1, h, colors[j % len(colors)],
-                                              esc(name), esc(sname), unit_fmt(v)))
-            for li, part in enumerate(name.split(":")):  # IOMMU, then policy below it
-                o.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">%s</text>'
-                         % (x0 + i * gw + gw / 2, m + ph + 14 + 12 * li, esc(part)))
-
     thr = []
     for r in ok:
         v = r["load"].get("ops_per_s")
         b = base["load"].get("ops_per_s") if base else None
         thr.append(("%s:%s" % (r["iommu"], r["policy"]), [("throughput", v / b if v and b else None)]))
     ymax = max([ser[0][1] for _, ser in thr if ser[0][1]] + [1.0]) * 1.1
-    panel(m, "throughput relative to none (higher is better)", thr, ymax, lambda v: "%.2fx" % v)
     shares = []
     for r in ok:
         paths = (r.get("perf") or {}).get("paths") or {}
         shares.append(("%s:%s" % (r["iommu"], r["policy"]),
                        [(PATH_LABELS[k], paths[k]["incl_pct"] if k in paths else None) for k in PATHS]))
     ymax2 = max([v for _, s in shares for _, v in s if v] + [1.0]) * 1.1
-    panel(2 * m + pw, "guest samples under IOMMU paths (%)", shares, ymax2, lambda v: "%.1f%%" % v)
-    for j, k in enumerate(PATHS):
-        x = 2 * m + pw + j * 130
-        o.append('<rect x="%.0f" y="%d" width="10" height="10" fill="%s"/>' % (x, H - 22, colors[j]))
-        o.append('<text x="%.0f" y="%d" font-size="11">%s</text>' % (x + 14, H - 13, PATH_LABELS[k]))
-    o.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(o) + "\n")
+    svgplot.bar_chart(path, title,
+                      [("throughput relative to none (higher is better)", thr, ymax, lambda v: "%.2fx" % v),
+                       ("guest samples under IOMMU paths (%)", shares, ymax2, lambda v: "%.1f%%" % v)],
+                      legend=[PATH_LABELS[k] for k in PATHS])
 
 
 # ---------------------------------------------------------------- main

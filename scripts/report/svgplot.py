@@ -49,3 +49,47 @@ def line_chart(path, title, xlabel, ylabel, series, log2_x=True, ymax=None, perc
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def bar_chart(path, title, panels, legend=()):
+    """Side-by-side panels of grouped bars, as standalone SVG.
+
+    panels: list of (label, groups, ymax, fmt): groups is [(name, [(series, value)])], a value
+    None draws no bar, a name "a:b" is labelled on two lines, fmt formats axis and tooltip values.
+    legend: series names, coloured as the bars with the same index in each group."""
+    W, H, m = 430 * len(panels), 440, 60
+    pw = (W - (len(panels) + 1) * m) / max(len(panels), 1)
+    ph = H - 2 * m - 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{W / 2}" y="22" font-size="15" text-anchor="middle">{escape(title)}</text>']
+    for p, (label, groups, ymax, fmt) in enumerate(panels):
+        x0 = m + p * (pw + m)
+        out.append(f'<text x="{x0 + pw / 2:.0f}" y="{m - 10}" text-anchor="middle">{escape(label)}</text>')
+        out.append(f'<line x1="{x0:.0f}" y1="{m}" x2="{x0:.0f}" y2="{m + ph}" stroke="black"/>')
+        out.append(f'<line x1="{x0:.0f}" y1="{m + ph}" x2="{x0 + pw:.0f}" y2="{m + ph}" stroke="black"/>')
+        for i in range(5):
+            y = m + ph - ph * i / 4
+            out.append(f'<text x="{x0 - 4:.0f}" y="{y + 3:.0f}" text-anchor="end" font-size="10">{escape(fmt(ymax * i / 4))}</text>')
+            out.append(f'<line x1="{x0:.0f}" y1="{y:.0f}" x2="{x0 + pw:.0f}" y2="{y:.0f}" stroke="#ddd"/>')
+        gw = pw / max(len(groups), 1)
+        for i, (name, series) in enumerate(groups):
+            bw = gw * 0.8 / max(len(series), 1)
+            for j, (sname, v) in enumerate(series):
+                if v is None:
+                    continue
+                h = ph * min(v / ymax, 1.0) if ymax else 0
+                x = x0 + i * gw + gw * 0.1 + j * bw
+                out.append(f'<rect x="{x:.1f}" y="{m + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
+                           f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(name)} {escape(sname)}: '
+                           f'{escape(fmt(v))}</title></rect>')
+            for li, part in enumerate(name.split(":")):
+                out.append(f'<text x="{x0 + i * gw + gw / 2:.1f}" y="{m + ph + 14 + 12 * li}" '
+                           f'text-anchor="middle" font-size="10">{escape(part)}</text>')
+    for j, name in enumerate(legend):
+        x = m + j * 130
+        out.append(f'<rect x="{x:.0f}" y="{H - 22}" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>')
+        out.append(f'<text x="{x + 14:.0f}" y="{H - 13}" font-size="11">{escape(name)}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
