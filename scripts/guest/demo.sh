@@ -66,7 +66,7 @@ if grep -q '^VIOMMU-TEST: end' "$log" 2>/dev/null; then
         timeout 30 python3 "$TOP/scripts/viommu-stats" --qmp "$qmp" > "$work/stats.txt" 2>&1 || stats_rc=$?
         timeout 30 python3 "$TOP/scripts/viommu-stats" --qmp "$qmp" --json > "$work/stats.json" 2>/dev/null || true
     fi
-    python3 "$TOP/scripts/guest/qmp.py" --wait 5 "$qmp" quit >/dev/null 2>&1 || true
+    python3 "$TOP/scripts/qmp.py" --wait 5 "$qmp" quit >/dev/null 2>&1 || true
 fi
 boot_rc=0
 wait "$boot_pid" || boot_rc=$?

@@ -18,6 +18,8 @@ import time
 
 QEMU = os.environ["QEMU"]
 TOP = os.environ["TOP"]
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from qmp import QMP, QMPError  # noqa: E402  (the one QMP client)
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
 TIMEOUT = 60
 BASE = 0xfed90000
@@ -51,7 +53,7 @@ def check(cond, msg):
 
 
 class Line:
-    """A newline-delimited socket protocol (QMP and qtest both are)."""
+    """The qtest protocol: newline-delimited over a unix socket."""
 
     def __init__(self, path):
         deadline = time.monotonic() + TIMEOUT
@@ -100,11 +102,9 @@ class VM:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                      stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         try:
-            self.qmp = Line(self.qmp_path)
-            check("QMP" in json.loads(self.qmp.readline()), "no QMP greeting")
-            self.cmd("qmp_capabilities")
+            self.qmp = QMP(self.qmp_path, timeout=TIMEOUT, wait=TIMEOUT)
             self.qt = Line(self.qtest_path)
-        except Fail:
+        except (Fail, QMPError):
             self.kill()
             raise Fail("QEMU did not come up: %s" % self.output())
 
@@ -113,17 +113,10 @@ class VM:
             return f.read().strip().replace("\n", " | ")
 
     def cmd(self, name, **args):
-        req = {"execute": name}
-        if args:
-            req["arguments"] = args
-        self.qmp.send(json.dumps(req))
-        while True:
-            msg = json.loads(self.qmp.readline())
-            if "event" in msg:
-                continue
-            if "error" in msg:
-                raise Fail("QMP %s: %s" % (name, msg["error"]["desc"]))
-            return msg["return"]
+        try:
+            return self.qmp.cmd(name, **args)
+        except QMPError as e:
+            raise Fail("QMP %s" % e)
 
     def qtest(self, line):
         self.qt.send(line)

@@ -22,20 +22,7 @@ tap() {  # tap ok|fail NAME [DETAIL]
     return 0
 }
 qmp() {  # qmp SOCKET COMMAND [JSON-ARGS]: prints the return value
-    python3 - "$@" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1])
-f = s.makefile("rw")
-def cmd(name, args=None):
-    f.write(json.dumps({"execute": name, **({"arguments": args} if args else {})}) + "\n"); f.flush()
-    while True:
-        m = json.loads(f.readline())
-        if "event" in m: continue
-        if "error" in m: sys.exit("QMP %s: %s" % (name, m["error"]["desc"]))
-        return m["return"]
-f.readline(); cmd("qmp_capabilities")
-print(json.dumps(cmd(sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)))
-EOF
+    python3 "$TOP/scripts/qmp.py" --wait 5 "$@"
 }
 
 echo "1..5"

@@ -47,7 +47,7 @@ done
 wants() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 
 runsh=$TOP/scripts/guest/run.sh
-qmppy=$TOP/scripts/guest/qmp.py
+qmppy=$TOP/scripts/qmp.py
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
 work=$BUILD/guest-tests/$iommu
 MIB=4

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""viommu-lab's one QMP client: a module for the Python scripts and tests, and a
+command for the shell scripts.
+
+  qmp.py [--wait S] SOCK COMMAND [ARGUMENTS-AS-JSON]
+
+connects to the QMP unix socket SOCK (waiting up to S seconds for it to appear,
+default 10), negotiates capabilities, runs COMMAND and prints its "return"
+value as JSON; it exits 1 with one sentence on stderr on any error.
+
+As a module: QMP(path, timeout=30, wait=0).cmd(name, **arguments) returns the
+"return" value and raises QMPError (one sentence) on an error reply, a closed
+connection or a socket that did not appear within `wait` seconds.  Events are
+skipped.
+"""
+import json
+import socket
+import sys
+import time
+
+
+class QMPError(Exception):
+    pass
+
+
+class QMP:
+    def __init__(self, path, timeout=30.0, wait=0.0):
+        self.path = path
+        deadline = time.monotonic() + wait
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            try:
+                self.sock.connect(path)
+                break
+            except OSError as e:
+                self.sock.close()
+                if time.monotonic() >= deadline:
+                    raise QMPError("cannot connect to QMP socket %s: %s" % (path, e))
+                time.sleep(0.05)
+        self.buf = b""
+        try:
+            greeting = self._recv()
+        except (OSError, ValueError) as e:
+            raise QMPError("no QMP greeting on %s: %s" % (path, e))
+        if "QMP" not in greeting:
+            raise QMPError("no QMP greeting on %s" % path)
+        self.cmd("qmp_capabilities")
+
+    def _recv(self):
+        while b"\n" not in self.buf:
+            data = self.sock.recv(65536)
+            if not data:
+                raise QMPError("QEMU closed the QMP connection on %s" % self.path)
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def cmd(self, name, **arguments):
+        req = {"execute": name}
+        if arguments:
+            req["arguments"] = arguments
+        try:
+            self.sock.sendall(json.dumps(req).encode() + b"\n")
+            while True:
+                msg = self._recv()
+                if "event" in msg:
+                    continue
+                if "error" in msg:
+                    raise QMPError("%s: %s" % (name, msg["error"].get("desc", msg["error"])))
+                return msg.get("return")
+        except (OSError, ValueError) as e:
+            raise QMPError("QMP %s on %s failed: %s" % (name, self.path, e))
+
+    def close(self):
+        self.sock.close()
+
+
+def main(argv):
+    wait = 10.0
+    if len(argv) >= 2 and argv[0] == "--wait":
+        wait = float(argv[1])
+        argv = argv[2:]
+    if len(argv) not in (2, 3):
+        print("usage: qmp.py [--wait S] SOCK COMMAND [ARGUMENTS-AS-JSON]", file=sys.stderr)
+        return 1
+    try:
+        arguments = json.loads(argv[2]) if len(argv) == 3 else {}
+        if not isinstance(arguments, dict):
+            raise ValueError("arguments must be a JSON object")
+        print(json.dumps(QMP(argv[0], wait=wait).cmd(argv[1], **arguments)))
+    except (QMPError, ValueError) as e:
+        print("qmp.py: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
