@@ -5,7 +5,7 @@
 //
 // Variants (Allocator::create by name):
 //   linux-4.4     rbtree + cached32_node, one iova_rbtree_lock, no cache
-//   percpu-batch  seed 000 (Shaohua Li V2): per-CPU free lists <= 64 KiB,
+//   percpu-batch  Shaohua Li's V2 (iommu list, 2016): per-CPU free lists <= 64 KiB,
 //                 batched refill/release under one rbtree lock hold
 //   linux-4.7     4.4 tree + per-CPU magazines, bounded depot of 32
 //   linux-4.15    cached_node/cached32_node + anchor, magazine scan

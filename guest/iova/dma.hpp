@@ -16,8 +16,8 @@ namespace viommu::iova {
 struct DmaOptions {
     bool forcedac = false;   // never try the 32-bit space first
     bool sac_once = false;   // 6.6: a device that failed 32-bit never retries it
-    bool sac_flush = false;  // before 4.15's SAC rework (seed 001): the
-                             // 32-bit attempt may flush the caches too
+    bool sac_flush = false;  // before 4.15's SAC rework ("Optimise 64-bit IOVA allocations", 2017):
+                             // the 32-bit attempt may flush the caches too
 };
 
 struct DmaDevice {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// percpu-batch: the per-CPU IOVA cache proposed in seed 000 (Shaohua Li,
-// "IOMMU: avoid lock contention in iova allocation" V2, 2016), over the 4.4
+// percpu-batch: the per-CPU IOVA cache proposed by Shaohua Li
+// ("IOMMU: avoid lock contention in iova allocation" V2, 2016), over the 4.4
 // tree.  For sizes up to 64 KiB each CPU keeps a free list per size; an
 // empty list is refilled with a batch of ranges in one iova_rbtree_lock
 // hold, and a list above its high mark gives a batch back in one hold

@@ -196,9 +196,9 @@ private:
             unsigned cls = std::bit_width(pages) - 1;
             Cpu &cpu = *cpus_[c];
             // A 32-bit attempt on an exhausted 32-bit space (the SAC trick,
-            // seed 001) fails before the CPU's lock when this CPU has
-            // nothing cached below 4 GiB either: the flags are hints, a
-            // stale one costs a lock or a retry above 4 GiB, never a range.
+            // "Optimise 64-bit IOVA allocations", 2017) fails before the CPU's lock when this CPU
+            // has nothing cached below 4 GiB either: the flags are hints, a stale one costs a lock
+            // or a retry above 4 GiB, never a range.
             if ((zones_ == 1 || limit < zone_limit(1)) &&
                 zone_full_[0].load(std::memory_order_relaxed) &&
                 chunk_full_[0].load(std::memory_order_relaxed) &&

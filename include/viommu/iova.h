@@ -60,7 +60,7 @@ typedef struct ViommuIovaConfig {
     /* Members below were added later; a zeroed member keeps the old
      * behaviour. */
     bool sac_flush;             /* the 32-bit attempt flushes the caches on
-                                 * failure too (before 4.15, seed 001) */
+                                 * failure too (before 4.15) */
     bool manual_clock;          /* virtual clock and caller-chosen CPU */
     uint64_t end_pfn;           /* highest pfn + 1; 0: 48-bit space */
     const ViommuIovaFlushOps *flush_ops;   /* NULL: count flushes only */

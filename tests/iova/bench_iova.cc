@@ -215,15 +215,15 @@ void row(const char *workload, std::string_view variant, unsigned threads, const
 const Workload alloc_free{"alloc-free", 12, 4096, 16, true, false, false, "strict"};
 
 const Workload workloads[] = {
-    // seed 000: many CPUs, small map/unmap, 90% GET (1 KiB values)
+    // memcached-16cpu-xl710: many CPUs, small map/unmap, 90% GET (1 KiB values)
     {"memcached", 12, 1088, 64, true, false, true, "flush-queue"},
-    // seed 004: 64-byte packets through an RX/TX ring
+    // ovs-forward-64b: 64-byte packets through an RX/TX ring
     {"forward-64B", 12, 64, 512, false, false, true, "flush-queue"},
-    // seed 002: more in flight than the per-CPU caches hold
+    // nginx-rbtree-regression: more in flight than the per-CPU caches hold
     {"nginx-dry", 12, 1024, 8192, false, false, true, "flush-queue"},
     // NVMe 4 KiB at queue depth 128, completions out of order
     {"nvme-qd128", 12, 4096, 128, true, false, true, "flush-queue"},
-    // seed 001 (Nate Watterson): 64 KiB pages, 32-bit space full at ifup
+    // cx4-64k-32bit-exhausted (Nate Watterson): 64 KiB pages, 32-bit space full at ifup
     {"nic64k-32full", 16, 1500, 256, false, true, true, "flush-queue"},
 };
 

@@ -62,14 +62,12 @@ TEST(Variants, Linux44IsLinearWhen32BitSpaceIsFull)
     }
 }
 
-// Seed 001 (Nate's NIC): with the 32-bit space filled top-down, the 32-bit
-// cached node is the lowest node, so a failed 32-bit attempt stops after
-// the rb_prev() climb from it (O(log n)) in 4.4-style code and in 4.15.
-// Once a 32-bit range is freed to the tree (an rcache flush, a full
-// depot) and reallocated, the cached node sits at that hole and every
-// later failed attempt walks all nodes below it (O(n)), in both, as the
-// kernel does until 5.0's max32_alloc_size.  64-page ranges bypass the
-// rcache.
+// cx4-64k-32bit-exhausted (Nate Watterson's CX4 NIC): with the 32-bit space filled top-down, the
+// 32-bit cached node is the lowest node, so a failed 32-bit attempt stops after the rb_prev() climb
+// from it (O(log n)) in 4.4-style code and in 4.15. Once a 32-bit range is freed to the tree (an
+// rcache flush, a full depot) and reallocated, the cached node sits at that hole and every later
+// failed attempt walks all nodes below it (O(n)), in both, as the kernel does until 5.0's
+// max32_alloc_size.  64-page ranges bypass the rcache.
 TEST(Variants, Failed32BitAttemptIsShortUntilA32BitFreeMovesTheCachedNode)
 {
     for (auto v : {"linux-4.4", "linux-4.7", "linux-4.15"}) {
@@ -336,7 +334,7 @@ TEST(Variants, FailureFlushesDepotFrom511)
     }
 }
 
-// Seed 000's per-CPU batch: one tree lock hold per 32 allocations.
+// Shaohua Li's per-CPU batch (2016): one tree lock hold per 32 allocations.
 TEST(Variants, PercpuBatchRefillsInBatches)
 {
     Fixture f("percpu-batch", {}, 1);
