@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * viommu-dma: the DMA engine.  A bottom half walks the enabled queues
+ * round-robin, one descriptor each, within a bounded budget per run (so a
+ * hostile ring, huge, looping or unmapped, never stalls the main loop),
+ * and executes each descriptor through the PCI DMA API: an IOMMU in front
+ * of the device translates every access, and a failed translation becomes
+ * the descriptor's error status.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "hw/pci/msix.h"
+#include "system/dma.h"
+#include "viommu-dma-internal.h"
+#include "trace.h"
+
+void viommu_dma_update_intx(ViommuDmaState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    int level = 0;
+
+    if (msix_enabled(pdev)) {
+        return;
+    }
+    for (uint32_t i = 0; i < s->nqueues; i++) {
+        level |= !!s->q[i].isr;
+    }
+    pci_set_irq(pdev, level);
+}
+
+static void vdma_raise(ViommuDmaState *s, uint32_t qi)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    s->q[qi].isr |= 1;
+    trace_viommu_dma_irq(qi, msix_enabled(pdev));
+    if (msix_enabled(pdev)) {
+        msix_notify(pdev, qi);
+    } else {
+        viommu_dma_update_intx(s);
+    }
+}
+
+static bool vdma_range_ok(uint64_t addr, uint32_t len)
+{
+    return addr + len >= addr || addr + len == 0;
+}
+
+/*
+ * Run one operation.  Returns the completion status and stores in *result
+ * the offset at which it stopped.  Chunks never cross a 4 KiB boundary of
+ * either address, so a fault offset is exact to the page.
+ */
+static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
+                             uint64_t src, uint64_t dst, uint64_t pattern,
+                             uint32_t *result)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t off = 0;
+
+    *result = 0;
+    if (op == VIOMMU_DMA_OP_NOP) {
+        return VIOMMU_DMA_ST_OK;
+    }
+    if (op > VIOMMU_DMA_OP_MAX) {
+        return VIOMMU_DMA_ST_BAD_OP;
+    }
+    if (len == 0 || len > s->maxlen) {
+        return VIOMMU_DMA_ST_BAD_LEN;
+    }
+    if (!vdma_range_ok(dst, len) ||
+        (op != VIOMMU_DMA_OP_FILL && !vdma_range_ok(src, len))) {
+        return VIOMMU_DMA_ST_BAD_ADDR;
+    }
+
+    if (op == VIOMMU_DMA_OP_FILL) {
+        for (uint32_t i = 0; i < 8; i++) {
+            s->buf[0][i] = pattern >> (8 * i);
+        }
+    }
+
+    while (off < len) {
+        uint64_t d = dst + off, sa = src + off;
+        uint32_t n = MIN(len - off, VDMA_CHUNK - (d & (VDMA_CHUNK - 1)));
+
+        if (op != VIOMMU_DMA_OP_FILL) {
+            n = MIN(n, VDMA_CHUNK - (sa & (VDMA_CHUNK - 1)));
+        }
+        *result = off;
+
+        switch (op) {
+        case VIOMMU_DMA_OP_COPY:
+            if (pci_dma_read(pdev, sa, s->buf[0], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_READ_FAULT;
+            }
+            if (pci_dma_write(pdev, d, s->buf[0], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_WRITE_FAULT;
+            }
+            break;
+        case VIOMMU_DMA_OP_FILL: {
+            /* keep the pattern phase relative to the start of dst */
+            for (uint32_t i = 0; i < n; i++) {
+                s->buf[1][i] = s->buf[0][(off + i) % 8];
+            }
+            if (pci_dma_write(pdev, d, s->buf[1], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_WRITE_FAULT;
+            }
+            break;
+        }
+        case VIOMMU_DMA_OP_COMPARE:
+            if (pci_dma_read(pdev, sa, s->buf[0], n) != MEMTX_OK ||
+                pci_dma_read(pdev, d, s->buf[1], n) != MEMTX_OK) {
+                s->faults++;
+                return VIOMMU_DMA_ST_READ_FAULT;
+            }
+            if (memcmp(s->buf[0], s->buf[1], n)) {
+                uint32_t i = 0;
+                while (s->buf[0][i] == s->buf[1][i]) {
+                    i++;
+                }
+                *result = off + i;
+                return VIOMMU_DMA_ST_MISMATCH;
+            }
+            break;
+        }
+        off += n;
+    }
+    *result = len;
+    s->bytes += len;
+    return VIOMMU_DMA_ST_OK;
+}
+
+/*
+ * Fetch the descriptor at q->head into desc.  Up to VDMA_PREFETCH pending
+ * descriptors of the same ring page are read by one DMA (one translation);
+ * if that read fails, the descriptor is read alone, so a fault is
+ * reported at the exact descriptor as before.
+ */
+static bool vdma_fetch(ViommuDmaState *s, uint32_t qi, uint8_t *desc)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    VDMAQueue *q = &s->q[qi];
+    uint64_t addr = q->ring + (uint64_t)q->head * VIOMMU_DMA_DESC_SIZE;
+
+    if (q->head != s->pf_head[qi] || q->head >= s->pf_end[qi]) {
+        uint32_t pending = (q->tail - q->head) & (q->size - 1);
+        uint32_t n = MIN(MIN(pending, VDMA_PREFETCH), q->size - q->head);
+
+        n = MIN(n, (4096 - (addr & 4095)) / VIOMMU_DMA_DESC_SIZE);
+        s->pf_head[qi] = s->pf_end[qi] = 0;
+        if (n <= 1 || pci_dma_read(pdev, addr, s->pf[qi],
+                                   n * VIOMMU_DMA_DESC_SIZE) != MEMTX_OK) {
+            return pci_dma_read(pdev, addr, desc, VIOMMU_DMA_DESC_SIZE) ==
+                   MEMTX_OK;
+        }
+        s->pf_base[qi] = s->pf_head[qi] = q->head;
+        s->pf_end[qi] = q->head + n;
+    }
+    memcpy(desc, s->pf[qi] + (q->head - s->pf_base[qi]) * VIOMMU_DMA_DESC_SIZE,
+           VIOMMU_DMA_DESC_SIZE);
+    s->pf_head[qi]++;       /* consumed: a later lap reads the ring again */
+    return true;
+}
+
+void viommu_dma_prefetch_drop(ViommuDmaState *s, uint32_t qi)
+{
+    s->pf_head[qi] = s->pf_end[qi] = 0;
+}
+
+/* Process one descriptor of queue qi; returns the bytes it asked for. */
+static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    VDMAQueue *q = &s->q[qi];
+    uint64_t addr = q->ring + (uint64_t)q->head * VIOMMU_DMA_DESC_SIZE;
+    uint8_t desc[VIOMMU_DMA_DESC_SIZE];
+    uint8_t op, flags;
+    uint32_t len, status, result;
+    uint64_t src, dst, pattern;
+    uint8_t done[8];
+
+    if (!vdma_fetch(s, qi, desc)) {
+        s->faults++;
+        q->status |= VIOMMU_DMA_QSTS_HALTED;
+        viommu_dma_prefetch_drop(s, qi);
+        trace_viommu_dma_queue_halt(qi, q->head, addr);
+        return 0;
+    }
+    op = desc[VIOMMU_DMA_DESC_OP];
+    flags = desc[VIOMMU_DMA_DESC_FLAGS];
+    len = ldl_le_p(desc + VIOMMU_DMA_DESC_LEN);
+    src = ldq_le_p(desc + VIOMMU_DMA_DESC_SRC);
+    dst = ldq_le_p(desc + VIOMMU_DMA_DESC_DST);
+    pattern = ldq_le_p(desc + VIOMMU_DMA_DESC_PATTERN);
+    trace_viommu_dma_desc(qi, q->head, op, flags, len, src, dst);
+
+    if (flags & ~VIOMMU_DMA_FLAG_IRQ) {
+        status = VIOMMU_DMA_ST_BAD_FLAGS;
+        result = 0;
+    } else {
+        status = vdma_execute(s, op, len, src, dst, pattern, &result);
+    }
+
+    stl_le_p(done, status);
+    stl_le_p(done + 4, result);
+    if (pci_dma_write(pdev, addr + VIOMMU_DMA_DESC_STATUS, done,
+                      sizeof(done)) != MEMTX_OK) {
+        s->faults++;
+        q->status |= VIOMMU_DMA_QSTS_HALTED;
+        viommu_dma_prefetch_drop(s, qi);
+        trace_viommu_dma_queue_halt(qi, q->head, addr);
+        return 0;
+    }
+    trace_viommu_dma_desc_done(qi, q->head, status, result);
+
+    q->head = (q->head + 1) & (q->size - 1);
+    q->done++;
+    s->descs++;
+    if (status != VIOMMU_DMA_ST_OK) {
+        q->errs++;
+        s->errors++;
+    }
+    if (flags & VIOMMU_DMA_FLAG_IRQ) {
+        vdma_raise(s, qi);
+    }
+    return op == VIOMMU_DMA_OP_NOP ? 0 : MIN(len, s->maxlen);
+}
+
+/*
+ * The processing thread's CPU time: unlike wall-clock time it leaves out
+ * the main loop between runs and whatever else the host runs meanwhile.
+ */
+static uint64_t vdma_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) {
+        return 0;
+    }
+    return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void viommu_dma_bh(void *opaque)
+{
+    ViommuDmaState *s = opaque;
+    unsigned descs = 0;
+    uint64_t bytes = 0;
+    bool more = true;
+    uint64_t t0 = vdma_cpu_ns();
+
+    /* Round-robin over queues, one descriptor each, within the budget. */
+    while (more && descs < VDMA_BUDGET_DESCS && bytes < VDMA_BUDGET_BYTES) {
+        more = false;
+        for (uint32_t n = 0; n < s->nqueues; n++) {
+            uint32_t qi = (s->next_queue + n) % s->nqueues;
+
+            if (vdma_queue_active(&s->q[qi])) {
+                bytes += vdma_process_one(s, qi);
+                descs++;
+                more |= vdma_queue_active(&s->q[qi]);
+            }
+        }
+        s->next_queue = (s->next_queue + 1) % s->nqueues;
+    }
+    s->bh_ns += vdma_cpu_ns() - t0;
+    if (more) {
+        qemu_bh_schedule(s->bh);
+    }
+}
+
+void vdma_kick(ViommuDmaState *s)
+{
+    for (uint32_t i = 0; i < s->nqueues; i++) {
+        if (vdma_queue_active(&s->q[i])) {
+            qemu_bh_schedule(s->bh);
+            return;
+        }
+    }
+}

@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * viommu-vtd: one address space per PCI device, translate, the IOMMU
+ * notifiers (vhost, VFIO) and the invalidations pending for them.
+ *
+ * A device's address space holds the IOMMU region while DMA remapping is
+ * on and its context is not pass-through, and an alias of system memory
+ * (nodmar) otherwise; the interrupt window is never remapped.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "qapi/error.h"
+#include "exec/address-spaces.h"
+#include "viommu-vtd-internal.h"
+#include "trace.h"
+
+typedef struct ViommuVtdKey {
+    PCIBus *bus;
+    int devfn;
+} ViommuVtdKey;
+
+static inline const char *viommu_vtd_name(ViommuVtdAS *vas)
+{
+    return memory_region_name(MEMORY_REGION(&vas->iommu));
+}
+
+/*
+ * A root bus has a fixed number, so its devices' source-ids are computed
+ * once (pci_bus_num() is a QOM-checked call: too slow for every DMA);
+ * behind a bridge the guest programs the bus number, so ask every time.
+ */
+static inline uint16_t viommu_vtd_sid(ViommuVtdAS *vas)
+{
+    if (vas->fixed_sid >= 0) {
+        return vas->fixed_sid;
+    }
+    return PCI_BUILD_BDF(pci_bus_num(vas->bus), vas->devfn);
+}
+
+/* Pending invalidations */
+
+/*
+ * The invalidation that stands for all others of its kind, once a list
+ * overflows or the engine reports a global one: every domain, every
+ * source-id, every address.
+ */
+static const ViommuVtdInv viommu_vtd_inv_everything = {
+    .all_domains = true, .mask = 0xffff, .first = 0, .last = HWADDR_MAX,
+};
+
+static void viommu_vtd_pending_add(ViommuVtdPending *p, bool all,
+                                   const ViommuVtdInv *inv)
+{
+    if (p->all) {
+        return;
+    }
+    if (all || p->n == VIOMMU_VTD_PENDING_MAX) {
+        p->all = true;
+        return;
+    }
+    p->inv[p->n++] = *inv;
+}
+
+/* The pending invalidations of one kind, in *inv; returns how many. */
+static unsigned viommu_vtd_pending_get(const ViommuVtdPending *p,
+                                       const ViommuVtdInv **inv)
+{
+    if (p->all) {
+        *inv = &viommu_vtd_inv_everything;
+        return 1;
+    }
+    *inv = p->inv;
+    return p->n;
+}
+
+static bool viommu_vtd_inv_sid_match(const ViommuVtdInv *inv, uint16_t sid)
+{
+    uint16_t keep = ~inv->mask;
+
+    return (sid & keep) == (inv->id & keep);
+}
+
+void viommu_vtd_invalidated(void *opaque, bool all_domains,
+                            uint16_t domain_id, uint64_t iova, uint64_t size)
+{
+    ViommuVtdState *s = opaque;
+    ViommuVtdInv inv = { .all_domains = all_domains, .id = domain_id };
+
+    trace_viommu_vtd_invalidated(all_domains, domain_id, iova, size);
+    if (QLIST_EMPTY(&s->notified)) {
+        return;
+    }
+    if (size == 0 || iova + size - 1 < iova) {
+        inv.first = 0;
+        inv.last = HWADDR_MAX;
+    } else {
+        inv.first = iova;
+        inv.last = iova + size - 1;
+    }
+    viommu_vtd_pending_add(&s->pending[VIOMMU_VTD_INV_IOTLB], false, &inv);
+}
+
+void viommu_vtd_context_invalidated(void *opaque, bool all, uint16_t sid,
+                                    uint16_t mask)
+{
+    ViommuVtdState *s = opaque;
+    ViommuVtdInv inv = { .id = sid, .mask = mask };
+
+    trace_viommu_vtd_context_invalidated(all, sid, mask);
+    viommu_vtd_pending_add(&s->pending[VIOMMU_VTD_INV_CONTEXT], all, &inv);
+}
+
+void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
+                                         uint16_t pfsid, uint8_t mip,
+                                         uint64_t first, uint64_t last)
+{
+    ViommuVtdState *s = opaque;
+    ViommuVtdInv inv = { .id = sid, .first = first, .last = last };
+
+    trace_viommu_vtd_device_iotlb_invalidated(sid, pfsid, mip, first, last);
+    if (QLIST_EMPTY(&s->notified)) {
+        return;
+    }
+    viommu_vtd_pending_add(&s->pending[VIOMMU_VTD_INV_DEVICE_IOTLB], false,
+                           &inv);
+}
+
+/* IOMMU notifiers */
+
+static void viommu_vtd_notify_unmap(ViommuVtdAS *vas, IOMMUNotifier *n,
+                                    hwaddr first, hwaddr last)
+{
+    IOMMUTLBEvent ev = {
+        .type = n->notifier_flags & IOMMU_NOTIFIER_UNMAP ?
+                IOMMU_NOTIFIER_UNMAP : IOMMU_NOTIFIER_DEVIOTLB_UNMAP,
+        .entry.target_as = &address_space_memory,
+        .entry.perm = IOMMU_NONE,
+    };
+
+    first = MAX(first, n->start);
+    last = MIN(last, n->end);
+    if (first > last) {
+        return;
+    }
+    ev.entry.iova = first;
+    ev.entry.addr_mask = last - first;
+    trace_viommu_vtd_notify_unmap(viommu_vtd_name(vas), ev.type, first,
+                                  last - first);
+    memory_region_notify_iommu_one(n, &ev);
+    vtd_engine_count_notify(vas->s->engine,
+                            ev.type == IOMMU_NOTIFIER_UNMAP ?
+                            VTD_NOTIFY_UNMAP : VTD_NOTIFY_DEVIOTLB_UNMAP, 1);
+}
+
+typedef struct ViommuVtdWalk {
+    ViommuVtdAS *vas;
+    IOMMUNotifier *n;
+    hwaddr first, last;
+} ViommuVtdWalk;
+
+/* MAP a leaf, cropped to the notifier's window in power-of-two pieces. */
+static void viommu_vtd_walk_map(void *opaque, const VtdTranslation *t)
+{
+    ViommuVtdWalk *w = opaque;
+    IOMMUTLBEvent ev = {
+        .type = IOMMU_NOTIFIER_MAP,
+        .entry.target_as = &address_space_memory,
+        .entry.perm = t->perm & IOMMU_RW,
+    };
+    hwaddr a = MAX(t->iova_base, w->first);
+    hwaddr b = MIN(t->iova_base + t->addr_mask, w->last);
+
+    if (ev.entry.perm == IOMMU_NONE) {
+        return;
+    }
+    while (a <= b) {
+        hwaddr size = a ? a & -a : 1ULL << 63;
+
+        while (size - 1 > b - a) {
+            size >>= 1;
+        }
+        ev.entry.iova = a;
+        ev.entry.translated_addr = t->phys_base + (a - t->iova_base);
+        ev.entry.addr_mask = size - 1;
+        trace_viommu_vtd_notify_map(viommu_vtd_name(w->vas), a,
+                                    ev.entry.translated_addr, size - 1,
+                                    ev.entry.perm);
+        memory_region_notify_iommu_one(w->n, &ev);
+        vtd_engine_count_notify(w->vas->s->engine, VTD_NOTIFY_MAP, 1);
+        if (b - a == size - 1) {
+            break;
+        }
+        a += size;
+    }
+}
+
+/*
+ * Bring one notifier in line with the guest's tables over [first, last]:
+ * UNMAP the range, then (MAP notifiers only) MAP what the tables hold.
+ */
+static void viommu_vtd_sync_notifier(ViommuVtdAS *vas, IOMMUNotifier *n,
+                                     hwaddr first, hwaddr last)
+{
+    ViommuVtdState *s = vas->s;
+    ViommuVtdWalk w = { .vas = vas, .n = n };
+    int ret;
+
+    last = MIN(last, viommu_vtd_limit(s));
+    viommu_vtd_notify_unmap(vas, n, first, last);
+    if (!(n->notifier_flags & IOMMU_NOTIFIER_MAP) || vas->bypass) {
+        return;
+    }
+    w.first = MAX(first, n->start);
+    w.last = MIN(last, n->end);
+    if (w.first > w.last) {
+        return;
+    }
+    ret = vtd_engine_walk(s->engine, viommu_vtd_sid(vas), w.first, w.last + 1,
+                          viommu_vtd_walk_map, &w);
+    trace_viommu_vtd_replay(viommu_vtd_name(vas), viommu_vtd_sid(vas),
+                            w.first, w.last, ret);
+}
+
+/*
+ * An IOTLB invalidation reaches the UNMAP and MAP notifiers.  A device
+ * whose notifier takes DEVIOTLB_UNMAP events instead (vhost once the guest
+ * enabled ATS on it) caches translations in its own device-TLB, which only
+ * device-IOTLB invalidations address: see viommu_vtd_device_tlb_notify().
+ */
+static void viommu_vtd_sync_as(ViommuVtdAS *vas, hwaddr first, hwaddr last)
+{
+    IOMMUNotifier *n;
+
+    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+        if (n->notifier_flags & IOMMU_NOTIFIER_IOTLB_EVENTS) {
+            viommu_vtd_sync_notifier(vas, n, first, last);
+        }
+    }
+}
+
+/* A device-IOTLB invalidation: DEVIOTLB_UNMAP of exactly its range. */
+static void viommu_vtd_device_tlb_notify(ViommuVtdAS *vas, hwaddr first,
+                                         hwaddr last)
+{
+    IOMMUNotifier *n;
+
+    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+        if (n->notifier_flags & IOMMU_NOTIFIER_DEVIOTLB_UNMAP) {
+            viommu_vtd_notify_unmap(vas, n, first, last);
+        }
+    }
+}
+
+static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
+                                          IOMMUNotifierFlag old_flags,
+                                          IOMMUNotifierFlag new_flags,
+                                          Error **errp)
+{
+    ViommuVtdAS *vas = container_of(iommu, ViommuVtdAS, iommu);
+
+    if ((new_flags & IOMMU_NOTIFIER_DEVIOTLB_UNMAP) &&
+        !X86_IOMMU_DEVICE(vas->s)->dt_supported) {
+        error_setg(errp, "viommu-vtd: device %02x.%x needs device-IOTLB "
+                   "notifications; start viommu-vtd with device-iotlb=on",
+                   PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
+        return -EINVAL;
+    }
+    if ((new_flags & IOMMU_NOTIFIER_MAP) && !vas->s->parent_obj.caching_mode) {
+        error_setg(errp, "viommu-vtd: device %02x.%x needs MAP notifications "
+                   "(device assignment); start viommu-vtd with caching-mode=on",
+                   PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
+        return -EINVAL;
+    }
+    trace_viommu_vtd_notify_flag_changed(viommu_vtd_name(vas), old_flags,
+                                         new_flags);
+    if (old_flags == IOMMU_NOTIFIER_NONE && new_flags != IOMMU_NOTIFIER_NONE) {
+        QLIST_INSERT_HEAD(&vas->s->notified, vas, next);
+    } else if (old_flags != IOMMU_NOTIFIER_NONE &&
+               new_flags == IOMMU_NOTIFIER_NONE) {
+        QLIST_REMOVE(vas, next);
+    }
+    vas->notifier_flags = new_flags;
+    return 0;
+}
+
+static void viommu_vtd_replay(IOMMUMemoryRegion *iommu, IOMMUNotifier *n)
+{
+    ViommuVtdAS *vas = container_of(iommu, ViommuVtdAS, iommu);
+
+    viommu_vtd_sync_notifier(vas, n, 0, viommu_vtd_limit(vas->s));
+}
+
+/* Address spaces */
+
+/*
+ * A device bypasses the IOMMU region while remapping is off or its context
+ * is pass-through.  A context only stops being pass-through after a context
+ * cache invalidation, which re-evaluates this.
+ */
+static void viommu_vtd_as_refresh(ViommuVtdAS *vas)
+{
+    ViommuVtdState *s = vas->s;
+    uint16_t sid = viommu_vtd_sid(vas);
+    bool bypass = !s->dmar_enabled ||
+                  vtd_engine_is_pass_through(s->engine, sid);
+
+    qatomic_set(&vas->domain, -1);
+    /*
+     * Whatever a notifier learned under the old context is stale: drop it
+     * all, and re-map from the tables if the IOMMU region stays in use.  A
+     * region coming into use gets its notifiers (and their replay) from
+     * the memory listeners that register them.
+     */
+    if (vas->notifier_flags && (bypass || !vas->bypass)) {
+        IOMMUNotifier *n;
+
+        IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+            if (bypass) {
+                viommu_vtd_notify_unmap(vas, n, 0, viommu_vtd_limit(s));
+            } else {
+                viommu_vtd_sync_notifier(vas, n, 0, viommu_vtd_limit(s));
+            }
+        }
+    }
+    if (bypass != vas->bypass) {
+        trace_viommu_vtd_switch_as(sid, bypass);
+        memory_region_transaction_begin();
+        memory_region_set_enabled(MEMORY_REGION(&vas->iommu), !bypass);
+        memory_region_set_enabled(&vas->nodmar, bypass);
+        vas->bypass = bypass;
+        memory_region_transaction_commit();
+    }
+}
+
+static void viommu_vtd_refresh_all(ViommuVtdState *s)
+{
+    GHashTableIter it;
+    ViommuVtdAS *vas;
+
+    g_hash_table_iter_init(&it, s->spaces);
+    while (g_hash_table_iter_next(&it, NULL, (void **)&vas)) {
+        viommu_vtd_as_refresh(vas);
+    }
+}
+
+/*
+ * Act on what the engine reported: a change of the translation-enable
+ * state or a context invalidation re-decides which address spaces bypass
+ * the IOMMU region; IOTLB and device-IOTLB invalidations reach the
+ * notifiers of the address spaces they select.
+ */
+void viommu_vtd_process_pending(ViommuVtdState *s)
+{
+    bool enabled = vtd_engine_translation_enabled(s->engine);
+    ViommuVtdPending *ctx = &s->pending[VIOMMU_VTD_INV_CONTEXT];
+    const ViommuVtdInv *inv;
+    ViommuVtdAS *vas;
+    unsigned i, n;
+
+    if (enabled != s->dmar_enabled || ctx->all) {
+        if (enabled != s->dmar_enabled) {
+            trace_viommu_vtd_translation_enabled(enabled);
+        }
+        s->dmar_enabled = enabled;
+        viommu_vtd_refresh_all(s);
+    } else if (ctx->n) {
+        GHashTableIter it;
+
+        g_hash_table_iter_init(&it, s->spaces);
+        while (g_hash_table_iter_next(&it, NULL, (void **)&vas)) {
+            uint16_t sid = viommu_vtd_sid(vas);
+
+            for (i = 0; i < ctx->n; i++) {
+                if (viommu_vtd_inv_sid_match(&ctx->inv[i], sid)) {
+                    viommu_vtd_as_refresh(vas);
+                    break;
+                }
+            }
+        }
+    }
+
+    n = viommu_vtd_pending_get(&s->pending[VIOMMU_VTD_INV_IOTLB], &inv);
+    for (i = 0; i < n; i++) {
+        QLIST_FOREACH(vas, &s->notified, next) {
+            int32_t d = qatomic_read(&vas->domain);
+
+            if (vas->bypass || (!inv[i].all_domains && d >= 0 &&
+                                d != inv[i].id)) {
+                continue;
+            }
+            viommu_vtd_sync_as(vas, inv[i].first, inv[i].last);
+        }
+    }
+
+    n = viommu_vtd_pending_get(&s->pending[VIOMMU_VTD_INV_DEVICE_IOTLB], &inv);
+    for (i = 0; i < n; i++) {
+        QLIST_FOREACH(vas, &s->notified, next) {
+            if (viommu_vtd_inv_sid_match(&inv[i], viommu_vtd_sid(vas))) {
+                viommu_vtd_device_tlb_notify(vas, inv[i].first, inv[i].last);
+            }
+        }
+    }
+    memset(s->pending, 0, sizeof(s->pending));
+}
+
+/*
+ * Forget what was pending and bring every address space in line with the
+ * engine's state (after a reset or an incoming migration).
+ */
+void viommu_vtd_resync(ViommuVtdState *s)
+{
+    memset(s->pending, 0, sizeof(s->pending));
+    s->pending[VIOMMU_VTD_INV_CONTEXT].all = true;
+    viommu_vtd_process_pending(s);
+}
+
+static IOMMUTLBEntry viommu_vtd_translate(IOMMUMemoryRegion *iommu, hwaddr addr,
+                                          IOMMUAccessFlags flag, int iommu_idx)
+{
+    ViommuVtdAS *vas = container_of(iommu, ViommuVtdAS, iommu);
+    uint16_t sid = viommu_vtd_sid(vas);
+    VtdTranslation t;
+    VtdFaultReason fr;
+
+    fr = vtd_engine_translate(vas->s->engine, sid, addr, flag & IOMMU_RW,
+                              flag != IOMMU_NONE, &t);
+    if (fr != VTD_FR_NONE) {
+        trace_viommu_vtd_translate_fault(sid, addr, flag, fr);
+        return (IOMMUTLBEntry) {
+            .target_as = &address_space_memory,
+            .iova = addr & ~0xfffULL,
+            .addr_mask = 0xfff,
+            .perm = IOMMU_NONE,
+        };
+    }
+    qatomic_set(&vas->domain, t.domain_id);
+    return (IOMMUTLBEntry) {
+        .target_as = &address_space_memory,
+        .iova = t.iova_base,
+        .translated_addr = t.phys_base,
+        .addr_mask = t.addr_mask,
+        .perm = t.perm & IOMMU_RW,
+    };
+}
+
+static guint viommu_vtd_key_hash(gconstpointer v)
+{
+    const ViommuVtdKey *k = v;
+
+    return g_direct_hash(k->bus) ^ k->devfn;
+}
+
+static gboolean viommu_vtd_key_equal(gconstpointer a, gconstpointer b)
+{
+    const ViommuVtdKey *x = a, *y = b;
+
+    return x->bus == y->bus && x->devfn == y->devfn;
+}
+
+GHashTable *viommu_vtd_spaces_new(void)
+{
+    return g_hash_table_new_full(viommu_vtd_key_hash, viommu_vtd_key_equal,
+                                 g_free, NULL);
+}
+
+static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
+{
+    ViommuVtdState *s = opaque;
+    ViommuVtdKey key = { .bus = bus, .devfn = devfn };
+    ViommuVtdAS *vas = g_hash_table_lookup(s->spaces, &key);
+    g_autofree char *name = NULL;
+    g_autofree char *iommu_name = NULL;
+
+    if (vas) {
+        return &vas->as;
+    }
+    vas = g_new0(ViommuVtdAS, 1);
+    vas->s = s;
+    vas->bus = bus;
+    vas->devfn = devfn;
+    vas->domain = -1;
+    vas->bypass = true;
+    vas->fixed_sid = pci_bus_is_root(bus) ?
+                     PCI_BUILD_BDF(pci_bus_num(bus), devfn) : -1;
+    name = g_strdup_printf("viommu-vtd-%02x.%x", PCI_SLOT(devfn),
+                           PCI_FUNC(devfn));
+    iommu_name = g_strdup_printf("%s-dmar", name);
+
+    memory_region_init(&vas->root, OBJECT(s), name, UINT64_MAX);
+    memory_region_init_iommu(&vas->iommu, sizeof(vas->iommu),
+                             TYPE_VIOMMU_VTD_IOMMU_MEMORY_REGION, OBJECT(s),
+                             iommu_name, UINT64_MAX);
+    memory_region_init_alias(&vas->nodmar, OBJECT(s), "viommu-vtd-nodmar",
+                             get_system_memory(), 0,
+                             memory_region_size(get_system_memory()));
+    /* The interrupt address range is never remapped (VT-d 3.14). */
+    memory_region_init_alias(&vas->msi, OBJECT(s), "viommu-vtd-msi",
+                             get_system_memory(), VIOMMU_VTD_MSI_BASE,
+                             VIOMMU_VTD_MSI_SIZE);
+    memory_region_set_enabled(MEMORY_REGION(&vas->iommu), false);
+    memory_region_add_subregion_overlap(&vas->root, 0,
+                                        MEMORY_REGION(&vas->iommu), 0);
+    memory_region_add_subregion_overlap(&vas->root, 0, &vas->nodmar, 0);
+    memory_region_add_subregion_overlap(&vas->root, VIOMMU_VTD_MSI_BASE,
+                                        &vas->msi, 1);
+    address_space_init(&vas->as, &vas->root, name);
+    g_hash_table_insert(s->spaces, g_memdup2(&key, sizeof(key)), vas);
+    if (s->dmar_enabled) {
+        viommu_vtd_as_refresh(vas);
+    }
+    return &vas->as;
+}
+
+const PCIIOMMUOps viommu_vtd_pci_ops = {
+    .get_address_space = viommu_vtd_get_as,
+};
+
+void viommu_vtd_iommu_mr_class_init(ObjectClass *oc, void *data)
+{
+    IOMMUMemoryRegionClass *imrc = IOMMU_MEMORY_REGION_CLASS(oc);
+
+    imrc->translate = viommu_vtd_translate;
+    imrc->notify_flag_changed = viommu_vtd_notify_flag_changed;
+    imrc->replay = viommu_vtd_replay;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * viommu-vtd: declarations shared by the files of the QEMU glue.
+ *
+ *   viommu-vtd.c         the device: QOM type, properties, realize, reset,
+ *                        migration, registers
+ *   viommu-vtd-host.c    host services the engine calls: guest memory,
+ *                        interrupts, time, prefetch
+ *   viommu-vtd-as.c      per-device address spaces, translate, IOMMU
+ *                        notifiers and the invalidations pending for them
+ */
+#ifndef HW_VIOMMU_VIOMMU_VTD_INTERNAL_H
+#define HW_VIOMMU_VIOMMU_VTD_INTERNAL_H
+
+#include "exec/memory.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pci_bus.h"
+#include "viommu/vtd.h"
+#include "viommu-vtd.h"
+
+#define VIOMMU_VTD_MSI_BASE     0xfee00000ULL
+#define VIOMMU_VTD_MSI_SIZE     0x100000ULL
+#define VIOMMU_VTD_PENDING_MAX  32
+
+typedef struct ViommuVtdAS ViommuVtdAS;
+
+struct ViommuVtdAS {
+    ViommuVtdState *s;
+    PCIBus *bus;
+    uint8_t devfn;
+    bool bypass;                    /* nodmar alias in use, not the IOMMU MR */
+    int32_t fixed_sid;              /* on a root bus: its fixed sid, else -1 */
+    int32_t domain;                 /* last domain translate saw, -1 unknown */
+    IOMMUNotifierFlag notifier_flags;
+    QLIST_ENTRY(ViommuVtdAS) next;  /* in ViommuVtdState.notified */
+    IOMMUMemoryRegion iommu;
+    MemoryRegion root;
+    MemoryRegion nodmar;
+    MemoryRegion msi;
+    AddressSpace as;
+};
+
+/*
+ * One invalidation the engine reported, of any kind.  It selects address
+ * spaces by source-id (those whose sid agrees with id outside mask; for
+ * IOTLB invalidations, which name a domain, by the domain translate last
+ * saw instead) and covers IOVAs [first, last].
+ */
+typedef struct ViommuVtdInv {
+    bool all_domains;               /* IOTLB: every domain */
+    uint16_t id;                    /* IOTLB: domain-id; others: source-id */
+    uint16_t mask;                  /* source-id bits that do not count */
+    hwaddr first, last;
+} ViommuVtdInv;
+
+typedef enum ViommuVtdInvKind {
+    VIOMMU_VTD_INV_IOTLB,
+    VIOMMU_VTD_INV_CONTEXT,
+    VIOMMU_VTD_INV_DEVICE_IOTLB,
+    VIOMMU_VTD_INV_KINDS,
+} ViommuVtdInvKind;
+
+/*
+ * Invalidations of one kind that the engine reports while it handles a
+ * register write; acted on once the write returns, so that the engine is
+ * never re-entered from its own callbacks.  An overflow degrades to "all".
+ */
+typedef struct ViommuVtdPending {
+    ViommuVtdInv inv[VIOMMU_VTD_PENDING_MAX];
+    unsigned n;
+    bool all;
+} ViommuVtdPending;
+
+struct ViommuVtdClass {
+    X86IOMMUClass parent_class;
+    DeviceRealize parent_realize;
+};
+
+struct ViommuVtdState {
+    IntelIOMMUState parent_obj;
+
+    VtdEngine *engine;
+    MemoryRegion mmio;
+    GHashTable *spaces;             /* ViommuVtdKey -> ViommuVtdAS */
+    QLIST_HEAD(, ViommuVtdAS) notified;
+    bool dmar_enabled;
+    ViommuVtdPending pending[VIOMMU_VTD_INV_KINDS];
+
+    uint8_t *blob;                  /* engine state, only while migrating */
+    uint32_t blob_len;
+
+    uint32_t iotlb_entries;
+    uint32_t context_entries;
+    uint16_t fault_records;
+    bool superpage_1g;
+};
+
+static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
+{
+    return (1ULL << s->parent_obj.aw_bits) - 1;
+}
+
+/* viommu-vtd-host.c */
+extern const VtdHostOps viommu_vtd_host_ops;
+void viommu_vtd_host_init(void);
+
+/* viommu-vtd-as.c */
+extern const PCIIOMMUOps viommu_vtd_pci_ops;
+GHashTable *viommu_vtd_spaces_new(void);
+void viommu_vtd_invalidated(void *opaque, bool all_domains,
+                            uint16_t domain_id, uint64_t iova, uint64_t size);
+void viommu_vtd_context_invalidated(void *opaque, bool all, uint16_t sid,
+                                    uint16_t mask);
+void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
+                                         uint16_t pfsid, uint8_t mip,
+                                         uint64_t first, uint64_t last);
+void viommu_vtd_process_pending(ViommuVtdState *s);
+void viommu_vtd_resync(ViommuVtdState *s);
+void viommu_vtd_iommu_mr_class_init(ObjectClass *oc, void *data);
+
+#endif
