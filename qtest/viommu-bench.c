@@ -26,6 +26,10 @@
  * $VIOMMU_BENCH_INV      only rows with this invalidation (none, dom, page)
  * $VIOMMU_BENCH_LEN      bytes per descriptor (default 1024, max 65536)
  * $VIOMMU_BENCH_VTD_OPTS options for viommu-vtd, e.g. ",iotlb-entries=4096"
+ * $VIOMMU_BENCH_BASELINE_VTD_OPTS  compare against viommu-vtd with these
+ *                        options instead of intel-iommu, e.g.
+ *                        ",x-ram-cache=off" (the "int" columns are then
+ *                        that machine's)
  *
  * Besides wall-clock time, each row reports the device's own CPU time per
  * descriptor (viommu-dma's BH_NS: the thread CPU time of its bottom half,
@@ -371,7 +375,9 @@ static void bench(void)
     const char *only_inv = getenv("VIOMMU_BENCH_INV");
     const char *len = getenv("VIOMMU_BENCH_LEN");
     const char *vopts = getenv("VIOMMU_BENCH_VTD_OPTS");
+    const char *bopts = getenv("VIOMMU_BENCH_BASELINE_VTD_OPTS");
     g_autofree char *opts = g_strdup_printf(",id=vtd0%s", vopts ? vopts : "");
+    const char *base[2] = { iommus[0], bopts ? "viommu-vtd" : iommus[1] };
     int batches = MAX(b ? atoi(b) : 7, 1);
     unsigned tpd;
     Mach m[2];
@@ -386,12 +392,13 @@ static void bench(void)
     tpd = translations_per_desc();
     rng_state = 1;
     for (int i = 0; i < 2; i++) {
-        mach_start(&m[i], iommus[i], i ? NULL : opts);
+        mach_start(&m[i], base[i], i ? bopts : opts);
     }
     printf("# viommu-dma COPY %u B/descriptor, %d x %d descriptors per "
            "batch, median of %d batches per row\n", xlen, NQ, BATCH, batches);
-    printf("# %u IOMMU translations per descriptor; vtd = viommu-vtd, "
-           "int = intel-iommu\n", tpd);
+    printf("# %u IOMMU translations per descriptor; vtd = viommu-vtd%s, "
+           "int = %s%s\n", tpd, vopts ? vopts : "", base[1],
+           bopts ? bopts : "");
     printf("# wall clock: desc/s, MB/s, Mt/s (translations), ratio; device "
            "CPU time: ns/desc, cpu-r\n");
     printf("%-6s %-4s %-4s %10s %10s %8s %8s %7s %7s %6s %6s %6s %6s %6s\n",
@@ -445,8 +452,9 @@ static void bench(void)
         const char *what = k ? "device CPU time" : "wall clock";
 
         if (rows) {
-            printf("# %s: geometric mean ratio viommu-vtd/intel-iommu: %.2f "
-                   "(%d rows)\n", what, exp(geo[k] / rows), rows);
+            printf("# %s: geometric mean ratio %s/%s: %.2f "
+                   "(%d rows)\n", what, base[0], bopts ? "baseline" : base[1],
+                   exp(geo[k] / rows), rows);
         }
         if (rows_big) {
             printf("# %s: geometric mean ratio, working sets above 1024 "

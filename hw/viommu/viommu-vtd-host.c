@@ -2,7 +2,8 @@
 /*
  * viommu-vtd: the host services the engine calls (VtdHostOps): reads and
  * writes of guest memory, interrupt messages, time, prefetch hints.  The
- * invalidation callbacks belong to the address spaces (viommu-vtd-as.c).
+ * invalidation callbacks belong to the address spaces (viommu-vtd-as.c),
+ * the cache of RAM pages behind the reads to viommu-vtd-ram.c.
  */
 
 #include "qemu/osdep.h"
@@ -14,71 +15,8 @@
 #include "viommu-vtd-internal.h"
 #include "trace.h"
 
-/*
- * Host addresses of the guest RAM pages the engine read lately (page
- * tables, context tables, queue pages), per thread and direct-mapped: a
- * page-walk read is then a memcpy instead of a memory-core lookup.  An
- * entry is valid while viommu_vtd_ram_gen is the value it was filled
- * under.  A memory listener bumps the generation at the beginning and at
- * the end of every memory transaction, so no entry filled before a RAM
- * layout change is used after it; and a RAM block removed from the
- * layout is freed only after an RCU grace period, while every use of a
- * cached pointer happens inside the RCU critical section that checked the
- * generation.
- */
-#define VIOMMU_VTD_RAMC_SIZE 256
-#define VIOMMU_VTD_RAMC_PAGE 4096
-
-typedef struct ViommuVtdRamc {
-    uint64_t gen;
-    uint64_t page;
-    uint8_t *host;
-} ViommuVtdRamc;
-
-static __thread ViommuVtdRamc viommu_vtd_ramc[VIOMMU_VTD_RAMC_SIZE];
-static uint64_t viommu_vtd_ram_gen = 1;
-
-static void viommu_vtd_ram_changed(MemoryListener *listener)
-{
-    qatomic_inc(&viommu_vtd_ram_gen);
-}
-
-static MemoryListener viommu_vtd_ram_listener = {
-    .name = "viommu-vtd-ram",
-    .begin = viommu_vtd_ram_changed,
-    .commit = viommu_vtd_ram_changed,
-};
-
-/*
- * The host address of the plain-RAM page holding gpa, or NULL when the
- * whole page is not plain RAM.  Call under RCU.
- */
-static uint8_t *viommu_vtd_ram_page(uint64_t gpa)
-{
-    uint64_t page = gpa / VIOMMU_VTD_RAMC_PAGE;
-    ViommuVtdRamc *c = &viommu_vtd_ramc[page % VIOMMU_VTD_RAMC_SIZE];
-    uint64_t gen = qatomic_load_acquire(&viommu_vtd_ram_gen);
-    hwaddr xlat, l = VIOMMU_VTD_RAMC_PAGE;
-    MemoryRegion *mr;
-
-    if (c->gen == gen && c->page == page) {
-        return c->host;
-    }
-    /* sampled before the lookup: a change meanwhile makes the entry stale */
-    mr = address_space_translate(&address_space_memory,
-                                 page * VIOMMU_VTD_RAMC_PAGE, &xlat, &l,
-                                 false, MEMTXATTRS_UNSPECIFIED);
-    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-        l < VIOMMU_VTD_RAMC_PAGE) {
-        return NULL;
-    }
-    c->host = qemu_map_ram_ptr(mr->ram_block, xlat);
-    c->page = page;
-    c->gen = gen;
-    return c->host;
-}
-
-static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
+static int viommu_vtd_ram_rw(ViommuVtdState *s, uint64_t gpa, void *buf,
+                             size_t len, bool write)
 {
     uint8_t *p = buf;
 
@@ -90,9 +28,9 @@ static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
         /*
          * Reads (page-table and context entries, descriptors: the page
          * walk's hot path) copy straight from RAM, through the cache of
-         * host pages when the page is plain RAM.
+         * host pages (viommu-vtd-ram.c) when the page is plain RAM.
          */
-        if (!write) {
+        if (!write && s->ram_cache) {
             uint64_t off = gpa % VIOMMU_VTD_RAMC_PAGE;
             uint8_t *host = viommu_vtd_ram_page(gpa);
 
@@ -135,13 +73,13 @@ static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
 static int viommu_vtd_mem_read(void *opaque, uint64_t gpa, void *buf,
                                size_t len)
 {
-    return viommu_vtd_ram_rw(gpa, buf, len, false);
+    return viommu_vtd_ram_rw(opaque, gpa, buf, len, false);
 }
 
 static int viommu_vtd_mem_write(void *opaque, uint64_t gpa, const void *buf,
                                 size_t len)
 {
-    return viommu_vtd_ram_rw(gpa, (void *)buf, len, true);
+    return viommu_vtd_ram_rw(opaque, gpa, (void *)buf, len, true);
 }
 
 static void viommu_vtd_msi(void *opaque, uint64_t addr, uint32_t data)
@@ -159,8 +97,12 @@ static void viommu_vtd_msi(void *opaque, uint64_t addr, uint32_t data)
 /* A hint from the engine: start loading gpa's cache line if it is RAM. */
 static void viommu_vtd_prefetch(void *opaque, uint64_t gpa)
 {
+    ViommuVtdState *s = opaque;
     uint8_t *host;
 
+    if (!s->ram_cache) {
+        return;                 /* a lookup would cost what the read does */
+    }
     RCU_READ_LOCK_GUARD();
     host = viommu_vtd_ram_page(gpa);
     if (host) {
@@ -184,14 +126,3 @@ const VtdHostOps viommu_vtd_host_ops = {
     .prefetch = viommu_vtd_prefetch,
 };
 
-/*
- * One listener for the host-page cache of all instances (never removed:
- * the IOMMU cannot be unplugged).
- */
-void viommu_vtd_host_init(void)
-{
-    if (!viommu_vtd_ram_listener.address_space) {
-        memory_listener_register(&viommu_vtd_ram_listener,
-                                 &address_space_memory);
-    }
-}

@@ -6,6 +6,7 @@
  *                        migration, registers
  *   viommu-vtd-host.c    host services the engine calls: guest memory,
  *                        interrupts, time, prefetch
+ *   viommu-vtd-ram.c     the cache of guest RAM pages behind its reads
  *   viommu-vtd-as.c      per-device address spaces, translate, IOMMU
  *                        notifiers and the invalidations pending for them
  */
@@ -93,6 +94,7 @@ struct ViommuVtdState {
     uint32_t context_entries;
     uint16_t fault_records;
     bool superpage_1g;
+    bool ram_cache;                 /* reads through viommu-vtd-ram.c */
 };
 
 static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
@@ -102,7 +104,16 @@ static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
 
 /* viommu-vtd-host.c */
 extern const VtdHostOps viommu_vtd_host_ops;
-void viommu_vtd_host_init(void);
+
+/* viommu-vtd-ram.c */
+#define VIOMMU_VTD_RAMC_PAGE 4096
+void viommu_vtd_ram_init(void);
+/*
+ * The host address of the plain-RAM page holding gpa, or NULL when the
+ * whole page is not plain RAM.  Call under RCU; use the pointer only in
+ * the same RCU critical section.
+ */
+uint8_t *viommu_vtd_ram_page(uint64_t gpa);
 
 /* viommu-vtd-as.c */
 extern const PCIIOMMUOps viommu_vtd_pci_ops;
