@@ -113,7 +113,7 @@ uint32_t vdma_push(VdmaDev *d, unsigned qi, const VdmaDesc *desc)
     return idx;
 }
 
-void vdma_kick(VdmaDev *d, unsigned qi)
+void vdma_ring_doorbell(VdmaDev *d, unsigned qi)
 {
     vdma_reg_write(d, VIOMMU_DMA_Q_BASE(qi) + VIOMMU_DMA_Q_TAIL, d->q[qi].tail);
 }
@@ -143,7 +143,7 @@ uint32_t vdma_run(VdmaDev *d, unsigned qi, const VdmaDesc *desc,
 {
     uint32_t idx = vdma_push(d, qi, desc);
 
-    vdma_kick(d, qi);
+    vdma_ring_doorbell(d, qi);
     return vdma_wait(d, qi, idx, result);
 }
 

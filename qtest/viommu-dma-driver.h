@@ -53,7 +53,8 @@ void vdma_msix_setup(VdmaDev *d, unsigned qi, uint8_t vector);
 
 /* write a descriptor at the tail with status PENDING; returns its index */
 uint32_t vdma_push(VdmaDev *d, unsigned qi, const VdmaDesc *desc);
-void vdma_kick(VdmaDev *d, unsigned qi);
+/* write queue qi's TAIL doorbell: the device runs what was pushed */
+void vdma_ring_doorbell(VdmaDev *d, unsigned qi);
 /* poll a descriptor's status until the device completes it */
 uint32_t vdma_wait(VdmaDev *d, unsigned qi, uint32_t idx, uint32_t *result);
 /* push + kick + wait */

@@ -679,7 +679,7 @@ static bool op_dma(Diff *t)
     /* start both, then wait for both */
     for (int i = 0; i < 2; i++) {
         idx[i] = vdma_push(&t->s[i].e.dma[dev], 0, &ds);
-        vdma_kick(&t->s[i].e.dma[dev], 0);
+        vdma_ring_doorbell(&t->s[i].e.dma[dev], 0);
     }
     for (int i = 0; i < 2; i++) {
         st[i] = vdma_wait(&t->s[i].e.dma[dev], 0, idx[i], &res[i]);

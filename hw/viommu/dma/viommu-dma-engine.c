@@ -272,7 +272,7 @@ void viommu_dma_bh(void *opaque)
     }
 }
 
-void vdma_kick(ViommuDmaState *s)
+void viommu_dma_kick(ViommuDmaState *s)
 {
     for (uint32_t i = 0; i < s->nqueues; i++) {
         if (vdma_queue_active(&s->q[i])) {

@@ -76,6 +76,6 @@ static inline bool vdma_queue_active(VDMAQueue *q)
 void viommu_dma_update_intx(ViommuDmaState *s);
 void viommu_dma_prefetch_drop(ViommuDmaState *s, uint32_t qi);
 void viommu_dma_bh(void *opaque);
-void vdma_kick(ViommuDmaState *s);
+void viommu_dma_kick(ViommuDmaState *s);
 
 #endif

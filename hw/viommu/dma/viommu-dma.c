@@ -164,11 +164,11 @@ static void vdma_queue_write(ViommuDmaState *s, uint32_t qi, hwaddr off,
         }
         q->tail = val & (q->size - 1);
         trace_viommu_dma_doorbell(qi, q->head, q->tail);
-        vdma_kick(s);
+        viommu_dma_kick(s);
         break;
     case VIOMMU_DMA_Q_STATUS:
         q->status &= ~(val & VIOMMU_DMA_QSTS_HALTED);
-        vdma_kick(s);
+        viommu_dma_kick(s);
         break;
     case VIOMMU_DMA_Q_ISR:
         q->isr &= ~val;
@@ -282,7 +282,7 @@ static int vdma_post_load(void *opaque, int version_id)
             }
         }
     }
-    vdma_kick(s);
+    viommu_dma_kick(s);
     return 0;
 }
 
