@@ -22,7 +22,12 @@ else
     say "pinned QEMU $QEMU_PIN is not served any more; using $version instead"
 fi
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ]; then
+# The tree is extracted afresh when the version or what our patches change
+# does (their descriptions do not count): a changed patch cannot be applied
+# over its previous version.
+patch_sum=$(for p in "$TOP"/patches/qemu/*.patch; do [ -f "$p" ] && sed -n '/^--- /,$p' "$p"; done | sha256sum | cut -c1-16)
+want="$version patches $patch_sum"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     say "QEMU source $version already in build/qemu-src"
 else
     upstream=${version#*:}; upstream=${upstream%-*}
@@ -33,12 +38,13 @@ else
         (cd "$dl" && as_root apt-get source -q --download-only "qemu=$version" >/dev/null) \
             || die "apt-get source qemu=$version failed: is Debian's archive reachable?"
     fi
+    [ -d "$src" ] && say "build/qemu-src was made from another version or other patches: extracting it again"
     say "extracting QEMU $version with Debian's patches into build/qemu-src"
     rm -rf "$src" "$src.tmp"
     mkdir -p "$BUILD"
     dpkg-source --no-check -q -x "$dl"/qemu_*.dsc "$src.tmp" >/dev/null
     mv "$src.tmp" "$src"
-    echo "$version" > "$stamp"
+    echo "$want" > "$stamp"
 fi
 
 # Overlay: our directories appear inside QEMU's tree as symlinks, plus one small patch.
