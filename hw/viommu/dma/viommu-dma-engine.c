@@ -10,6 +10,8 @@
 
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
+#include "qemu/rcu.h"
+#include "exec/memory.h"
 #include "hw/pci/msix.h"
 #include "system/dma.h"
 #include "viommu-dma-internal.h"
@@ -48,9 +50,56 @@ static bool vdma_range_ok(uint64_t addr, uint32_t len)
 }
 
 /*
+ * An access through a MemoryRegionCache over exactly [addr, addr + len),
+ * as virtio reaches its rings.  Behind an IOMMU the cache holds the IOMMU
+ * region, so every access takes the memory core's cached slow path, which
+ * must translate each IOMMU page of it on its own.
+ */
+static MemTxResult vdma_cached_rw(ViommuDmaState *s, uint64_t addr,
+                                  uint8_t *buf, uint32_t len, bool write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    MemoryRegionCache cache = MEMORY_REGION_CACHE_INVALID;
+    MemTxResult r = MEMTX_DECODE_ERROR;
+
+    RCU_READ_LOCK_GUARD();
+    if (address_space_cache_init(&cache, as, addr, len, write) >= len) {
+        if (write) {
+            r = address_space_write_cached(&cache, 0, buf, len);
+            address_space_cache_invalidate(&cache, 0, len);
+        } else {
+            r = address_space_read_cached(&cache, 0, buf, len);
+        }
+    }
+    address_space_cache_destroy(&cache);
+    return r;
+}
+
+static MemTxResult vdma_copy_read(ViommuDmaState *s, uint64_t addr,
+                                  uint8_t *buf, uint32_t len)
+{
+    if (s->cached_copy) {
+        return vdma_cached_rw(s, addr, buf, len, false);
+    }
+    return pci_dma_read(PCI_DEVICE(s), addr, buf, len);
+}
+
+static MemTxResult vdma_copy_write(ViommuDmaState *s, uint64_t addr,
+                                   uint8_t *buf, uint32_t len)
+{
+    if (s->cached_copy) {
+        return vdma_cached_rw(s, addr, buf, len, true);
+    }
+    return pci_dma_write(PCI_DEVICE(s), addr, buf, len);
+}
+
+/*
  * Run one operation.  Returns the completion status and stores in *result
  * the offset at which it stopped.  Chunks never cross a 4 KiB boundary of
- * either address, so a fault offset is exact to the page.
+ * either address, so a fault offset is exact to the page; except COPY with
+ * x-cached-copy=on, whose chunks are 4 KiB long wherever they start, each
+ * read and written through a MemoryRegionCache of its own (a fault offset
+ * is then the start of the chunk).
  */
 static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
                              uint64_t src, uint64_t dst, uint64_t pattern,
@@ -84,18 +133,20 @@ static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
         uint64_t d = dst + off, sa = src + off;
         uint32_t n = MIN(len - off, VDMA_CHUNK - (d & (VDMA_CHUNK - 1)));
 
-        if (op != VIOMMU_DMA_OP_FILL) {
+        if (op == VIOMMU_DMA_OP_COPY && s->cached_copy) {
+            n = MIN(len - off, VDMA_CHUNK);
+        } else if (op != VIOMMU_DMA_OP_FILL) {
             n = MIN(n, VDMA_CHUNK - (sa & (VDMA_CHUNK - 1)));
         }
         *result = off;
 
         switch (op) {
         case VIOMMU_DMA_OP_COPY:
-            if (pci_dma_read(pdev, sa, s->buf[0], n) != MEMTX_OK) {
+            if (vdma_copy_read(s, sa, s->buf[0], n) != MEMTX_OK) {
                 s->faults++;
                 return VIOMMU_DMA_ST_READ_FAULT;
             }
-            if (pci_dma_write(pdev, d, s->buf[0], n) != MEMTX_OK) {
+            if (vdma_copy_write(s, d, s->buf[0], n) != MEMTX_OK) {
                 s->faults++;
                 return VIOMMU_DMA_ST_WRITE_FAULT;
             }

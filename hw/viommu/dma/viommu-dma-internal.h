@@ -63,6 +63,7 @@ struct ViommuDmaState {
     /* properties */
     uint32_t nqueues;
     uint32_t maxlen;
+    bool cached_copy;           /* COPY through MemoryRegionCaches */
 };
 
 static inline bool vdma_queue_active(VDMAQueue *q)

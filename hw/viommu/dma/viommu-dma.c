@@ -327,6 +327,12 @@ static const VMStateDescription vmstate_vdma = {
 static const Property vdma_properties[] = {
     DEFINE_PROP_UINT32("queues", ViommuDmaState, nqueues, 4),
     DEFINE_PROP_UINT32("max-len", ViommuDmaState, maxlen, 1 * MiB),
+    /*
+     * COPY reads and writes 4 KiB chunks through MemoryRegionCaches, as
+     * virtio reaches its rings: a test of the memory core's cached slow
+     * path behind an IOMMU (patches/qemu/0002).
+     */
+    DEFINE_PROP_BOOL("x-cached-copy", ViommuDmaState, cached_copy, false),
 };
 
 static void vdma_class_init(ObjectClass *klass, void *data)
