@@ -47,7 +47,8 @@ else
     echo "$want" > "$stamp"
 fi
 
-# Overlay: our directories appear inside QEMU's tree as symlinks, plus one small patch.
+# Overlay: our directories appear inside QEMU's tree as symlinks; patches/qemu
+# holds the hooks into QEMU's build files (0001) and fixes to QEMU itself.
 link() {  # link TARGET LINKNAME
     if [ "$(readlink "$2" 2>/dev/null)" != "$1" ]; then
         rm -rf "$2"; ln -s "$1" "$2"
