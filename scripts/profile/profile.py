@@ -289,6 +289,30 @@ def parse_iommu_events(text):
     return r
 
 
+def parse_cpu_idle(before, after):
+    """The guest's idle share over the load window, from two /proc/stat snapshots.
+
+    Returns {"idle": fraction, "per_cpu": {cpuN: fraction}} or None.  Idle is idle
+    plus iowait ticks over all ticks (user, nice, system, idle, iowait, irq,
+    softirq, steal; guest time is already inside user)."""
+    def parse(text):
+        out = {}
+        for line in (text or "").splitlines():
+            f = line.split()
+            if len(f) >= 5 and f[0].startswith("cpu") and all(x.isdigit() for x in f[1:]):
+                ticks = [int(x) for x in f[1:9]]
+                out[f[0]] = (ticks[3] + ticks[4], sum(ticks))
+        return out
+    b, e = parse(before), parse(after)
+    share = {}
+    for cpu in e:
+        if cpu in b and e[cpu][1] > b[cpu][1]:
+            share[cpu] = (e[cpu][0] - b[cpu][0]) / (e[cpu][1] - b[cpu][1])
+    if "cpu" not in share:
+        return None
+    return {"idle": share.pop("cpu"), "per_cpu": share}
+
+
 def parse_perf_report(text):
     """perf report --children --sort symbol -g none: [(children%, self%, sym)]."""
     rows, samples = [], None
@@ -504,6 +528,7 @@ class Run:
         res["server"] = parse_server(a.workload, sec.get("server-stats-before"),
                                      sec.get("server-stats-after"))
         res["guest_iommu_events"] = parse_iommu_events(sec.get("iommu-events"))
+        res["guest_cpu"] = parse_cpu_idle(sec.get("cpu-stat-before"), sec.get("cpu-stat-after"))
         res["iommu_setup"] = sec.get("iommu", "").splitlines()
         rows, samples = parse_perf_report(sec.get("perf-report"))
         res["perf"] = {"samples": samples, "paths": classify(rows) if rows else None,
@@ -609,6 +634,13 @@ def report(res):
     if ld.get("lat_percentiles_note"):
         L.append("   (percentiles: %s)" % ld["lat_percentiles_note"])
     L.append("   server saw       %s requests" % fmt(a["server"].get("requests")))
+    gc = a.get("guest_cpu")
+    if gc:
+        L.append("   guest idle       %s of the vCPUs' time during the load (%s)" % (
+            fmt(100 * gc["idle"], "%"), ", ".join("%s %s" % (c, fmt(100 * v, "%"))
+                                                 for c, v in sorted(gc["per_cpu"].items()))))
+    else:
+        L.append("   guest idle       n/a (no /proc/stat snapshots)")
     ev = a.get("guest_iommu_events") or {}
     if ev:
         L.append("-- guest DMA API (ftrace, tracepoints iommu:map/unmap)")
@@ -678,7 +710,7 @@ def aggregate(results):
 
 def compare_table(results):
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
-    hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio",
+    hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio", "idle%",
            "iova%", "unmap%", "inval%", "xlat/s", "inv/s", "waits/s", "IOTLB hit", "<4GiB"]
     rows = []
     for r in results:
@@ -697,8 +729,9 @@ def compare_table(results):
         if r.get("error"):
             rows.append([name, "FAILED"] + [""] * (len(hdr) - 2))
             continue
+        idle = (r.get("guest_cpu") or {}).get("idle")
         rows.append([name, fmt(ops), fmt(ratio, "x", 2), fmt(ld.get("lat_avg_us")), fmt(p99),
-                     fmt(pr, "x", 2)]
+                     fmt(pr, "x", 2), fmt(100 * idle, "%", 1) if idle is not None else "n/a"]
                     + [fmt(paths[k]["incl_pct"], "%", 1) if k in paths else "n/a"
                        for k in ("iova_alloc", "unmap_flush", "invalidation")]
                     + [fmt(s["translations_per_s"], "", 0) if s else "n/a",
@@ -712,6 +745,7 @@ def compare_table(results):
     for r in rows:
         out.append("  ".join(c.rjust(x) if i else c.ljust(x) for i, (c, x) in enumerate(zip(r, w))))
     out.append("ratio = throughput / throughput of none:lazy; p99 ratio likewise (lower is better);"
+               " idle% = the guest's idle share of vCPU time during the load (/proc/stat);"
                " iova/unmap/inval% = share of guest perf samples under those kernel paths "
                "(inclusive, largest entry point); xlat/s (DMA translations), inv/s (IOTLB "
                "invalidations), waits/s (wait descriptors), IOTLB hit and <4GiB (share of page walks at IOVAs below 4 GiB) from viommu-vtd's statistics.")

@@ -30,7 +30,7 @@ iommu=viommu-vtd policy=lazy label=viommu-vtd
 if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q 'name "viommu-vtd"'; then
     iommu=intel-iommu policy=lazy label="intel-iommu (viommu-vtd not in this QEMU yet)"
 fi
-if [ "$iommu" = viommu-vtd ]; then echo "1..10"; else echo "1..9"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..11"; else echo "1..10"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -66,6 +66,9 @@ else
 fi
 check "$label: load generator completed transactions" "transactions: $(get "r['load'].get('ops')")" \
     gt0 "r['load'].get('ops')"
+check "$label: the guest's idle share over the load window is reported" \
+    "guest_cpu: $(get "r.get('guest_cpu')")" \
+    python3 -c "import json,sys; g=json.load(open(sys.argv[1])).get('guest_cpu') or {}; i=g.get('idle'); sys.exit(0 if i is not None and 0 <= i <= 1 and g.get('per_cpu') else 1)" "$res"
 check "$label: memcached saw requests during the load" "server requests: $(get "r['server'].get('requests')")" \
     gt0 "r['server'].get('requests')"
 if [ "$policy" = strict ]; then want=DMA; else want=DMA-FQ; fi
