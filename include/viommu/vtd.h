@@ -55,6 +55,15 @@ typedef enum VtdFaultReason {
     VTD_FR_CONTEXT_ENTRY_RSVD  = 0xb, /* reserved bit set in a present context entry */
     VTD_FR_PAGING_ENTRY_RSVD   = 0xc, /* reserved bit set in a second-level entry */
     VTD_FR_CONTEXT_ENTRY_TT    = 0xd, /* translation type blocked */
+    /* Interrupt-remapping faults ("Interrupt Remapping Fault Conditions"). */
+    VTD_FR_IR_REQ_RSVD         = 0x20, /* reserved field set in a remappable request */
+    VTD_FR_IR_INDEX_OVER       = 0x21, /* interrupt_index beyond the table size */
+    VTD_FR_IR_ENTRY_P          = 0x22, /* IRTE not present */
+    VTD_FR_IR_ROOT_INV         = 0x23, /* error accessing the interrupt-remapping table */
+    VTD_FR_IR_IRTE_RSVD        = 0x24, /* reserved field or invalid programming in an IRTE */
+    VTD_FR_IR_REQ_COMPAT       = 0x25, /* compatibility-format request blocked */
+    VTD_FR_IR_SID_ERR          = 0x26, /* source-id verification failed */
+    VTD_FR_IR_PID_INV          = 0x27, /* posted-interrupt descriptor access error */
 } VtdFaultReason;
 
 /* Services the host gives the engine.  All callbacks are mandatory except
@@ -107,9 +116,12 @@ typedef struct VtdConfig {
     uint32_t iotlb_entries;    /* IOTLB capacity (entries); 0 = default */
     uint32_t context_entries;  /* context-cache capacity; 0 = default */
     uint16_t fault_records;    /* CAP.NFR + 1, 1..256; 0 = default (8) */
+    bool     intremap;         /* ECAP.IR: interrupt remapping */
+    bool     eim;              /* ECAP.EIM: x2APIC (32-bit) destinations; needs intremap */
 } VtdConfig;
 
-/* Fill `cfg` with the defaults: 48-bit, PT on, CM off, DT off, 1 GiB pages on. */
+/* Fill `cfg` with the defaults: 48-bit, PT on, CM off, DT off, 1 GiB pages
+ * on, interrupt remapping off. */
 void vtd_config_default(VtdConfig *cfg);
 
 /* Create an engine.  Returns NULL and writes a one-line reason into `err`
@@ -177,6 +189,46 @@ typedef enum VtdNotifyKind {
     VTD_NOTIFY_DEVIOTLB_UNMAP = 2, /* IOMMU_NOTIFIER_DEVIOTLB_UNMAP (device-IOTLB invalidation) */
 } VtdNotifyKind;
 void vtd_engine_count_notify(VtdEngine *e, VtdNotifyKind kind, uint64_t events);
+
+/* Interrupt remapping (ECAP.IR).  The outcome of an interrupt request. */
+typedef enum VtdIrResult {
+    VTD_IR_REMAPPED = 0,      /* remapped through an IRTE: deliver `out` */
+    VTD_IR_PASS_THROUGH = 1,  /* delivered unchanged: remapping disabled (GSTS.IRES
+                               * clear), or a compatibility-format request while
+                               * GSTS.CFIS is set and IRTA.EIME clear */
+    VTD_IR_BLOCKED = 2,       /* blocked: `out.fault` holds the reason */
+    VTD_IR_NOT_INTERRUPT = 3, /* `addr` is outside the interrupt address range
+                               * 0xFEE00000..0xFEEFFFFF: not an interrupt */
+} VtdIrResult;
+
+/* The interrupt to deliver.  `addr` and `data` are an MSI message in
+ * compatibility format that requests it: destination bits 7:0 in address
+ * bits 19:12, destination bits 31:8 (x2APIC destinations only) in address
+ * bits 63:40, redirection hint in bit 3, destination mode in bit 2; vector in
+ * data bits 7:0, delivery mode in 10:8, level-triggered as data bits 15 and
+ * 14 set.  The decoded fields say the same.  For a pass-through request
+ * `addr` and `data` are the request's own and the decoded fields are 0. */
+typedef struct VtdInterrupt {
+    uint64_t addr;
+    uint32_t data;
+    uint32_t dest;          /* APIC destination: 8 bits (xAPIC) or 32 (IRTA.EIME) */
+    uint8_t  vector;
+    uint8_t  delivery_mode; /* 0 fixed, 1 lowest priority, 2 SMI, 4 NMI, 5 INIT, 7 ExtINT */
+    bool     level;         /* trigger mode: level (true) or edge */
+    bool     dest_logical;  /* destination mode: logical (true) or physical */
+    bool     redir_hint;    /* redirection hint */
+    uint16_t index;         /* interrupt_index of a remappable request */
+    VtdFaultReason fault;   /* VTD_IR_BLOCKED: why; otherwise VTD_FR_NONE */
+} VtdInterrupt;
+
+/* Remap an interrupt request: a DWORD write of `data` to `addr` from
+ * source-id `sid`.  Interrupt-remapping faults are recorded in the fault
+ * recording registers when `record_fault` is true and the specification
+ * does not let the IRTE's FPD suppress them (pass false when only asking,
+ * e.g. to build a KVM MSI route).  Without ECAP.IR every interrupt passes
+ * through.  May be called from any thread, like vtd_engine_translate(). */
+VtdIrResult vtd_engine_remap_interrupt(VtdEngine *e, uint16_t sid, uint64_t addr, uint32_t data,
+                                       bool record_fault, VtdInterrupt *out);
 
 /* Migration.  The architectural state (registers, fault records, queue
  * position) is serialized into an opaque, versioned, little-endian blob.

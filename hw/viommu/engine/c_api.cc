@@ -103,6 +103,13 @@ int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end, Vt
     return e->engine->walk(sid, start, end, cb, ctx);
 }
 
+VtdIrResult vtd_engine_remap_interrupt(VtdEngine *e, uint16_t sid, uint64_t addr, uint32_t data,
+                                       bool record_fault, VtdInterrupt *out)
+{
+    VtdInterrupt tmp;
+    return e->engine->remap_interrupt(sid, addr, data, record_fault, out ? *out : tmp);
+}
+
 static char *to_c_string(const std::string &s)
 {
     char *p = static_cast<char *>(std::malloc(s.size() + 1));

@@ -74,7 +74,8 @@ std::unique_ptr<Engine> Engine::create(const VtdConfig &cfg, const VtdHostOps &o
 Engine::Engine(const Features &f, const VtdHostOps &ops, void *opaque)
     : f_(f), host_(ops, opaque), faults_(host_, stats_, f_.fault_records),
       queue_(host_, f_, stats_, faults_, *this), iotlb_(f_.iotlb_entries),
-      contexts_(f_.context_entries), id_(next_engine_id.fetch_add(1))
+      contexts_(f_.context_entries), ir_(host_, f_, stats_, faults_),
+      id_(next_engine_id.fetch_add(1))
 {
     reset();
 }
@@ -87,6 +88,7 @@ void Engine::reset()
     rtaddr_ = ccmd_ = iva_ = iotlb_reg_ = 0;
     faults_.reset();
     queue_.reset();
+    ir_.reset();
     flush_caches();
 }
 
@@ -408,7 +410,8 @@ void Engine::count_notify(VtdNotifyKind kind, uint64_t events)
 std::string Engine::stats_json()
 {
     return stats_.to_json({f_.aw_bits, f_.caching_mode, iotlb_.capacity(), iotlb_.size(),
-                           contexts_.capacity(), contexts_.size(), f_.fault_records});
+                           contexts_.capacity(), contexts_.size(), f_.fault_records, f_.intremap,
+                           f_.eim, ir_.cache_capacity(), ir_.cache_size()});
 }
 
 }  // namespace viommu::vtd

@@ -21,6 +21,7 @@
 #include "fault_recording.hpp"
 #include "features.hpp"
 #include "host.hpp"
+#include "interrupt_remapping.hpp"
 #include "invalidation_queue.hpp"
 #include "iotlb.hpp"
 #include "stats.hpp"
@@ -43,6 +44,11 @@ public:
     bool translation_enabled() const { return te_.load(std::memory_order_acquire); }
     bool is_pass_through(uint16_t sid);
     int walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *ctx);
+    VtdIrResult remap_interrupt(uint16_t sid, uint64_t addr, uint32_t data, bool record_fault,
+                                VtdInterrupt &out)
+    {
+        return ir_.remap(sid, addr, data, record_fault, out);
+    }
 
     std::string stats_json();
     // Also ends the per-thread memos, which skip the domain lookup that
@@ -81,6 +87,7 @@ private:
         // Nothing the engine caches is a device-TLB: the host's devices hold them.
         host_.device_iotlb_invalidated(sid, pfsid, mip, first, last);
     }
+    void invalidate_interrupt_entries(const IecInvalidation &req) override { ir_.invalidate(req); }
     void classify_pages(uint16_t did, uint64_t addr, uint64_t pages);
 
     // Recent translations, per thread (see engine.cc): valid while
@@ -100,6 +107,7 @@ private:
     InvalidationQueue queue_;
     Iotlb iotlb_;
     ContextCache contexts_;
+    InterruptRemapping ir_;
 
     const uint64_t id_;  // this engine among all, for the per-thread cache
     std::atomic<uint64_t> xlat_epoch_{1};

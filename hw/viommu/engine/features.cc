@@ -11,6 +11,7 @@ static constexpr unsigned DEFAULT_FAULT_RECORDS = 8;
 static constexpr unsigned MAX_FAULT_RECORDS = (VTD_MMIO_SIZE - reg::FRCD) / reg::FRCD_LEN;
 static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
 static constexpr unsigned DOMAIN_ID_BITS = 16;
+static constexpr uint32_t IEC_ENTRIES = 1024;
 
 unsigned Features::max_levels() const
 {
@@ -52,6 +53,13 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
         return std::nullopt;
     }
     f.mamv = MAMV;
+    if (cfg.eim && !cfg.intremap) {
+        err = "eim needs intremap";
+        return std::nullopt;
+    }
+    f.intremap = cfg.intremap;
+    f.eim = cfg.eim;
+    f.iec_entries = IEC_ENTRIES;
 
     f.cap = uint64_t{(DOMAIN_ID_BITS - 4) / 2} << cap::ND | uint64_t{f.caching_mode} << cap::CM |
             uint64_t{f.sagaw} << cap::SAGAW | uint64_t{f.aw_bits - 1} << cap::MGAW |
@@ -62,6 +70,7 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     // Page-walk coherency (C): the engine reads guest memory directly, so
     // the guest need not flush CPU caches after editing tables.
     f.ecap = bit(ecap::C) | bit(ecap::QI) | uint64_t{f.device_iotlb} << ecap::DT |
+             uint64_t{f.intremap} << ecap::IR | uint64_t{f.eim} << ecap::EIM |
              uint64_t{f.pass_through} << ecap::PT | uint64_t{reg::IVA / 16} << ecap::IRO;
     return f;
 }

@@ -18,10 +18,13 @@ struct Features {
     bool caching_mode = false;
     bool device_iotlb = false;
     bool superpage_1g = true;
+    bool intremap = false;  // ECAP.IR
+    bool eim = false;       // ECAP.EIM
     uint32_t iotlb_entries = 0;
     uint32_t context_entries = 0;
     unsigned fault_records = 8;
     unsigned mamv = 0;  // CAP.MAMV: largest address mask for PSI
+    uint32_t iec_entries = 0;
     uint64_t cap = 0;
     uint64_t ecap = 0;
 

@@ -24,6 +24,14 @@ struct IotlbInvalidation {
     bool ih = false;    // invalidation hint: only leaf entries changed
 };
 
+// Interrupt entry cache: every entry, or the 2^im indexes from `index`
+// with its low im bits ignored.
+struct IecInvalidation {
+    bool global = true;
+    uint16_t index = 0;
+    uint8_t im = 0;
+};
+
 class Invalidator {
 public:
     virtual void invalidate_context(const ContextInvalidation &req) = 0;
@@ -32,6 +40,7 @@ public:
     // untranslated range [first, last].
     virtual void invalidate_device_tlb(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
                                        uint64_t last) = 0;
+    virtual void invalidate_interrupt_entries(const IecInvalidation &req) = 0;
 
 protected:
     ~Invalidator() = default;

@@ -15,7 +15,7 @@ constexpr uint64_t IOTLB_HI_IH = bit(6), IOTLB_HI_RSVD = mask(11, 7);
 constexpr uint64_t DIOTLB_LO_RSVD = mask(11, 4) | mask(31, 21) | mask(51, 48);
 constexpr uint64_t DIOTLB_HI_RSVD = mask(11, 1);
 constexpr uint64_t DIOTLB_HI_S = bit(0), DIOTLB_HI_ADDR = mask(63, 12);
-constexpr uint64_t IEC_LO_RSVD = mask(26, 5) | mask(63, 48);
+constexpr uint64_t IEC_LO_G = bit(4), IEC_LO_RSVD = mask(26, 5) | mask(63, 48);
 constexpr uint64_t WAIT_IF = bit(4), WAIT_SW = bit(5), WAIT_FN = bit(6);
 constexpr uint64_t WAIT_LO_RSVD = mask(31, 7);  // PD (bit 7) needs ECAP.PRS
 constexpr uint64_t WAIT_HI_RSVD = mask(1, 0);
@@ -185,6 +185,9 @@ bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
             return false;
         stats_.descriptor(type);
         stats_.add(Counter::InterruptEntryCache);
+        target_.invalidate_interrupt_entries({!(lo & desc::IEC_LO_G),
+                                              static_cast<uint16_t>(field(lo, 47, 32)),
+                                              static_cast<uint8_t>(field(lo, 31, 27))});
         return true;
     case desc::WAIT:
         return wait(lo, hi);

@@ -71,12 +71,14 @@ uint32_t Engine::read32(uint32_t offset)
     case reg::GCMD:
         return 0;  // write-only
     case reg::GSTS:
-        return gsts_;
+        return gsts_ | ir_.status();
     }
     if (faults_.handles(offset))
         return faults_.read32(offset);
     if (queue_.handles(offset))
         return queue_.read32(offset);
+    if (ir_.handles(offset))
+        return ir_.read32(offset);
     // PMEN/PLMBASE/... (CAP.PLMR/PHMR clear), AFLOG (no CAP.AFL), IRTA (no
     // ECAP.IR) and everything else: reserved, read as zero.
     return 0;
@@ -119,11 +121,14 @@ void Engine::write32(uint32_t offset, uint32_t value)
     }
     if (queue_.handles(offset))
         queue_.write32(offset, value);
+    else if (ir_.handles(offset))
+        ir_.write32(offset, value);
 }
 
 // GCMD: TE and QIE carry the desired state (software writes the shadow of
 // its enabled bits with every command); SRTP and WBF act on every write of
-// 1.  IRE, SIRTP, SFL, EAFL and CFI are unsupported and ignored.
+// 1.  IRE, SIRTP and CFI go to interrupt remapping (ignored without
+// ECAP.IR); SFL and EAFL are unsupported and ignored.
 void Engine::global_command(uint32_t value)
 {
     if (value & gcmd::SRTP) {
@@ -145,6 +150,7 @@ void Engine::global_command(uint32_t value)
         gsts_ = qie ? gsts_ | gcmd::QIE : gsts_ & ~gcmd::QIE;
         queue_.set_enabled(qie);
     }
+    ir_.command(value);
 }
 
 void Engine::run_context_command()

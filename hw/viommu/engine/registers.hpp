@@ -47,12 +47,17 @@ constexpr uint64_t SAGAW_39 = 2, SAGAW_48 = 4, SAGAW_57 = 8;
 }  // namespace cap
 
 namespace ecap {
-constexpr unsigned C = 0, QI = 1, DT = 2, IR = 3, PT = 6, SC = 7, IRO = 8, MHMV = 20;
+constexpr unsigned C = 0, QI = 1, DT = 2, IR = 3, EIM = 4, PT = 6, SC = 7, IRO = 8, MHMV = 20;
 }
 
 namespace gcmd {  // same positions in GSTS
 constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, SFL = 1u << 29, EAFL = 1u << 28, WBF = 1u << 27,
                    QIE = 1u << 26, IRE = 1u << 25, SIRTP = 1u << 24, CFI = 1u << 23;
+}
+
+// IRTA_REG: table address, extended interrupt mode, size (2^(S+1) entries).
+namespace irta {
+constexpr uint64_t ADDR = mask(63, 12), EIME = bit(11), S = mask(3, 0);
 }
 
 namespace fsts {

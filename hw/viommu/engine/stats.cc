@@ -65,6 +65,23 @@ DomainStats &Stats::domain_slow(uint16_t did)
     return d;
 }
 
+SourceStats &Stats::source(uint16_t sid)
+{
+    unsigned c = sid / DOMAIN_CHUNK;
+    SourceChunk *chunk = sources_[c].load(std::memory_order_acquire);
+    if (!chunk) [[unlikely]] {
+        std::lock_guard guard(chunk_lock_);
+        if (!source_owner_[c])
+            source_owner_[c] = std::make_unique<SourceChunk>();
+        chunk = source_owner_[c].get();
+        sources_[c].store(chunk, std::memory_order_release);
+    }
+    SourceStats &s = chunk->s[sid % DOMAIN_CHUNK];
+    if (!s.seen.load(std::memory_order_relaxed))
+        s.seen.store(true, std::memory_order_relaxed);
+    return s;
+}
+
 uint64_t Stats::get(Counter c) const
 {
     uint64_t n = 0;
@@ -77,7 +94,7 @@ uint64_t Stats::faults_by_reason(VtdFaultReason r) const
 {
     uint64_t n = 0;
     for (unsigned i = 0; i < SHARDS; i++)
-        n += since_reset(shards_[i], base_[i], r & 0xf, true);
+        n += since_reset(shards_[i], base_[i], fault_slot(r), true);
     return n;
 }
 
@@ -87,7 +104,7 @@ void Stats::reset()
         for (unsigned c = 0; c < COUNTERS; c++)
             base_[i].v[c].store(shards_[i].v[c].load(std::memory_order_relaxed),
                                 std::memory_order_relaxed);
-        for (unsigned r = 0; r < 16; r++)
+        for (unsigned r = 0; r < FAULT_SLOTS; r++)
             base_[i].faults[r].store(shards_[i].faults[r].load(std::memory_order_relaxed),
                                      std::memory_order_relaxed);
     }
@@ -112,6 +129,16 @@ void Stats::reset()
                  {&d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped, &d.pages_unmapped})
                 v->store(0, std::memory_order_relaxed);
             d.seen.store(false, std::memory_order_relaxed);
+        }
+    }
+    for (auto &c : sources_) {
+        SourceChunk *chunk = c.load(std::memory_order_acquire);
+        if (!chunk)
+            continue;
+        for (auto &s : chunk->s) {
+            for (auto *v : {&s.remapped, &s.passed, &s.blocked})
+                v->store(0, std::memory_order_relaxed);
+            s.seen.store(false, std::memory_order_relaxed);
         }
     }
 }
@@ -147,6 +174,22 @@ const char *fault_reason_name(VtdFaultReason r)
         return "paging_entry_reserved";
     case VTD_FR_CONTEXT_ENTRY_TT:
         return "context_entry_tt";
+    case VTD_FR_IR_REQ_RSVD:
+        return "ir_request_reserved";
+    case VTD_FR_IR_INDEX_OVER:
+        return "ir_index_beyond_table";
+    case VTD_FR_IR_ENTRY_P:
+        return "ir_entry_not_present";
+    case VTD_FR_IR_ROOT_INV:
+        return "ir_table_invalid";
+    case VTD_FR_IR_IRTE_RSVD:
+        return "ir_entry_reserved";
+    case VTD_FR_IR_REQ_COMPAT:
+        return "ir_compatibility_blocked";
+    case VTD_FR_IR_SID_ERR:
+        return "ir_source_id";
+    case VTD_FR_IR_PID_INV:
+        return "ir_posted_descriptor_invalid";
     }
     return "unknown";
 }
@@ -220,6 +263,8 @@ std::string Stats::to_json(const Gauges &g) const
     j.num("iotlb_capacity", g.iotlb_capacity);
     j.num("context_cache_capacity", g.context_capacity);
     j.num("fault_records", g.fault_records);
+    j.boolean("intremap", g.intremap);
+    j.boolean("eim", g.eim);
     j.close('}');
 
     j.open("translate", '{');
@@ -244,6 +289,9 @@ std::string Stats::to_json(const Gauges &g) const
     counters("faults");
     j.open("by_reason", '{');
     for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)
+        j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
+              faults_by_reason(static_cast<VtdFaultReason>(r)));
+    for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
         j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
               faults_by_reason(static_cast<VtdFaultReason>(r)));
     j.close('}');
@@ -291,6 +339,43 @@ std::string Stats::to_json(const Gauges &g) const
         counters(section);
         j.close('}');
     }
+
+    j.open("interrupt_remapping", '{');
+    counters("interrupt_remapping");
+    for (const char *sub : {"remappable", "compatibility"}) {
+        j.open(sub, '{');
+        counters(std::string("interrupt_remapping/") + sub);
+        j.close('}');
+    }
+    j.open("blocked_by_reason", '{');
+    for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
+        j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
+              faults_by_reason(static_cast<VtdFaultReason>(r)));
+    j.close('}');
+    j.open("iec", '{');
+    j.num("capacity", g.iec_capacity);
+    j.num("entries", g.iec_entries);
+    counters("interrupt_remapping/iec");
+    j.close('}');
+    j.open("sources", '[');
+    for (unsigned ci = 0; ci < sources_.size(); ci++) {
+        SourceChunk *chunk = sources_[ci].load(std::memory_order_acquire);
+        if (!chunk)
+            continue;
+        for (unsigned i = 0; i < DOMAIN_CHUNK; i++) {
+            const SourceStats &s = chunk->s[i];
+            if (!s.seen.load(std::memory_order_relaxed))
+                continue;
+            j.open(nullptr, '{');
+            j.num("sid", ci * DOMAIN_CHUNK + i);
+            j.num("remapped", s.remapped.load());
+            j.num("passed_through", s.passed.load());
+            j.num("blocked", s.blocked.load());
+            j.close('}');
+        }
+    }
+    j.close(']');
+    j.close('}');
 
     j.open("domains", '[');
     for (unsigned ci = 0; ci < chunks_.size(); ci++) {

@@ -83,6 +83,22 @@ enum class Counter : unsigned {
     NotifyUnmap,
     NotifyMap,
     NotifyDeviotlbUnmap,  // notifier events the host delivered
+    // Interrupt remapping: requests by outcome and format.
+    IrRequests,
+    IrNotInterrupt,       // outside the interrupt address range
+    IrDisabled,           // passed through: GSTS.IRES clear
+    IrRemapped,           // remappable format, remapped
+    IrRemappableBlocked,  // remappable format, blocked
+    IrCompatPassed,       // compatibility format, passed through (CFIS)
+    IrCompatBlocked,      // compatibility format, blocked
+    IecHits,
+    IecMisses,
+    IecInserts,
+    IecEvictions,
+    IecGlobal,  // invalidations: global descriptors,
+    IecIndex,   // index-selective descriptors,
+    IecSirtp,   // and GCMD.SIRTP
+    IecEntriesDropped,
     Count_
 };
 
@@ -155,6 +171,21 @@ inline constexpr CounterName COUNTER_NAMES[] = {
     {Counter::NotifyUnmap, "notifications", "unmap"},
     {Counter::NotifyMap, "notifications", "map"},
     {Counter::NotifyDeviotlbUnmap, "notifications", "deviotlb_unmap"},
+    {Counter::IrRequests, "interrupt_remapping", "requests"},
+    {Counter::IrNotInterrupt, "interrupt_remapping", "not_interrupt"},
+    {Counter::IrDisabled, "interrupt_remapping", "disabled_pass_through"},
+    {Counter::IrRemapped, "interrupt_remapping/remappable", "remapped"},
+    {Counter::IrRemappableBlocked, "interrupt_remapping/remappable", "blocked"},
+    {Counter::IrCompatPassed, "interrupt_remapping/compatibility", "passed_through"},
+    {Counter::IrCompatBlocked, "interrupt_remapping/compatibility", "blocked"},
+    {Counter::IecHits, "interrupt_remapping/iec", "hits"},
+    {Counter::IecMisses, "interrupt_remapping/iec", "misses"},
+    {Counter::IecInserts, "interrupt_remapping/iec", "inserts"},
+    {Counter::IecEvictions, "interrupt_remapping/iec", "evictions"},
+    {Counter::IecGlobal, "interrupt_remapping/iec", "invalidations_global"},
+    {Counter::IecIndex, "interrupt_remapping/iec", "invalidations_index"},
+    {Counter::IecSirtp, "interrupt_remapping/iec", "invalidations_sirtp"},
+    {Counter::IecEntriesDropped, "interrupt_remapping/iec", "entries_dropped"},
 };
 
 static_assert(std::size(COUNTER_NAMES) == static_cast<size_t>(Counter::Count_),
@@ -200,6 +231,22 @@ struct DomainStats {
     std::atomic<bool> seen{false};
 };
 
+// Interrupt requests of one source-id, by outcome.
+struct SourceStats {
+    std::atomic<uint64_t> remapped{0}, passed{0}, blocked{0};
+    std::atomic<bool> seen{false};
+};
+
+// Slots of the per-reason fault counters: DMA-remapping reasons 0..15,
+// then the interrupt-remapping ones 20h..27h.
+constexpr unsigned FAULT_SLOTS = 16 + 8;
+constexpr unsigned fault_slot(VtdFaultReason r)
+{
+    if (r >= VTD_FR_IR_REQ_RSVD && r <= VTD_FR_IR_PID_INV)
+        return 16 + (r - VTD_FR_IR_REQ_RSVD);
+    return r < 16 ? r : 0;
+}
+
 class Stats {
 public:
     static constexpr unsigned DESC_TYPES = 16;
@@ -223,7 +270,7 @@ public:
     void fault(VtdFaultReason r)
     {
         unsigned shard = thread_shard();
-        stat_bump(shards_[shard].faults[r & 0xf], 1, shard);
+        stat_bump(shards_[shard].faults[fault_slot(r)], 1, shard);
     }
     void descriptor(unsigned type)
     {
@@ -240,6 +287,7 @@ public:
         }
         return domain_slow(did);
     }
+    SourceStats &source(uint16_t sid);
 
     uint64_t get(Counter c) const;
     uint64_t faults_by_reason(VtdFaultReason r) const;
@@ -251,6 +299,8 @@ public:
         bool caching_mode;
         size_t iotlb_capacity, iotlb_entries, context_capacity, context_entries;
         unsigned fault_records;
+        bool intremap = false, eim = false;
+        size_t iec_capacity = 0, iec_entries = 0;
     };
     std::string to_json(const Gauges &g) const;
     void reset();
@@ -262,7 +312,7 @@ private:
 
     struct alignas(64) Shard {
         std::array<std::atomic<uint64_t>, COUNTERS> v{};
-        std::array<std::atomic<uint64_t>, 16> faults{};
+        std::array<std::atomic<uint64_t>, FAULT_SLOTS> faults{};
     };
     static uint64_t since_reset(const Shard &s, const Shard &base, unsigned i, bool fault);
     struct DomainChunk {
@@ -286,6 +336,13 @@ private:
     std::mutex chunk_lock_;
     std::array<std::unique_ptr<DomainChunk>, 65536 / DOMAIN_CHUNK> chunk_owner_;
     std::array<std::atomic<DomainChunk *>, 65536 / DOMAIN_CHUNK> chunks_{};
+
+    // Source-id statistics of interrupt requests, allocated alike.
+    struct SourceChunk {
+        std::array<SourceStats, DOMAIN_CHUNK> s;
+    };
+    std::array<std::unique_ptr<SourceChunk>, 65536 / DOMAIN_CHUNK> source_owner_;
+    std::array<std::atomic<SourceChunk *>, 65536 / DOMAIN_CHUNK> sources_{};
 };
 
 const char *fault_reason_name(VtdFaultReason r);
