@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -128,12 +129,19 @@ public:
     // the fake's own memcpys race-free (a real guest's are racy by design).
     int read(uint64_t gpa, void *buf, size_t len)
     {
-        std::lock_guard g(ram_lock);
-        if (gpa > ram.size() || len > ram.size() - gpa)
-            return -1;
-        std::memcpy(buf, ram.data() + gpa, len);
+        {
+            std::lock_guard g(ram_lock);
+            if (gpa > ram.size() || len > ram.size() - gpa)
+                return -1;
+            std::memcpy(buf, ram.data() + gpa, len);
+        }
+        if (after_read)
+            after_read(gpa, len);
         return 0;
     }
+    // Called after each successful engine read, outside the RAM lock: a
+    // test puts the guest's next step between the engine's read and its use.
+    std::function<void(uint64_t gpa, size_t len)> after_read;
     int write(uint64_t gpa, const void *buf, size_t len)
     {
         std::lock_guard g(ram_lock);

@@ -3,7 +3,10 @@
 // latches, IRE, CFI), every IRTE field, source-id validation, every
 // interrupt-remapping fault reason and its recording (FPD), the interrupt
 // entry cache and its invalidations, and the statistics.
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "fake_host.hpp"
 
@@ -882,6 +885,105 @@ TEST_F(Ir, FullIecEvictsOneEntryNeverFlushes)
         remap(remappable(i));
     EXPECT_EQ(stat("iec", "hits"), 64u);
     EXPECT_EQ(stat("iec", "misses"), 0u);
+}
+
+// Remaps on other threads race IRTE updates and their invalidations.  For
+// every interleaving: a remap that starts after an invalidation completed
+// sees that update or a later one, never an entry cached from before it.
+TEST_F(Ir, InvalidationRacingRemapsNeverServesStaleEntries)
+{
+    setup(3);
+    h.enable_qi();
+    constexpr unsigned ROUNDS = 200, INDEXES = 8;
+    auto vector_of = [](unsigned round) { return static_cast<uint8_t>(0x20 + round); };
+    Entry e;
+    e.vector = vector_of(0);
+    for (unsigned i = 0; i < INDEXES; i++)
+        put(i, e);
+    std::atomic<unsigned> published{0};
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> stale{0}, remapped{0};
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < 2; t++) {
+        workers.emplace_back([&, t] {
+            unsigned i = t;
+            while (!done.load(std::memory_order_acquire)) {
+                unsigned seen = published.load(std::memory_order_acquire);
+                VtdInterrupt out{};
+                if (remap(remappable(i++ % INDEXES), 0, &out) != VTD_IR_REMAPPED)
+                    continue;
+                remapped.fetch_add(1);
+                if (out.vector < vector_of(seen))
+                    stale.fetch_add(1);
+            }
+        });
+    }
+    for (unsigned round = 1; round <= ROUNDS; round++) {
+        e.vector = vector_of(round);
+        for (unsigned i = 0; i < INDEXES; i++)
+            put(i, e);
+        h.submit(round % 2 ? iec_global() : iec_index(0, 3), 0);
+        published.store(round, std::memory_order_release);
+    }
+    done.store(true, std::memory_order_release);
+    for (auto &w : workers)
+        w.join();
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    EXPECT_EQ(stale.load(), 0u);
+    EXPECT_EQ(stat("remappable", "remapped"), remapped.load());
+    VtdInterrupt out{};
+    ASSERT_EQ(remap(remappable(5), 0, &out), VTD_IR_REMAPPED);
+    EXPECT_EQ(out.vector, vector_of(ROUNDS));
+}
+
+// The interleaving the race test above can only hope for, forced: the
+// guest updates the IRTE and invalidates the IEC after the engine read the
+// old entry and before it cached it.  The old entry must not be cached.
+TEST_F(Ir, InvalidationBetweenIrteReadAndFillIsNotUndone)
+{
+    setup(3);
+    h.enable_qi();
+    Entry e;
+    e.vector = 0x40;
+    put(2, e);
+    const uint64_t irte = table + 2 * 16;
+    for (bool global : {true, false}) {
+        SCOPED_TRACE(global);
+        h.submit(iec_global(), 0);  // the first remap reads the IRTE
+        bool once = true;
+        h.after_read = [&](uint64_t gpa, size_t) {
+            if (gpa != irte || !once)
+                return;
+            once = false;
+            e.vector++;
+            put(2, e);
+            h.submit(global ? iec_global() : iec_index(2, 0), 0);
+        };
+        VtdInterrupt out{};
+        ASSERT_EQ(remap(remappable(2), 0, &out), VTD_IR_REMAPPED);
+        EXPECT_EQ(out.vector, e.vector - 1) << "the request itself used what it read";
+        h.after_read = nullptr;
+        ASSERT_EQ(remap(remappable(2), 0, &out), VTD_IR_REMAPPED);
+        EXPECT_EQ(out.vector, e.vector) << "the next one sees the update";
+    }
+    // The same with SIRTP to a new table in between.
+    uint64_t second = h.alloc_page();
+    h.put64(second + 2 * 16, Entry{.vector = 0x77}.lo());
+    h.put64(second + 2 * 16 + 8, 0);
+    h.submit(iec_global(), 0);
+    bool once = true;
+    h.after_read = [&](uint64_t gpa, size_t) {
+        if (gpa != irte || !once)
+            return;
+        once = false;
+        h.w64(IRTA, second | 3);
+        h.w32(GCMD, h.gcmd_shadow | SIRTP);
+    };
+    VtdInterrupt out{};
+    ASSERT_EQ(remap(remappable(2), 0, &out), VTD_IR_REMAPPED);
+    h.after_read = nullptr;
+    ASSERT_EQ(remap(remappable(2), 0, &out), VTD_IR_REMAPPED);
+    EXPECT_EQ(out.vector, 0x77);
 }
 
 TEST_F(Ir, IecDescriptorWithoutIrIsStillAccepted)
