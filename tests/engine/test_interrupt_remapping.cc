@@ -769,7 +769,24 @@ TEST_F(Ir, HostileGuestFuzzNeverCrashes)
             EXPECT_EQ(out.fault, VTD_FR_NONE);
         }
     }
-    EXPECT_EQ(stat("interrupt_remapping", "requests"), 4000u);
+    const std::string j = h.stats();
+    EXPECT_EQ(json_counter(j, "interrupt_remapping", "requests"), 4000u);
+    EXPECT_EQ(json_counter(j, "interrupt_remapping", "not_interrupt") +
+                  json_counter(j, "interrupt_remapping", "disabled_pass_through") +
+                  json_counter(j, "remappable", "remapped") +
+                  json_counter(j, "remappable", "blocked") +
+                  json_counter(j, "compatibility", "passed_through") +
+                  json_counter(j, "compatibility", "blocked"),
+              4000u)
+        << "every request counted once, by outcome";
+    uint64_t by_reason = 0;
+    for (const char *r : {"ir_request_reserved", "ir_index_beyond_table", "ir_entry_not_present",
+                          "ir_table_invalid", "ir_entry_reserved", "ir_compatibility_blocked",
+                          "ir_source_id", "ir_posted_descriptor_invalid"})
+        by_reason += json_counter(j, "blocked_by_reason", r);
+    EXPECT_EQ(by_reason, json_counter(j, "remappable", "blocked") +
+                             json_counter(j, "compatibility", "blocked"));
+    EXPECT_GT(by_reason, 0u);
 }
 
 // --- the interrupt entry cache ---
