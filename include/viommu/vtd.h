@@ -67,7 +67,8 @@ typedef enum VtdFaultReason {
 } VtdFaultReason;
 
 /* Services the host gives the engine.  All callbacks are mandatory except
- * `invalidated`, `context_invalidated`, `now_ns` and `device_iotlb_invalidated`. */
+ * `invalidated`, `context_invalidated`, `now_ns`, `device_iotlb_invalidated`,
+ * `prefetch` and `interrupts_invalidated`. */
 typedef struct VtdHostOps {
     /* The remapping unit's own accesses to guest physical memory (root and
      * context tables, page tables, the invalidation queue, wait status
@@ -104,6 +105,15 @@ typedef struct VtdHostOps {
      * IOTLB), so its cache line can start loading.  Must not fail, block
      * or touch anything but the CPU cache.  May be NULL. */
     void (*prefetch)(void *opaque, uint64_t gpa);
+    /* What vtd_engine_remap_interrupt() answers may have changed: for the
+     * 2^index_mask interrupt indexes from `index` (its low index_mask bits
+     * clear) after an index-selective interrupt-entry-cache invalidation;
+     * for every index and compatibility-format requests too (`global`)
+     * after a global one, GCMD.SIRTP, or a change of GSTS.IRES or CFIS.
+     * The QEMU glue rebuilds the interrupt routes (KVM MSI routes) it
+     * derived from earlier answers.  May be NULL. */
+    void (*interrupts_invalidated)(void *opaque, bool global, uint16_t index,
+                                   uint8_t index_mask);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */

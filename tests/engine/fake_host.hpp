@@ -60,6 +60,11 @@ struct CtxInval {
     bool all;
     uint16_t sid, mask;
 };
+struct IrInval {
+    bool global;
+    uint16_t index;
+    uint8_t mask;
+};
 struct DevTlbInval {
     uint16_t sid, pfsid;
     uint8_t mip;
@@ -98,6 +103,11 @@ public:
             auto *h = static_cast<FakeHost *>(o);
             std::lock_guard g(h->log_lock);
             h->dev_invals.push_back({sid, pfsid, mip, first, last});
+        };
+        ops_.interrupts_invalidated = [](void *o, bool global, uint16_t index, uint8_t mask) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->ir_invals.push_back({global, index, mask});
         };
         ops_.prefetch = [](void *o, uint64_t gpa) {
             auto *h = static_cast<FakeHost *>(o);
@@ -331,6 +341,7 @@ public:
     std::vector<Inval> invals;
     std::vector<CtxInval> ctx_invals;
     std::vector<DevTlbInval> dev_invals;
+    std::vector<IrInval> ir_invals;    // interrupts_invalidated calls, in order
     std::vector<uint64_t> prefetches;  // the engine's prefetch hints, in order
     uint64_t clock = 0;
     uint64_t cap = 0, ecap = 0;

@@ -1003,6 +1003,47 @@ TEST_F(Ir, InvalidationBetweenIrteReadAndFillIsNotUndone)
     EXPECT_EQ(out.vector, 0x77);
 }
 
+TEST_F(Ir, HostIsToldWhenInterruptAnswersMayChange)
+{
+    auto last = [&] { return h.ir_invals.back(); };
+    table = h.alloc_page();
+    h.w64(IRTA, table | 7);
+    EXPECT_TRUE(h.ir_invals.empty()) << "an IRTA write alone changes nothing";
+    h.w32(GCMD, SIRTP);
+    ASSERT_EQ(h.ir_invals.size(), 1u);
+    EXPECT_TRUE(last().global);
+    h.w32(GCMD, IRE);
+    ASSERT_EQ(h.ir_invals.size(), 2u) << "IRES set";
+    h.w32(GCMD, IRE);
+    EXPECT_EQ(h.ir_invals.size(), 2u) << "no change, no call";
+    h.w32(GCMD, IRE | CFI);
+    EXPECT_EQ(h.ir_invals.size(), 3u) << "CFIS set";
+    h.gcmd_shadow = IRE | CFI;
+    h.enable_qi();  // writes the shadow with QIE: IRE and CFI unchanged
+    size_t n = h.ir_invals.size();
+    EXPECT_EQ(n, 3u);
+    h.w32(GCMD, QIE);
+    EXPECT_EQ(h.ir_invals.size(), 4u) << "IRES and CFIS cleared: one call";
+    h.w32(GCMD, h.gcmd_shadow);
+    n = h.ir_invals.size();
+    h.submit(iec_global(), 0);
+    ASSERT_EQ(h.ir_invals.size(), n + 1);
+    EXPECT_TRUE(last().global);
+    h.submit(iec_index(0x1237, 2), 0);
+    ASSERT_EQ(h.ir_invals.size(), n + 2);
+    EXPECT_FALSE(last().global);
+    EXPECT_EQ(last().index, 0x1234) << "aligned to the mask";
+    EXPECT_EQ(last().mask, 2);
+    h.submit(iec_index(0x1237, 20), 0);
+    EXPECT_EQ(last().index, 0u);
+    EXPECT_EQ(last().mask, 16) << "clamped to the index width";
+    // Requests themselves never call it.
+    n = h.ir_invals.size();
+    remap(remappable(3));
+    remap(COMPAT_ADDR, COMPAT_DATA);
+    EXPECT_EQ(h.ir_invals.size(), n);
+}
+
 TEST_F(Ir, IecDescriptorWithoutIrIsStillAccepted)
 {
     FakeHost off;

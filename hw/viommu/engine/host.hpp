@@ -65,6 +65,12 @@ public:
             ops_.device_iotlb_invalidated(opaque_, sid, pfsid, mip, first, last);
     }
 
+    void interrupts_invalidated(bool global, uint16_t index, uint8_t index_mask) const
+    {
+        if (ops_.interrupts_invalidated)
+            ops_.interrupts_invalidated(opaque_, global, index, index_mask);
+    }
+
     void prefetch(uint64_t gpa) const
     {
         if (ops_.prefetch)

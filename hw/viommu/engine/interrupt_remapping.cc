@@ -67,6 +67,7 @@ void InterruptRemapping::command(uint32_t gcmd)
     if (!f_.intremap)
         return;
     uint32_t st = status_.load(std::memory_order_relaxed);
+    const uint32_t before = st;
     if (gcmd & gcmd::SIRTP) {
         // The table pointer and EIME take effect now, never on an IRTA
         // write; IRTPS reports the latch (synchronously: it never reads
@@ -79,6 +80,9 @@ void InterruptRemapping::command(uint32_t gcmd)
     }
     st = (st & ~(gcmd::IRE | gcmd::CFI)) | (gcmd & (gcmd::IRE | gcmd::CFI));
     status_.store(st, std::memory_order_release);
+    // Interrupt routes the host derived from earlier answers may be stale.
+    if ((gcmd & gcmd::SIRTP) || ((before ^ st) & (gcmd::IRE | gcmd::CFI)))
+        host_.interrupts_invalidated(true, 0, 0);
 }
 
 void InterruptRemapping::invalidate(const IecInvalidation &req)
@@ -87,12 +91,15 @@ void InterruptRemapping::invalidate(const IecInvalidation &req)
     if (req.global) {
         stats_.add(Counter::IecGlobal);
         dropped = iec_.invalidate_all();
+        host_.interrupts_invalidated(true, 0, 0);
     } else {
         stats_.add(Counter::IecIndex);
         // IM names the low index bits ignored: 2^IM entries, aligned.
         const unsigned im = req.im < 16 ? req.im : 16;
         const uint32_t count = uint32_t{1} << im;
         dropped = iec_.invalidate_range(req.index & ~(count - 1), count);
+        host_.interrupts_invalidated(false, static_cast<uint16_t>(req.index & ~(count - 1)),
+                                     static_cast<uint8_t>(im));
     }
     stats_.add(Counter::IecEntriesDropped, dropped);
 }
