@@ -13,6 +13,13 @@ double InvStats::mean_poll_ns(bool owner) const
     return n ? double(t) / double(n) : 0;
 }
 
+double InvStats::mean_issue_ns(bool owner) const
+{
+    uint64_t n = owner ? owners : submissions - owners;
+    Nanos t = owner ? owner_busy_ns : busy_ns - owner_busy_ns;
+    return n ? double(t) / double(n) : 0;
+}
+
 std::string InvStats::json() const
 {
     return "{\"submissions\":" + std::to_string(submissions) +
@@ -21,7 +28,8 @@ std::string InvStats::json() const
            ",\"owner_poll_ns\":" + std::to_string(owner_poll_ns) +
            ",\"nonowner_poll_ns\":" + std::to_string(nonowner_poll_ns) +
            ",\"owner_wait_ns\":" + std::to_string(owner_wait_ns) +
-           ",\"busy_ns\":" + std::to_string(busy_ns) + "}";
+           ",\"busy_ns\":" + std::to_string(busy_ns) +
+           ",\"owner_busy_ns\":" + std::to_string(owner_busy_ns) + "}";
 }
 
 void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
@@ -29,8 +37,11 @@ void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
     Nanos t0 = m_.now(cpu);
     stats_.submissions++;
     stats_.descriptors += descs;
+    uint64_t owners = stats_.owners;
     submit(cpu, descs);
     stats_.busy_ns += m_.now(cpu) - t0;
+    if (stats_.owners != owners)
+        stats_.owner_busy_ns += m_.now(cpu) - t0;
 }
 
 Nanos InvQueue::consume(Nanos published, unsigned descs, bool fetch)

@@ -39,6 +39,10 @@ struct InvStats {
     Nanos owner_poll_ns = 0, nonowner_poll_ns = 0;  // waiting for the sync/wait descriptor
     Nanos owner_wait_ns = 0;                        // owner waiting for the previous owner
     Nanos busy_ns = 0;                              // CPU time inside submit_and_wait
+    Nanos owner_busy_ns = 0;                        // ... of the submissions that were owners
+
+    // mean time in submit_and_wait of an owner / a non-owner submission
+    double mean_issue_ns(bool owner) const;
 
     double owner_share() const { return submissions ? double(owners) / double(submissions) : 0; }
     double mean_poll_ns(bool owner) const;

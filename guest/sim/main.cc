@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// viommu-sim: run one contention simulation (or a sweep of CPU counts) and
-// print the result as text or JSON.  --help lists the options.
+// viommu-sim: run one contention simulation (or a sweep of CPU counts) of
+// a setup given by a case file and/or command-line parameters, and print
+// the result as text or JSON.  --help lists every parameter.
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../iova/allocator.hpp"
 #include "../iova/flush.hpp"
+#include "params.hpp"
 #include "realthreads.hpp"
 #include "simulator.hpp"
 #include "workload.hpp"
@@ -20,10 +23,21 @@ namespace {
 
 void usage(FILE *f)
 {
-    std::fprintf(f, "usage: viommu-sim [--workload W] [--allocator A] [--flush F] [--invq Q]\n"
-                    "                  [--dma D] [--cpus N[,N...]] [--seed S] [--ops N] [--json]\n"
-                    "                  [--rcache-drain-us N] [--warmup N]\n"
-                    "                  [--real-threads] [--cost-model] [--list]\n");
+    std::fprintf(f,
+                 "usage: viommu-sim [--case FILE|NAME [--config NAME]] [--PARAMETER VALUE]...\n"
+                 "                  [--json] [--real-threads]\n"
+                 "       viommu-sim --list | --list-configs --case FILE | --cost-model | --help\n"
+                 "\n"
+                 "A setup comes from a case file (cases/NAME.json: its \"parameters\", then those\n"
+                 "of configuration --config), then from the command line, which overrides the\n"
+                 "file.  --cpus 4,16,32 runs a sweep over CPU counts.  Output: throughput (and\n"
+                 "against the same setup without an IOMMU), latency per operation, where every\n"
+                 "CPU cycle went (spinning by lock and call site, polling, work, ...), allocator\n"
+                 "retries, command-queue owner share and polling time.  --json prints one object\n"
+                 "per run (an array for a sweep).\n"
+                 "\n"
+                 "Parameters (--NAME VALUE or --NAME=VALUE; unit and default after each):\n");
+    std::fputs(Params::help().c_str(), f);
 }
 
 void list()
@@ -38,140 +52,199 @@ void list()
     show("allocators", viommu::iova::Allocator::variants());
     std::printf("  (and \"none\": no IOMMU)\n");
     show("flush policies", viommu::iova::FlushPolicy::policies());
-    show("invalidation queues", InvQueue::kinds());
     show("dma modes", dma_modes());
+    std::printf("iommus: vtd smmuv3\ncmdq (smmuv3): spinlock cmpxchg fetch-add\n");
+    std::printf("case files: %s/*.json\n", cases_dir().c_str());
 }
 
 void print_text(const SimResult &r)
 {
     const SimConfig &c = r.config;
-    std::printf("%s on %u CPUs: allocator %s, flush %s, invq %s, dma %s, seed %llu\n",
-                c.workload.c_str(), r.cpus, c.allocator.c_str(), c.flush.c_str(), c.invq.c_str(),
+    std::printf("%s on %u CPUs: allocator %s, flush %s, %s%s%s, dma %s, seed %llu\n",
+                c.workload.c_str(), r.cpus, c.allocator.c_str(), c.flush.c_str(), c.iommu.c_str(),
+                c.iommu == "smmuv3" ? " cmdq " : "", c.iommu == "smmuv3" ? c.cmdq.c_str() : "",
                 c.dma.c_str(), (unsigned long long)c.seed);
-    std::printf("  throughput %.0f %s/s, without IOMMU %.0f (%.1f%%)\n", r.throughput,
+    std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
                 r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
-    std::printf("  %.2f%% of CPU time in spinlocks; rbtree allocs %llu (%.1f nodes each), "
-                "rcache flushes %llu, failed maps %llu\n",
-                100 * r.spin_share, (unsigned long long)r.rbtree_allocs, r.nodes_per_alloc,
+    if (c.workload == "map-bench")
+        std::printf("  per thread: %.0f map+unmap/s\n", r.throughput / r.cpus);
+    std::printf("  latency per operation %.0f ns (without IOMMU %.0f ns)\n", r.latency_ns,
+                r.baseline_latency_ns);
+    if (c.allocator == "none")
+        return;
+    std::printf("  allocator: %llu maps, %.2f%% took a retry or restart path; rbtree allocs %llu "
+                "(%.1f nodes each), rcache flushes %llu, failed maps %llu\n",
+                (unsigned long long)r.maps, 100 * r.allocator_retries,
+                (unsigned long long)r.rbtree_allocs, r.nodes_per_alloc,
                 (unsigned long long)r.rcache_flushes, (unsigned long long)r.failed_maps);
-    std::printf("  %-28s %-14s %8s %8s %10s %10s\n", "lock", "site", "%spin", "%cycles", "acquired",
-                "hold ns");
+    if (c.iommu == "smmuv3" && r.inv.submissions)
+        std::printf("  cmdq: %llu submissions, owner share %.3f, polling %.0f ns (owner) %.0f ns "
+                    "(non-owner), in issue %.0f ns (owner) %.0f ns (non-owner)\n",
+                    (unsigned long long)r.inv.submissions, r.inv.owner_share(),
+                    r.inv.mean_poll_ns(true), r.inv.mean_poll_ns(false), r.inv.mean_issue_ns(true),
+                    r.inv.mean_issue_ns(false));
+    else if (r.inv.submissions)
+        std::printf("  invalidation queue: %llu submissions, polling %.0f ns each\n",
+                    (unsigned long long)r.inv.submissions, r.inv.mean_poll_ns(true));
+    std::printf("  cycles (%.2f%% spinning):\n", 100 * r.spin_share);
+    for (const CycleShare &s : r.cycles) {
+        if (!r.cpu_time_ns || (s.ns == 0 && s.what == "spin"))
+            continue;
+        std::string what = s.what == "spin" ? "spin " + s.lock + " @" + s.site : s.what;
+        std::printf("    %7.2f%%  %s\n", 100.0 * double(s.ns) / double(r.cpu_time_ns),
+                    what.c_str());
+    }
+    std::printf("  %-28s %-14s %8s %10s %10s\n", "lock", "site", "%spin", "acquired", "hold ns");
     for (const auto &p : r.profile) {
         if (p.spin_ns == 0)
             continue;
-        std::printf("  %-28s %-14s %7.2f%% %7.2f%% %10llu %10.0f\n", p.lock.c_str(), p.site.c_str(),
-                    100 * r.spin_fraction_of(p.lock, p.site), 100 * r.spin_share_of(p.lock, p.site),
-                    (unsigned long long)p.acquisitions,
+        std::printf("  %-28s %-14s %7.2f%% %10llu %10.0f\n", p.lock.c_str(), p.site.c_str(),
+                    100 * r.spin_fraction_of(p.lock, p.site), (unsigned long long)p.acquisitions,
                     p.acquisitions ? double(p.hold_ns) / p.acquisitions : 0);
     }
-    if (r.inv.submissions)
-        std::printf("  invq: %llu submissions, owner share %.3f, mean poll %.0f ns (owner) %.0f ns "
-                    "(non-owner)\n",
-                    (unsigned long long)r.inv.submissions, r.inv.owner_share(),
-                    r.inv.mean_poll_ns(true), r.inv.mean_poll_ns(false));
 }
 
-std::vector<unsigned> parse_cpus(const char *s)
+bool parse_cpus(const std::string &s, std::vector<std::string> &out)
 {
-    std::vector<unsigned> v;
-    for (const char *p = s; *p;) {
-        char *end;
-        unsigned long n = std::strtoul(p, &end, 10);
-        if (end == p)
-            return {};
-        v.push_back(static_cast<unsigned>(n));
-        p = *end == ',' ? end + 1 : end;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t comma = s.find(',', start);
+        std::string one = s.substr(start, comma == std::string::npos ? std::string::npos
+                                                                     : comma - start);
+        if (one.empty())
+            return false;
+        out.push_back(one);
+        if (comma == std::string::npos)
+            break;
+        start = comma + 1;
     }
-    return v;
+    return true;
+}
+
+int die(const std::string &msg)
+{
+    std::fprintf(stderr, "viommu-sim: %s\n", msg.c_str());
+    return 2;
 }
 
 }  // namespace
 
 int main(int argc, char **argv)
 {
-    SimConfig cfg;
-    std::vector<unsigned> cpus{0};
-    bool json = false, real = false;
+    std::string case_file, config;
+    std::vector<std::pair<std::string, std::string>> flags;
+    std::vector<std::string> cpus;
+    bool json = false, real = false, list_configs = false;
     for (int i = 1; i < argc; i++) {
-        std::string_view a = argv[i];
-        auto value = [&]() -> const char * {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "viommu-sim: %s needs a value\n", argv[i]);
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (a == "--workload")
-            cfg.workload = value();
-        else if (a == "--allocator")
-            cfg.allocator = value();
-        else if (a == "--flush")
-            cfg.flush = value();
-        else if (a == "--invq")
-            cfg.invq = value();
-        else if (a == "--dma")
-            cfg.dma = value();
-        else if (a == "--cpus")
-            cpus = parse_cpus(value());
-        else if (a == "--seed")
-            cfg.seed = std::strtoull(value(), nullptr, 0);
-        else if (a == "--ops")
-            cfg.ops = std::strtoull(value(), nullptr, 0);
-        else if (a == "--rcache-drain-us")
-            cfg.rcache_drain_ns = 1000 * std::strtoull(value(), nullptr, 0);
-        else if (a == "--warmup")
-            cfg.warmup_per_cpu = std::atoi(value());
-        else if (a == "--json")
+        std::string a = argv[i];
+        if (a == "--json") {
             json = true;
-        else if (a == "--real-threads")
+            continue;
+        }
+        if (a == "--real-threads") {
             real = true;
-        else if (a == "--cost-model") {
+            continue;
+        }
+        if (a == "--list-configs") {
+            list_configs = true;
+            continue;
+        }
+        if (a == "--cost-model") {
             std::printf("%s\n", CostModel::standard().json().c_str());
             return 0;
-        } else if (a == "--list") {
+        }
+        if (a == "--list") {
             list();
             return 0;
-        } else if (a == "--help" || a == "-h") {
+        }
+        if (a == "--help" || a == "-h") {
             usage(stdout);
             return 0;
-        } else {
-            usage(stderr);
-            return 2;
         }
+        if (a.rfind("--", 0) != 0)
+            return die("'" + a + "': not an option (--help lists them)");
+        std::string name = a.substr(2), value;
+        if (size_t eq = name.find('='); eq != std::string::npos) {
+            value = name.substr(eq + 1);
+            name = name.substr(0, eq);
+        } else {
+            if (name != "case" && name != "config" && !Params::known(name))
+                return die("--" + name + ": unknown parameter (--help lists them)");
+            if (i + 1 >= argc)
+                return die("--" + name + ": needs a value");
+            value = argv[++i];
+        }
+        if (name == "case")
+            case_file = value;
+        else if (name == "config")
+            config = value;
+        else if (!Params::known(name))
+            return die("--" + name + ": unknown parameter (--help lists them)");
+        else if (name == "cpus") {
+            cpus.clear();
+            if (!parse_cpus(value, cpus))
+                return die("--cpus " + value + ": needs N or a list N,N,...");
+        } else
+            flags.emplace_back(name, value);
     }
-    if (cpus.empty()) {
-        std::fprintf(stderr, "viommu-sim: bad --cpus list\n");
-        return 2;
+    if (!config.empty() && case_file.empty())
+        return die("--config " + config + ": needs --case");
+
+    Params base;
+    std::string err;
+    if (!case_file.empty()) {
+        std::vector<std::string> names;
+        if (!load_case(case_file, list_configs ? "" : config, base, &err, &names))
+            return die(err);
+        if (list_configs) {
+            for (const std::string &n : names)
+                std::printf("%s\n", n.c_str());
+            return 0;
+        }
+    } else if (list_configs) {
+        return die("--list-configs: needs --case");
     }
-    if (json && cpus.size() > 1)
+    for (const auto &[name, value] : flags)
+        if (!base.set(name, value, &err))
+            return die(err);
+    if (cpus.empty())
+        cpus.push_back(std::to_string(base.cpus));
+
+    // every run of the sweep checked before any runs
+    std::vector<Params> runs;
+    for (const std::string &n : cpus) {
+        Params p = base;
+        if (!p.set("cpus", n, &err) || !p.validate(&err))
+            return die(err);
+        if (p.allocator != "none" &&
+            !Workload::create(p, &err))  // the workload's own consistency checks
+            return die(err);
+        runs.push_back(std::move(p));
+    }
+
+    if (json && runs.size() > 1)
         std::printf("[");
-    for (size_t i = 0; i < cpus.size(); i++) {
-        cfg.cpus = cpus[i];
-        std::string err, out;
+    for (size_t i = 0; i < runs.size(); i++) {
+        std::string out;
         if (real) {
-            auto r = run_real_threads(cfg, &err);
-            if (!r) {
-                std::fprintf(stderr, "viommu-sim: %s\n", err.c_str());
-                return 2;
-            }
+            auto r = run_real_threads(runs[i], &err);
+            if (!r)
+                return die(err);
             out = json ? r->json() : r->text();
         } else {
-            auto r = simulate(cfg, CostModel::standard(), &err);
-            if (!r) {
-                std::fprintf(stderr, "viommu-sim: %s\n", err.c_str());
-                return 2;
-            }
-            if (json) {
-                out = r->json();
-            } else {
+            auto r = simulate(runs[i], CostModel::standard(), &err);
+            if (!r)
+                return die(err);
+            if (!json) {
                 print_text(*r);
                 continue;
             }
+            out = r->json();
         }
         std::printf("%s%s%s", json && i ? "," : "", out.c_str(),
-                    json && cpus.size() > 1 ? "" : "\n");
+                    json && runs.size() > 1 ? "" : "\n");
     }
-    if (json && cpus.size() > 1)
+    if (json && runs.size() > 1)
         std::printf("]\n");
     return 0;
 }

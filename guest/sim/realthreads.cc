@@ -111,6 +111,16 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
             b.items.push_back(m);
             break;
         }
+        case VIOMMU_SIM_UNMAP_POST: {
+            Mapping m = slots[cpu].at(s.arg);
+            slots[cpu].at(s.arg).live = false;
+            if (!m.live)
+                break;
+            Mailbox &b = boxes.at(s.value % n);
+            std::lock_guard g(b.lock);
+            b.items.push_back(m);
+            break;
+        }
         case VIOMMU_SIM_UNMAP_MAILBOX: {
             std::deque<Mapping> mine;
             {
@@ -192,15 +202,19 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
             *error = std::move(msg);
         return std::nullopt;
     };
-    unsigned n = cfg.cpus ? cfg.cpus : std::max(1u, std::thread::hardware_concurrency());
-    auto wl = Workload::create(cfg.workload, n, cfg.seed);
-    auto bwl = Workload::create(cfg.workload, n, cfg.seed);
+    SimConfig c = cfg;
+    if (!cfg.given.count("cpus"))
+        c.cpus = std::max(1u, std::thread::hardware_concurrency());
+    std::string werr;
+    auto wl = Workload::create(c, &werr);
+    auto bwl = Workload::create(c, &werr);
     if (!wl || !bwl)
-        return fail("unknown workload '" + cfg.workload + "'");
+        return fail(werr);
     if (cfg.allocator == "none")
         return fail("real-thread mode needs an allocator");
     const WorkloadInfo &info = wl->info();
-    uint64_t ops = cfg.ops ? cfg.ops : uint64_t{info.measure_per_cpu} * n;
+    unsigned n = info.cpus;
+    uint64_t ops = uint64_t{info.measure_per_cpu} * n;
     CostModel cost = CostModel::standard();
 
     RealResult res;

@@ -3,24 +3,145 @@
 #include <cstddef>
 #include <viommu/sim.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "params.hpp"
 #include "workload.hpp"
 #ifdef VIOMMU_SIM_HAVE_IOVA
 #include "simulator.hpp"
 #endif
 
+using viommu::sim::Params;
 using viommu::sim::Step;
 using viommu::sim::Workload;
+
+struct ViommuSimParams {
+    Params p;
+    std::string scratch;
+};
 
 struct ViommuSimWorkload {
     std::unique_ptr<Workload> w;
     std::vector<Step> steps;
 };
 
+namespace {
+
+int report(const std::string &msg, char *err, size_t errlen)
+{
+    if (err && errlen) {
+        size_t n = std::min(msg.size(), errlen - 1);
+        std::memcpy(err, msg.data(), n);
+        err[n] = '\0';
+    }
+    return -1;
+}
+
+}  // namespace
+
 extern "C" {
+
+ViommuSimParams *viommu_sim_params_new(void)
+{
+    try {
+        return std::make_unique<ViommuSimParams>().release();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void viommu_sim_params_free(ViommuSimParams *p)
+{
+    delete p;
+}
+
+int viommu_sim_params_set(ViommuSimParams *p, const char *name, const char *value, char *err,
+                          size_t errlen)
+{
+    if (!p || !name || !value)
+        return report("viommu_sim_params_set: NULL argument", err, errlen);
+    try {
+        std::string e;
+        return p->p.set(name, value, &e) ? 0 : report(e, err, errlen);
+    } catch (...) {
+        return report("out of memory", err, errlen);
+    }
+}
+
+int viommu_sim_params_load_case(ViommuSimParams *p, const char *path, const char *config,
+                                char *err, size_t errlen)
+{
+    if (!p || !path)
+        return report("viommu_sim_params_load_case: NULL argument", err, errlen);
+    try {
+        std::string e;
+        return viommu::sim::load_case(path, config ? config : "", p->p, &e)
+                   ? 0
+                   : report(e, err, errlen);
+    } catch (...) {
+        return report("out of memory", err, errlen);
+    }
+}
+
+int viommu_sim_params_check(const ViommuSimParams *p, char *err, size_t errlen)
+{
+    if (!p)
+        return report("viommu_sim_params_check: NULL argument", err, errlen);
+    try {
+        std::string e;
+        return p->p.validate(&e) ? 0 : report(e, err, errlen);
+    } catch (...) {
+        return report("out of memory", err, errlen);
+    }
+}
+
+const char *viommu_sim_params_get(ViommuSimParams *p, const char *name)
+{
+    if (!p || !name || !Params::known(name))
+        return nullptr;
+    try {
+        // the value as the JSON of every parameter has it
+        std::string j = p->p.json();
+        std::string key = "\"" + std::string(name) + "\":";
+        size_t at = j.find(key);
+        if (at == std::string::npos)
+            return nullptr;
+        at += key.size();
+        size_t end;
+        if (j[at] == '"') {
+            end = j.find('"', at + 1);
+            p->scratch = j.substr(at + 1, end - at - 1);
+        } else {
+            end = j.find_first_of(",}", at);
+            p->scratch = j.substr(at, end - at);
+        }
+        return p->scratch.c_str();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+const char *viommu_sim_cases_dir(void)
+{
+    static const std::string dir = viommu::sim::cases_dir();
+    return dir.c_str();
+}
+
+ViommuSimWorkload *viommu_sim_workload_from_params(const ViommuSimParams *p)
+{
+    if (!p)
+        return nullptr;
+    try {
+        auto w = Workload::create(p->p);
+        return w ? std::make_unique<ViommuSimWorkload>(std::move(w), std::vector<Step>{}).release()
+                 : nullptr;
+    } catch (...) {
+        return nullptr;
+    }
+}
 
 size_t viommu_sim_workload_count(void)
 {
@@ -121,19 +242,30 @@ long viommu_sim_run_json(const ViommuSimConfig *cfg, char *buf, size_t len)
         return -1;
     try {
         viommu::sim::SimConfig c;
-        if (cfg->workload)
-            c.workload = cfg->workload;
+        auto set = [&c](const char *k, const std::string &v) { return c.set(k, v, nullptr); };
+        bool ok = set("workload", cfg->workload ? cfg->workload : "memcached");
         if (cfg->allocator)
-            c.allocator = cfg->allocator;
+            ok = ok && set("allocator", cfg->allocator);
         if (cfg->flush)
-            c.flush = cfg->flush;
-        if (cfg->invq)
-            c.invq = cfg->invq;
+            ok = ok && set("flush", cfg->flush);
+        if (cfg->invq) {
+            std::string q = cfg->invq;
+            if (q == "smmu-spinlock" || q == "smmu-lockfree") {
+                ok = ok && set("iommu", "smmuv3") &&
+                     set("cmdq", q == "smmu-spinlock" ? "spinlock" : "cmpxchg");
+            } else {
+                ok = ok && set("iommu", q);
+            }
+        }
         if (cfg->dma)
-            c.dma = cfg->dma;
-        c.cpus = cfg->cpus;
+            ok = ok && set("dma", cfg->dma);
+        if (cfg->cpus)
+            ok = ok && set("cpus", std::to_string(cfg->cpus));
         c.seed = cfg->seed;
-        c.ops = cfg->ops;
+        if (cfg->ops)
+            ok = ok && set("ops-per-cpu", std::to_string(std::max<uint64_t>(1, cfg->ops / c.cpus)));
+        if (!ok)
+            return -1;
         auto r = viommu::sim::simulate(c);
         if (!r)
             return -1;
@@ -149,6 +281,31 @@ long viommu_sim_run_json(const ViommuSimConfig *cfg, char *buf, size_t len)
     }
 #else
     (void)cfg, (void)buf, (void)len;
+    return -1;
+#endif
+}
+
+long viommu_sim_run_params_json(const ViommuSimParams *p, char *buf, size_t len)
+{
+#ifdef VIOMMU_SIM_HAVE_IOVA
+    if (!p || (!buf && len))
+        return -1;
+    try {
+        auto r = viommu::sim::simulate(p->p);
+        if (!r)
+            return -1;
+        std::string j = r->json();
+        if (len) {
+            size_t n = std::min(j.size(), len - 1);
+            std::memcpy(buf, j.data(), n);
+            buf[n] = '\0';
+        }
+        return static_cast<long>(j.size());
+    } catch (...) {
+        return -1;
+    }
+#else
+    (void)p, (void)buf, (void)len;
     return -1;
 #endif
 }

@@ -44,6 +44,7 @@ struct Mapping {
     uint64_t bytes = 0;
     uint8_t device = 0;
     bool live = false;
+    Nanos ready = 0;  // the device is done with it (--device-ns-per-op)
 };
 
 // The IOMMU side of a run: one invalidation queue (one IOMMU), and per
@@ -56,7 +57,7 @@ public:
     Iommu(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env)
         : m_(m), env_(env), legacy_sac_flush_(cfg.dma == "sac-flush")
     {
-        queue_ = InvQueue::create(cfg.invq, m);
+        queue_ = InvQueue::create(cfg.invq(), m);
         if (!queue_)
             return;
         flusher_ = std::make_unique<SimFlusher>(env, *queue_);
@@ -89,25 +90,44 @@ public:
     bool map(unsigned dev, uint64_t bytes, uint64_t &iova_out)
     {
         m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        pte_updates++;
+        maps++;
         iova::DmaDevice &d = devices_.at(dev);
         Domain &dom = domains_.at(device_domain_.at(dev));
         iova::Allocator &a = *dom.alloc;
+        // a retry or restart path: the allocator's own counters move
+        auto retry_marks = [&a] {
+            return a.stats().total(iova::Counter::retries) +
+                   a.stats().total(iova::Counter::retry_from_last);
+        };
+        uint64_t before = retry_marks();
+        bool ok;
         if (legacy_sac_flush_ && d.pci && d.dma_mask > 0xffffffffull) {
             unsigned shift = a.config().granule_shift;
             uint64_t pages = dom.dma->pages_for(bytes);
             iova::AllocResult r = a.alloc(pages, iova::Allocator::pfn_32bit(shift), true);
+            bool retried = !r.ok();
             if (!r.ok())
                 r = a.alloc(pages, std::min(d.dma_mask >> shift, a.end_pfn() - 1), true);
             iova_out = r.pfn << shift;
-            return r.ok();
+            ok = r.ok();
+            if (retried) {
+                retried_maps++;
+                return ok;
+            }
+        } else {
+            iova::MapResult r = dom.dma->map(d, bytes);
+            iova_out = r.iova;
+            ok = r.ok();
         }
-        iova::MapResult r = dom.dma->map(d, bytes);
-        iova_out = r.iova;
-        return r.ok();
+        if (retry_marks() != before)
+            retried_maps++;
+        return ok;
     }
     void unmap(unsigned dev, uint64_t iova, uint64_t bytes)
     {
         m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        pte_updates++;
         domains_.at(device_domain_.at(dev)).dma->unmap(iova, bytes);
     }
 
@@ -123,7 +143,9 @@ public:
     {
         for (Domain &d : domains_)
             d.alloc->reset_stats();
+        maps = retried_maps = pte_updates = 0;
     }
+    uint64_t maps = 0, retried_maps = 0, pte_updates = 0;
     InvQueue &queue() { return *queue_; }
 
 private:
@@ -156,7 +178,8 @@ public:
     Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, Iommu *iommu)
         : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
           slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
-          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns), co_(n_)
+          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns), co_(n_),
+          device_free_(wl.info().physical_devices, 0)
     {
         m_.set_yielder(this);
     }
@@ -242,7 +265,10 @@ public:
         return s;
     }
     void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
+    void reset_counts() { failed_maps = work_ns = idle_ns = 0; }
     uint64_t failed_maps = 0;
+    Nanos work_ns = 0;  // non-IOMMU work executed
+    Nanos idle_ns = 0;  // waiting for a device to finish with a mapping
 
 private:
     static constexpr size_t stack_size = 512 * 1024;
@@ -304,34 +330,67 @@ private:
         env_.set_cpu(cpu);
     }
 
+    // The device serves the mappings handed to it one after the other,
+    // each for --device-ns-per-op.
+    Nanos book_device(unsigned cpu, uint8_t dev)
+    {
+        const WorkloadInfo &info = wl_.info();
+        if (!info.device_ns)
+            return 0;
+        Nanos &free_at = device_free_.at(info.devices.at(dev).physical);
+        free_at = std::max(free_at, m_.now(cpu)) + info.device_ns;
+        return free_at;
+    }
+    // Completing a mapping the device is not done with: wait, idle.
+    void wait_ready(unsigned cpu, const Mapping &mp)
+    {
+        if (mp.ready > m_.now(cpu)) {
+            idle_ns += mp.ready - m_.now(cpu);
+            m_.advance_to(cpu, mp.ready);
+        }
+    }
+    void unmap_now(unsigned cpu, Mapping &mp)
+    {
+        wait_ready(cpu, mp);
+        if (mp.live && iommu_)
+            iommu_->unmap(mp.device, mp.iova, mp.bytes);
+        mp.live = false;
+    }
+
     void execute(unsigned cpu, const Step &s)
     {
         switch (s.kind) {
         case VIOMMU_SIM_WORK:
             m_.advance(cpu, s.value);
+            work_ns += s.value;
             break;
         case VIOMMU_SIM_MAP: {
             Mapping &mp = slots_[cpu].at(s.arg);
-            mp = {0, s.value, s.device, true};
+            mp = {0, s.value, s.device, true, 0};
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 mp.live = false;
                 failed_maps++;
             }
+            mp.ready = book_device(cpu, s.device);
             break;
         }
-        case VIOMMU_SIM_UNMAP: {
+        case VIOMMU_SIM_UNMAP:
+            unmap_now(cpu, slots_[cpu].at(s.arg));
+            break;
+        case VIOMMU_SIM_UNMAP_POST: {
             Mapping &mp = slots_[cpu].at(s.arg);
-            if (mp.live && iommu_)
-                iommu_->unmap(mp.device, mp.iova, mp.bytes);
-            mp.live = false;
+            if (mp.live || mp.ready)
+                mailbox_.at(s.value % n_).push_back(mp);
+            mp = {};
             break;
         }
         case VIOMMU_SIM_MAP_POST: {
-            Mapping mp{0, s.value, s.device, true};
+            Mapping mp{0, s.value, s.device, true, 0};
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 failed_maps++;
                 break;
             }
+            mp.ready = book_device(cpu, s.device);
             mailbox_.at(s.arg % n_).push_back(mp);
             break;
         }
@@ -339,8 +398,7 @@ private:
             auto &box = mailbox_[cpu];
             uint64_t n = s.value ? std::min<uint64_t>(s.value, box.size()) : box.size();
             for (uint64_t i = 0; i < n; i++) {
-                if (iommu_)
-                    iommu_->unmap(box.front().device, box.front().iova, box.front().bytes);
+                unmap_now(cpu, box.front());
                 box.pop_front();
             }
             break;
@@ -366,6 +424,7 @@ private:
     unsigned current_ = 0;
     std::function<bool(unsigned)> more_;
     std::map<const VirtualLock *, std::deque<unsigned>> waiters_;
+    std::vector<Nanos> device_free_;
 };
 
 struct Measured {
@@ -373,8 +432,10 @@ struct Measured {
     double elapsed_ns;
 };
 
-// setup, warm-up, then the measured window of @ops transactions.
-Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
+// setup, warm-up, then the measured window of @ops transactions (or,
+// with @duration, every transaction a CPU starts before it has run that
+// long).
+Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops, Nanos duration,
                const std::function<void()> &window_start)
 {
     run.setup();
@@ -386,7 +447,11 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
     m.start_window();
     window_start();
     uint64_t started = 0;
-    run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
+    Nanos t0 = m.now(0);
+    if (duration)
+        run.phase([&](unsigned cpu) { return m.now(cpu) - t0 < duration; });
+    else
+        run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
     return {run.total_done(), m.window_elapsed()};
 }
 
@@ -410,25 +475,25 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         return std::nullopt;
     };
     if (!known(dma_modes(), cfg.dma))
-        return fail("unknown dma mode '" + cfg.dma + "'");
-    if (!known(InvQueue::kinds(), cfg.invq))
-        return fail("unknown invalidation queue '" + cfg.invq + "'");
+        return fail("--dma " + cfg.dma + ": unknown dma mode");
     if (cfg.allocator != "none" && !known(iova::Allocator::variants(), cfg.allocator))
-        return fail("unknown allocator '" + cfg.allocator + "'");
+        return fail("--allocator " + cfg.allocator + ": unknown allocator (--list)");
     if (cfg.allocator != "none" && !known(iova::FlushPolicy::policies(), cfg.flush))
-        return fail("unknown flush policy '" + cfg.flush + "'");
+        return fail("--flush " + cfg.flush + ": unknown flush policy (--list)");
 
     SimResult res;
     res.config = cfg;
-    auto make_wl = [&] { return Workload::create(cfg.workload, cfg.cpus, cfg.seed); };
+    std::string werr;
+    auto make_wl = [&] { return Workload::create(cfg, &werr); };
     auto wl = make_wl();
     if (!wl)
-        return fail("unknown workload '" + cfg.workload + "' or more than 256 CPUs");
+        return fail(werr);
     const WorkloadInfo &info = wl->info();
     res.cpus = info.cpus;
     res.unit = info.unit;
-    uint64_t ops = cfg.ops ? cfg.ops : uint64_t{info.measure_per_cpu} * info.cpus;
-    unsigned warmup = cfg.warmup_per_cpu >= 0 ? unsigned(cfg.warmup_per_cpu) : info.warmup_per_cpu;
+    uint64_t ops = uint64_t{info.measure_per_cpu} * info.cpus;
+    unsigned warmup = info.warmup_per_cpu;
+    Nanos duration = cfg.duration_ns;
 
     // the same workload without an IOMMU
     {
@@ -436,15 +501,27 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         Machine m(info.cpus, cost);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
-        Measured b = drive(run, m, warmup, ops, [] {});
+        Measured b = drive(run, m, warmup, ops, duration, [] {});
         res.baseline_throughput =
             b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
-    }
-    if (cfg.allocator == "none") {
-        res.transactions = ops;
-        res.throughput = res.baseline_throughput;
-        res.relative = 1.0;
-        return res;
+        res.baseline_latency_ns =
+            b.transactions ? b.elapsed_ns * info.cpus / double(b.transactions) : 0;
+        if (cfg.allocator == "none") {
+            res.transactions = b.transactions;
+            res.elapsed_ns = b.elapsed_ns;
+            res.throughput = res.baseline_throughput;
+            res.latency_ns = res.baseline_latency_ns;
+            res.relative = 1.0;
+            res.cpu_time_ns = m.window_cpu_time();
+            Nanos rest = res.cpu_time_ns;
+            for (auto [what, ns] : {std::pair{"work", run.work_ns}, {"device-wait", run.idle_ns}}) {
+                ns = std::min(ns, rest);
+                rest -= ns;
+                res.cycles.push_back({what, "", "", ns});
+            }
+            res.cycles.push_back({"other", "", "", rest});
+            return res;
+        }
     }
 
     Machine m(info.cpus, cost);
@@ -453,17 +530,21 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     if (!iommu.ok())
         return fail("could not create allocator/flush policy/queue");
     Run run(cfg, *wl, m, env, &iommu);
-    Measured r = drive(run, m, warmup, ops, [&] {
+    Measured r = drive(run, m, warmup, ops, duration, [&] {
         iommu.reset_stats();
         iommu.queue().reset_stats();
         env.reset_work();
-        run.failed_maps = 0;
+        run.reset_counts();
     });
     res.transactions = r.transactions;
     res.elapsed_ns = r.elapsed_ns;
     res.throughput = r.elapsed_ns > 0 ? double(r.transactions) * 1e9 / r.elapsed_ns : 0;
     res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
+    res.latency_ns = r.transactions ? r.elapsed_ns * info.cpus / double(r.transactions) : 0;
     res.failed_maps = run.failed_maps;
+    res.maps = iommu.maps;
+    res.retried_maps = iommu.retried_maps;
+    res.allocator_retries = res.maps ? double(res.retried_maps) / double(res.maps) : 0;
 
     Nanos spin = 0;
     for (const VirtualLock &l : m.locks()) {
@@ -485,6 +566,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     std::stable_sort(res.profile.begin(), res.profile.end(),
                      [](const auto &a, const auto &b) { return a.spin_ns > b.spin_ns; });
     Nanos cpu_time = m.window_cpu_time();
+    res.cpu_time_ns = cpu_time;
     res.spin_share = cpu_time ? double(spin) / double(cpu_time) : 0;
 
     // allocator figures summed over the domains
@@ -503,6 +585,32 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     res.domains = unsigned(iommu.domain_count());
     res.nodes_per_alloc = walks ? double(nodes) / double(walks) : 0;
     res.inv = iommu.queue().stats();
+
+    // The cycle profile: every CPU nanosecond of the window in one entry.
+    // Spinning per lock and site, polling for invalidation completion,
+    // non-IOMMU work, waiting for a device, the allocator's own work and
+    // page-table writes (from their counts and the cost model), and the
+    // rest: invalidation submission, lines pulled inside critical
+    // sections, the owner's wait in the lock-free queue.
+    Nanos rest = cpu_time;
+    auto take = [&](std::string what, std::string lock, std::string site, Nanos ns) {
+        ns = std::min(ns, rest);
+        rest -= ns;
+        res.cycles.push_back({std::move(what), std::move(lock), std::move(site), ns});
+    };
+    for (const auto &p : res.profile)
+        if (p.spin_ns)
+            take("spin", p.lock, p.site, p.spin_ns);
+    take("invalidation-wait", "", "", res.inv.owner_poll_ns + res.inv.nonowner_poll_ns);
+    take("work", "", "", run.work_ns);
+    take("device-wait", "", "", run.idle_ns);
+    Nanos alloc_work = env.work_units(iova::Work::node_visit) * cost.node_visit +
+                       env.work_units(iova::Work::tree_update) * cost.tree_update +
+                       env.work_units(iova::Work::mag_op) * cost.mag_op +
+                       env.work_units(iova::Work::shared_atomic) * cost.line_transfer;
+    take("allocator", "", "", alloc_work);
+    take("page-tables", "", "", iommu.pte_updates * cost.pte_update);
+    res.cycles.push_back({"other", "", "", rest});
     return res;
 }
 
@@ -563,16 +671,42 @@ std::string num(double v)
 
 std::string SimResult::json() const
 {
-    std::string o = "{\"config\":{";
-    o += "\"workload\":" + quoted(config.workload) + ",\"allocator\":" + quoted(config.allocator) +
-         ",\"flush\":" + quoted(config.flush) + ",\"invq\":" + quoted(config.invq) +
-         ",\"dma\":" + quoted(config.dma) + ",\"cpus\":" + std::to_string(cpus) +
-         ",\"seed\":" + std::to_string(config.seed) + ",\"ops\":" + std::to_string(config.ops) +
-         ",\"rcache_drain_ns\":" + std::to_string(config.rcache_drain_ns) + "}";
+    bool iommu = config.allocator != "none";
+    bool cmdq = iommu && config.iommu == "smmuv3" && inv.submissions;
+    auto opt = [](bool have, double v) { return have ? num(v) : std::string("null"); };
+    std::string o = "{\"config\":" + config.json();
+    o += ",\"ops_per_s\":" + num(throughput) +
+         ",\"relative_to_no_iommu\":" + num(relative) +
+         ",\"no_iommu_ops_per_s\":" + num(baseline_throughput) +
+         ",\"op_latency_ns\":" + num(latency_ns) +
+         ",\"no_iommu_op_latency_ns\":" + num(baseline_latency_ns) +
+         ",\"spin_share\":" + opt(iommu, spin_share) +
+         ",\"allocator_retries\":" + opt(iommu && maps, allocator_retries) +
+         ",\"cmdq_owner_share\":" + opt(cmdq, inv.owner_share()) +
+         ",\"cmdq_poll_ns\":" +
+         opt(cmdq, double(inv.owner_poll_ns + inv.nonowner_poll_ns) / double(inv.submissions)) +
+         ",\"cmdq_owner_poll_ns\":" + opt(cmdq && inv.owners, inv.mean_poll_ns(true)) +
+         ",\"cmdq_nonowner_poll_ns\":" +
+         opt(cmdq && inv.submissions > inv.owners, inv.mean_poll_ns(false)) +
+         ",\"cmdq_owner_issue_ns\":" + opt(cmdq && inv.owners, inv.mean_issue_ns(true)) +
+         ",\"cmdq_nonowner_issue_ns\":" +
+         opt(cmdq && inv.submissions > inv.owners, inv.mean_issue_ns(false)) +
+         ",\"maps\":" + std::to_string(maps) +
+         ",\"retried_maps\":" + std::to_string(retried_maps) +
+         ",\"cpu_time_ns\":" + std::to_string(cpu_time_ns) + ",\"cycles\":[";
+    for (size_t i = 0; i < cycles.size(); i++) {
+        const CycleShare &c = cycles[i];
+        o += std::string(i ? "," : "") + "{\"what\":" + quoted(c.what);
+        if (!c.lock.empty())
+            o += ",\"lock\":" + quoted(c.lock) + ",\"site\":" + quoted(c.site);
+        o += ",\"ns\":" + std::to_string(c.ns) +
+             ",\"share\":" + num(cpu_time_ns ? double(c.ns) / double(cpu_time_ns) : 0) + "}";
+    }
+    o += "]";
     o += ",\"unit\":" + quoted(unit) + ",\"transactions\":" + std::to_string(transactions) +
          ",\"elapsed_ns\":" + num(elapsed_ns) + ",\"throughput\":" + num(throughput) +
          ",\"baseline_throughput\":" + num(baseline_throughput) + ",\"relative\":" + num(relative) +
-         ",\"spin_share\":" + num(spin_share) + ",\"failed_maps\":" + std::to_string(failed_maps) +
+         ",\"failed_maps\":" + std::to_string(failed_maps) +
          ",\"nodes_per_alloc\":" + num(nodes_per_alloc) +
          ",\"rbtree_allocs\":" + std::to_string(rbtree_allocs) +
          ",\"rcache_flushes\":" + std::to_string(rcache_flushes) +

@@ -11,30 +11,20 @@
 
 #include "cost.hpp"
 #include "invq.hpp"
+#include "params.hpp"
 
 namespace viommu::sim {
 
-struct SimConfig {
-    std::string workload = "memcached";
-    std::string allocator = "viommu-lab";  // an allocator variant, or "none" (no IOMMU)
-    std::string flush = "flush-queue";
-    std::string invq = "vtd";
-    // dma-iommu mode for PCI devices with a >32-bit mask:
-    //   sac        try 32 bits without flushing the rcache, then the full mask
-    //   sac-flush  pre-4.15 dma-iommu: the failed 32-bit attempt flushes every
-    //              CPU's rcache and retries (Nate Watterson's case)
-    //   sac-once   6.6: a device that failed 32 bits never tries again
-    //   forcedac   never try 32 bits first
-    std::string dma = "sac";
-    // > 0: every this many virtual ns CPU 0 returns every CPU's cached
-    // IOVAs to the tree (Allocator::flush_caches, what CPU hot-unplug or
-    // a shrinker does): a stressor that makes the rcache run dry.
-    Nanos rcache_drain_ns = 0;
-    unsigned cpus = 0;  // 0: the workload's default
-    uint64_t seed = 1;
-    uint64_t ops = 0;         // measured transactions; 0: the workload's default
-    int warmup_per_cpu = -1;  // -1: the workload's default
-};
+// Every parameter of a run (params.hpp).  dma modes:
+//   sac        try 32 bits without flushing the rcache, then the full mask
+//   sac-flush  pre-4.15 dma-iommu: the failed 32-bit attempt flushes every
+//              CPU's rcache and retries (Nate Watterson's case)
+//   sac-once   6.6: a device that failed 32 bits never tries again
+//   forcedac   never try 32 bits first
+// rcache_drain_ns > 0: every this many virtual ns CPU 0 returns every
+// CPU's cached IOVAs to the tree (Allocator::flush_caches, what CPU
+// hot-unplug or a shrinker does): a stressor that makes the rcache run dry.
+using SimConfig = Params;
 
 std::span<const std::string_view> dma_modes();
 
@@ -47,6 +37,14 @@ struct LockSiteProfile {
     Nanos hold_ns = 0;
 };
 
+// Where the CPU time of the measured window went; the entries add up to
+// all of it (as perf's profile adds up to 100% of the samples).
+struct CycleShare {
+    std::string what;  // "spin", "work", "device-wait", "allocator", ...
+    std::string lock, site;  // for "spin"
+    Nanos ns = 0;
+};
+
 struct SimResult {
     SimConfig config;
     unsigned cpus = 0;
@@ -56,8 +54,15 @@ struct SimResult {
     double throughput = 0;                 // transactions per second
     double baseline_throughput = 0;        // same workload without an IOMMU
     double relative = 0;                   // throughput / baseline_throughput
+    double latency_ns = 0;                 // mean CPU time per operation
+    double baseline_latency_ns = 0;        // ... without an IOMMU
     double spin_share = 0;                 // share of CPU time in spinlock functions
     std::vector<LockSiteProfile> profile;  // by spin time, largest first
+    std::vector<CycleShare> cycles;        // every CPU nanosecond, by category
+    Nanos cpu_time_ns = 0;                 // CPU time of the window, all CPUs
+    uint64_t maps = 0;                     // map calls in the window
+    uint64_t retried_maps = 0;             // ... that took a retry or restart path
+    double allocator_retries = 0;          // retried_maps / maps
     uint64_t failed_maps = 0;
     double nodes_per_alloc = 0;  // rbtree nodes per rbtree allocation
     uint64_t rbtree_allocs = 0;

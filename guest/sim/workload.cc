@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The workload models.  Every figure below is explained, with its source,
-// in docs/workloads.rst; keep the two in step.
+// The workload kinds.  Every figure of a setup is a parameter (params.hpp);
+// docs/workloads.rst says what each kind maps per operation.
 #include "workload.hpp"
 
 #include <algorithm>
@@ -17,27 +17,23 @@ constexpr uint64_t mask_bits(unsigned bits)
 
 // A ring of slots [base, base + size) used round-robin.  A slot still
 // mapped when the ring comes back to it is unmapped first: that is the
-// completion (TX clean-up, I/O completion) of the oldest request.
+// completion (TX clean-up, I/O completion) of the oldest request, on this
+// CPU or posted to the CPU that takes the completion interrupt.
 class Ring {
 public:
     Ring(uint32_t base, uint32_t size) : base_(base), used_(size, false) {}
     uint32_t size() const { return static_cast<uint32_t>(used_.size()); }
 
-    // Recycle the oldest slot and map @bytes into it.
-    void cycle(std::vector<Step> &out, uint64_t bytes, uint8_t dev)
+    void cycle(std::vector<Step> &out, uint64_t bytes, uint8_t dev, unsigned self,
+               unsigned completion_cpu)
     {
         uint32_t slot = base_ + pos_;
         if (used_[pos_])
-            out.push_back(unmap_step(slot));
+            out.push_back(completion_cpu == self ? unmap_step(slot)
+                                                 : unmap_post_step(slot, completion_cpu));
         out.push_back(map_step(slot, bytes, dev));
         used_[pos_] = true;
         pos_ = (pos_ + 1) % size();
-    }
-    // Map every slot (the ring filled at interface up).
-    void fill(std::vector<Step> &out, uint64_t bytes, uint8_t dev)
-    {
-        for (uint32_t i = 0; i < size(); i++)
-            cycle(out, bytes, dev);
     }
 
 private:
@@ -46,215 +42,187 @@ private:
     std::vector<bool> used_;
 };
 
-struct CpuState {
-    Rng rng;
-    Ring rx, tx;
-};
-
-// Non-IOMMU work of one transaction: uniform in [mean/2, 3*mean/2), so
-// CPUs do not march in lock-step (the mean is the calibrated figure).
+// Non-IOMMU work of one operation: uniform in [mean/2, 3*mean/2), so
+// CPUs do not march in lock-step.
 Step jittered_work(Rng &rng, Nanos mean)
 {
     return work_step(mean / 2 + (mean ? rng.next() % mean : 0));
 }
 
-// The common shape: an RX ring refilled once per transaction, and TX (or
-// I/O) mappings completed through a ring.  Subclasses say what one
-// transaction maps.
-class RingWorkload : public Workload {
-protected:
-    RingWorkload(WorkloadInfo info, uint64_t seed, uint32_t rx_slots, uint32_t tx_slots)
-        : Workload(std::move(info))
-    {
-        info_.slots_per_cpu = rx_slots + tx_slots;
-        info_.largest_ring = std::max(rx_slots, tx_slots);
-        for (unsigned c = 0; c < info_.cpus; c++)
-            cpus_.push_back(
-                {Rng(seed * 0x100000001b3ull + c), Ring(0, rx_slots), Ring(rx_slots, tx_slots)});
+const SizeMix::Alt &pick(const SizeMix &mix, Rng &rng)
+{
+    if (mix.alts.size() == 1)
+        return mix.alts[0];
+    uint64_t r = rng.next() % mix.total_weight();
+    for (const SizeMix::Alt &a : mix.alts) {
+        if (r < a.weight)
+            return a;
+        r -= a.weight;
     }
-    std::vector<CpuState> cpus_;
+    return mix.alts.back();
+}
+
+// A queue a CPU submits to: its ring of outstanding mappings, the
+// (device, domain) pair they go to and the CPU that completes them.
+struct Queue {
+    Ring ring;
+    uint8_t endpoint;
+    unsigned completion_cpu;
 };
 
-// seed 000: memcached over an XL710, memslap defaults.
-class Memcached final : public RingWorkload {
-public:
-    Memcached(unsigned ncpus, uint64_t seed)
-        : RingWorkload({.name = "memcached",
-                        .unit = "transactions",
-                        .default_cpus = 16,
-                        .cpus = ncpus ? ncpus : 16,
-                        .granule_shift = 12,
-                        .slots_per_cpu = 0,
-                        .warmup_per_cpu = 600,
-                        .work_ns = 14'692,
-                        .devices = {{"xl710", mask_bits(64), true}}},
-                       seed, 512, 7)
-    {
-    }
+struct CpuState {
+    Rng rng;
+    Ring rx;
+    uint8_t rx_endpoint = 0;
+    std::vector<Queue> queues;  // nic: the TX queue; block: the queues this CPU owns
+    uint64_t ops = 0;
+};
 
-    void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 2048, 0); }
-    void next(unsigned cpu, std::vector<Step> &out) override
+class Generic final : public Workload {
+public:
+    Generic(const Params &p, WorkloadInfo info, std::vector<unsigned> irq_cpus)
+        : Workload(std::move(info)), p_(p), tx_(p.effective_tx_bytes()), irq_(std::move(irq_cpus))
     {
-        CpuState &s = cpus_[cpu];
-        s.rx.cycle(out, 2048, 0);  // request received, buffer refilled
-        out.push_back(jittered_work(s.rng, info_.work_ns));
-        if (s.rng.chance(10)) {
-            s.tx.cycle(out, 64, 0);  // SET: "STORED" reply
-        } else {
-            s.tx.cycle(out, 128, 0);   // GET: headers + key
-            s.tx.cycle(out, 1024, 0);  // the 1024-byte value
+        const unsigned n = info_.cpus;
+        const unsigned doms = p.domains_per_device;
+        auto endpoint = [&](unsigned dev, unsigned queue) {
+            return uint8_t(dev * doms + queue % doms);
+        };
+        auto completion = [&](unsigned self, unsigned queue) {
+            if (p.irq_affinity == "same")
+                return self;
+            if (p.irq_affinity == "single")
+                return irq_[0];
+            return irq_[queue % irq_.size()];
+        };
+        for (unsigned c = 0; c < n; c++) {
+            CpuState s{Rng(p.seed * 0x100000001b3ull + c), Ring(0, 0), 0, {}, 0};
+            if (p.workload == "block") {
+                // every (device, queue) pair; a CPU owns those with index
+                // = its number mod CPUs, or shares one when there are fewer
+                unsigned qpd = p.queues_per_device ? p.queues_per_device : n;
+                unsigned total = p.devices * qpd;
+                uint32_t base = 0;
+                auto add = [&](unsigned g, unsigned depth) {
+                    unsigned dev = g / qpd, q = g % qpd;
+                    s.queues.push_back({Ring(base, depth), endpoint(dev, q), completion(c, q)});
+                    base += depth;
+                };
+                if (total >= n) {
+                    for (unsigned g = c; g < total; g += n)
+                        add(g, p.iodepth);
+                } else {
+                    unsigned g = c % total;
+                    unsigned sharers = n / total + (g < n % total ? 1 : 0);
+                    add(g, std::max(1u, p.iodepth / sharers));
+                }
+                info_.slots_per_cpu = std::max(info_.slots_per_cpu, base);
+                info_.largest_ring = std::max(info_.largest_ring, base);
+            } else if (p.workload == "map-bench") {
+                unsigned dev = c % p.devices;
+                s.queues.push_back({Ring(0, 1), endpoint(dev, c), c});
+                info_.slots_per_cpu = 1;
+            } else {
+                unsigned qpd = p.queues_per_device ? p.queues_per_device : n;
+                unsigned q = c % qpd;
+                unsigned rx_dev, tx_dev;
+                if (p.workload == "forward") {
+                    unsigned pair = c % (p.devices / 2);
+                    rx_dev = 2 * pair;
+                    tx_dev = 2 * pair + 1;
+                } else {
+                    rx_dev = tx_dev = c % p.devices;
+                }
+                s.rx = Ring(0, p.ring_entries);
+                s.rx_endpoint = endpoint(rx_dev, q);
+                unsigned cc = completion(c, q);
+                s.queues.push_back({Ring(p.ring_entries, p.tx_window), endpoint(tx_dev, q), cc});
+                if (p.tx_window == 0)
+                    mailbox_ = true;
+                info_.slots_per_cpu = p.ring_entries + p.tx_window;
+                info_.largest_ring = std::max(p.ring_entries, p.tx_window);
+            }
+            for (const Queue &qu : s.queues)
+                if (qu.completion_cpu != c)
+                    mailbox_ = true;
+            cpus_.push_back(std::move(s));
         }
+        if (info_.warmup_per_cpu == ~0u)
+            info_.warmup_per_cpu = info_.largest_ring;
     }
-};
 
-// seed 004: OVS forwarding 64-byte packets between two X540 ports.
-class Forwarding final : public RingWorkload {
-public:
-    Forwarding(unsigned ncpus, uint64_t seed)
-        : RingWorkload({.name = "forwarding",
-                        .unit = "packets",
-                        .default_cpus = 16,
-                        .cpus = ncpus ? ncpus : 16,
-                        .granule_shift = 12,
-                        .slots_per_cpu = 0,
-                        .warmup_per_cpu = 1500,
-                        .measure_per_cpu = 2000,
-                        .work_ns = 1'600,
-                        .devices = {{"x540-in", mask_bits(64), true, 0},
-                                    {"x540-out", mask_bits(64), true, 1}}},
-                       seed, 512, 64)
+    void setup(unsigned cpu, std::vector<Step> &out) override
     {
+        if (!p_.setup_fill || p_.workload == "map-bench")
+            return;
+        CpuState &s = cpus_[cpu];
+        if (p_.workload == "block") {
+            for (Queue &q : s.queues)
+                for (uint32_t i = 0; i < q.ring.size(); i++)
+                    q.ring.cycle(out, pick(p_.block_size, s.rng).bytes[0], q.endpoint, cpu,
+                                 q.completion_cpu);
+            return;
+        }
+        for (uint32_t i = 0; i < s.rx.size(); i++)
+            s.rx.cycle(out, p_.rx_buffer_bytes, s.rx_endpoint, cpu, cpu);
     }
 
-    void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 2048, 0); }
     void next(unsigned cpu, std::vector<Step> &out) override
     {
         CpuState &s = cpus_[cpu];
-        s.rx.cycle(out, 2048, 0);
+        if (mailbox_)
+            out.push_back(unmap_mailbox_step());  // completions queued for this CPU
+        if (p_.workload == "map-bench") {
+            Queue &q = s.queues[0];
+            for (uint64_t b : pick(p_.block_size, s.rng).bytes) {
+                out.push_back(map_step(0, b, q.endpoint));
+                out.push_back(jittered_work(s.rng, info_.work_ns));
+                out.push_back(unmap_step(0));
+            }
+            return;
+        }
+        if (p_.workload == "block") {
+            Queue &q = s.queues[s.ops++ % s.queues.size()];
+            for (uint64_t b : pick(p_.block_size, s.rng).bytes)
+                q.ring.cycle(out, b, q.endpoint, cpu, q.completion_cpu);
+            out.push_back(jittered_work(s.rng, info_.work_ns));
+            return;
+        }
+        if (s.rx.size())
+            s.rx.cycle(out, p_.rx_buffer_bytes, s.rx_endpoint, cpu, cpu);  // buffer refilled
         out.push_back(jittered_work(s.rng, info_.work_ns));
-        s.tx.cycle(out, 64, 1);
-    }
-};
-
-// seed 002: nginx, 16 workers, 1 KB responses; TX completions handled on
-// the CPUs that own the NIC queue interrupts.
-class Nginx final : public RingWorkload {
-public:
-    Nginx(unsigned ncpus, uint64_t seed)
-        : RingWorkload({.name = "nginx",
-                        .unit = "requests",
-                        .default_cpus = 16,
-                        .cpus = ncpus ? ncpus : 16,
-                        .granule_shift = 12,
-                        .slots_per_cpu = 0,
-                        .warmup_per_cpu = 1000,
-                        .work_ns = 20'000,
-                        .devices = {{"ice", mask_bits(64), true}}},
-                       seed, 512, 0),
-          irq_cpus_(info_.cpus >= 4 ? info_.cpus / 4 : 1)
-    {
-    }
-
-    void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 2048, 0); }
-    void next(unsigned cpu, std::vector<Step> &out) override
-    {
-        CpuState &s = cpus_[cpu];
-        out.push_back(unmap_mailbox_step());  // TX completions queued for this CPU
-        s.rx.cycle(out, 2048, 0);
-        out.push_back(jittered_work(s.rng, info_.work_ns));
-        uint32_t irq_cpu = cpu % irq_cpus_;
-        out.push_back(map_post_step(irq_cpu, 256, 0));   // skb head: HTTP headers
-        out.push_back(map_post_step(irq_cpu, 1024, 0));  // the 1 KB body
+        Queue &tx = s.queues[0];
+        for (uint64_t b : pick(tx_, s.rng).bytes) {
+            if (tx.ring.size())
+                tx.ring.cycle(out, b, tx.endpoint, cpu, tx.completion_cpu);
+            else
+                out.push_back(map_post_step(tx.completion_cpu, b, tx.endpoint));
+        }
     }
 
 private:
-    unsigned irq_cpus_;
+    Params p_;
+    SizeMix tx_;
+    std::vector<unsigned> irq_;
+    std::vector<CpuState> cpus_;
+    bool mailbox_ = false;
 };
 
-// seed 003: NVMe 4 KiB I/O at queue depth 128 per CPU.
-class Nvme final : public RingWorkload {
-public:
-    Nvme(unsigned ncpus, uint64_t seed)
-        : RingWorkload({.name = "nvme",
-                        .unit = "IOs",
-                        .default_cpus = 16,
-                        .cpus = ncpus ? ncpus : 16,
-                        .granule_shift = 12,
-                        .slots_per_cpu = 0,
-                        .warmup_per_cpu = 300,
-                        .work_ns = 4'000,
-                        .devices = {{"nvme", mask_bits(64), true}}},
-                       seed, 0, 128)
-    {
-    }
+constexpr std::array<std::string_view, 6> workload_names{"block", "nic",       "forward",
+                                                         "map-bench", "memcached", "nginx"};
 
-    void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].tx.fill(out, 4096, 0); }
-    void next(unsigned cpu, std::vector<Step> &out) override
-    {
-        CpuState &s = cpus_[cpu];
-        s.tx.cycle(out, 4096, 0);  // oldest I/O completes, a new one is queued
-        out.push_back(jittered_work(s.rng, info_.work_ns));
-    }
-};
-
-// seed 001 (Nate Watterson): 64 KiB pages, a CX4 whose per-CPU RX rings
-// fill the 32-bit IOVA space at interface up.
-class Nic64k final : public RingWorkload {
-public:
-    Nic64k(unsigned ncpus, uint64_t seed)
-        : RingWorkload({.name = "nic64k",
-                        .unit = "packets",
-                        .default_cpus = 32,
-                        .cpus = ncpus ? ncpus : 32,
-                        .granule_shift = 16,
-                        .slots_per_cpu = 0,
-                        .warmup_per_cpu = 2560,
-                        .work_ns = 2'000,
-                        .devices = {{"cx4", mask_bits(64), true}}},
-                       seed, 2048, 64)
-    {
-    }
-
-    void setup(unsigned cpu, std::vector<Step> &out) override { cpus_[cpu].rx.fill(out, 65536, 0); }
-    void next(unsigned cpu, std::vector<Step> &out) override
-    {
-        CpuState &s = cpus_[cpu];
-        s.rx.cycle(out, 65536, 0);
-        out.push_back(jittered_work(s.rng, info_.work_ns));
-        s.tx.cycle(out, 1514, 0);
-    }
-};
-
-// seed 001 (hns_dsaf): a driver mapping thousands of buffers at probe,
-// above 32 bits (a platform device: no 32-bit-first attempt).
-class Probe final : public RingWorkload {
-public:
-    Probe(unsigned ncpus, uint64_t seed)
-        : RingWorkload({.name = "probe",
-                        .unit = "maps",
-                        .default_cpus = 1,
-                        .cpus = ncpus ? ncpus : 1,
-                        .granule_shift = 12,
-                        .slots_per_cpu = 0,
-                        .warmup_per_cpu = 0,
-                        .measure_per_cpu = 8192,
-                        .work_ns = 100,
-                        .devices = {{"hns-dsaf", mask_bits(48), false}}},
-                       seed, 0, 8192)
-    {
-    }
-
-    void setup(unsigned, std::vector<Step> &) override {}
-    void next(unsigned cpu, std::vector<Step> &out) override
-    {
-        CpuState &s = cpus_[cpu];
-        s.tx.cycle(out, 4096, 0);
-        out.push_back(jittered_work(s.rng, info_.work_ns));
-    }
-};
-
-constexpr std::array<std::string_view, 6> workload_names{"memcached", "forwarding", "nginx",
-                                                         "nvme",      "nic64k",     "probe"};
+std::string unit_of(std::string_view w)
+{
+    if (w == "block")
+        return "IOs";
+    if (w == "map-bench")
+        return "map+unmaps";
+    if (w == "memcached")
+        return "transactions";
+    if (w == "nginx")
+        return "requests";
+    return "packets";
+}
 
 }  // namespace
 
@@ -263,23 +231,48 @@ std::span<const std::string_view> Workload::names()
     return workload_names;
 }
 
+std::unique_ptr<Workload> Workload::create(const Params &p, std::string *error)
+{
+    std::string e;
+    if (!p.validate(&e)) {
+        if (error)
+            *error = e;
+        return nullptr;
+    }
+    WorkloadInfo info;
+    info.name = p.workload;
+    info.unit = unit_of(p.workload);
+    info.cpus = p.active_cpus();
+    info.granule_shift = p.page_size == 65536 ? 16 : p.page_size == 16384 ? 14 : 12;
+    info.warmup_per_cpu = p.warmup >= 0 ? unsigned(p.warmup) : ~0u;
+    info.measure_per_cpu = p.ops_per_cpu;
+    info.work_ns = p.cpu_ns_per_op;
+    info.device_ns = p.device_ns_per_op;
+    info.physical_devices = p.devices;
+    for (unsigned d = 0; d < p.devices; d++)
+        for (unsigned k = 0; k < p.domains_per_device; k++)
+            info.devices.push_back({"dev" + std::to_string(d) +
+                                        (p.domains_per_device > 1 ? "." + std::to_string(k) : ""),
+                                    mask_bits(p.dma_mask_bits), p.bus == "pci",
+                                    d * p.domains_per_device + k, d});
+    auto irq = p.irq_cpu_list(&e);
+    if (irq.empty()) {
+        if (error)
+            *error = e;
+        return nullptr;
+    }
+    return std::make_unique<Generic>(p, std::move(info), std::move(irq));
+}
+
 std::unique_ptr<Workload> Workload::create(std::string_view name, unsigned ncpus, uint64_t seed)
 {
-    if (ncpus > 256)
+    Params p;
+    if (!p.set("workload", name, nullptr))
         return nullptr;
-    if (name == "memcached")
-        return std::make_unique<Memcached>(ncpus, seed);
-    if (name == "forwarding")
-        return std::make_unique<Forwarding>(ncpus, seed);
-    if (name == "nginx")
-        return std::make_unique<Nginx>(ncpus, seed);
-    if (name == "nvme")
-        return std::make_unique<Nvme>(ncpus, seed);
-    if (name == "nic64k")
-        return std::make_unique<Nic64k>(ncpus, seed);
-    if (name == "probe")
-        return std::make_unique<Probe>(ncpus, seed);
-    return nullptr;
+    if (ncpus && !p.set("cpus", std::to_string(ncpus), nullptr))
+        return nullptr;
+    p.seed = seed;
+    return create(p);
 }
 
 }  // namespace viommu::sim

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Workload models: the per-CPU stream of DMA map/unmap steps and non-IOMMU
-// work of each reported setup.  Sources and assumptions: docs/workloads.rst.
+// work of a setup described by Params (docs/workloads.rst).  The setups of
+// the reported cases are case files (cases/*.json), not code.
 //
 // A workload keeps per-CPU state only (ring positions, a per-CPU random
 // generator), so the steps of one CPU depend only on that CPU's calls and
@@ -16,34 +17,41 @@
 #include <viommu/sim.h>
 
 #include "cost.hpp"
+#include "params.hpp"
 
 namespace viommu::sim {
 
 using Step = ViommuSimStep;
 
+// One (device, domain) pair: what a Step's device index names.
 struct DeviceSpec {
     std::string name;
     uint64_t dma_mask;
     bool pci;
-    unsigned domain = 0;  // IOMMU domain (own IOVA space) the device is attached to
+    unsigned domain = 0;    // IOMMU domain (own IOVA space) the mappings go to
+    unsigned physical = 0;  // the device itself (its service time is shared)
 };
 
 struct WorkloadInfo {
     std::string name;
     std::string unit;  // what one transaction is: "transactions", "packets", ...
-    unsigned default_cpus = 1;
-    unsigned cpus = 1;
+    unsigned cpus = 1;  // simulated CPUs
     unsigned granule_shift = 12;
     unsigned slots_per_cpu = 0;
     unsigned largest_ring = 0;       // slots of the largest per-CPU ring
     unsigned warmup_per_cpu = 0;     // transactions run before the measured window
     unsigned measure_per_cpu = 400;  // default measured transactions per CPU
     Nanos work_ns = 0;               // non-IOMMU CPU time per transaction
+    Nanos device_ns = 0;             // a device's service time per mapping (0: none)
+    unsigned physical_devices = 1;
     std::vector<DeviceSpec> devices;
 };
 
 class Workload {
 public:
+    // nullptr (and @error naming the parameter) if @p is inconsistent.
+    static std::unique_ptr<Workload> create(const Params &p, std::string *error = nullptr);
+    // The workload kind @name with every other parameter at its default.
     static std::unique_ptr<Workload> create(std::string_view name, unsigned ncpus, uint64_t seed);
     static std::span<const std::string_view> names();
 
@@ -96,6 +104,10 @@ inline Step map_post_step(uint32_t cpu, uint64_t bytes, uint8_t dev = 0)
 inline Step unmap_mailbox_step(uint64_t max = 0)
 {
     return {VIOMMU_SIM_UNMAP_MAILBOX, 0, 0, max};
+}
+inline Step unmap_post_step(uint32_t slot, uint32_t cpu)
+{
+    return {VIOMMU_SIM_UNMAP_POST, 0, slot, cpu};
 }
 
 }  // namespace viommu::sim

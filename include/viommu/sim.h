@@ -2,10 +2,13 @@
 /*
  * viommu-lab contention simulator: C API.
  *
- * Two levels:
+ * Three parts:
+ *  - parameters: every parameter of a setup by name, as on viommu-sim's
+ *    command line, from a case file (the cases/ directory) or one by one
+ *    (docs/simulation.rst, "Parameters");
  *  - workload generators: the per-CPU stream of DMA map/unmap steps and
- *    non-IOMMU work of each modelled setup (docs/workloads.rst), so a C
- *    caller (a qtest driving viommu-vtd, a tool) can replay them;
+ *    non-IOMMU work of a setup (docs/workloads.rst), so a C caller (a
+ *    qtest driving viommu-vtd, a tool) can replay them;
  *  - whole simulation runs (docs/simulation.rst), with results as JSON.
  *
  * Every function returns 0 / a non-NULL handle on success and never
@@ -28,6 +31,8 @@ typedef enum ViommuSimStepKind {
     VIOMMU_SIM_MAP_POST = 3,      /* map value bytes for device; CPU arg unmaps it
                                    * later (its completion mailbox) */
     VIOMMU_SIM_UNMAP_MAILBOX = 4, /* unmap up to value (0: all) mailbox entries */
+    VIOMMU_SIM_UNMAP_POST = 5,    /* hand what slot arg holds to CPU value's
+                                   * mailbox (its completion interrupt) */
 } ViommuSimStepKind;
 
 typedef struct ViommuSimStep {
@@ -37,13 +42,39 @@ typedef struct ViommuSimStep {
     uint64_t value;               /* bytes, nanoseconds or count */
 } ViommuSimStep;
 
+typedef struct ViommuSimParams ViommuSimParams;
+
+/* Every parameter at its default. */
+ViommuSimParams *viommu_sim_params_new(void);
+void viommu_sim_params_free(ViommuSimParams *p);
+/* Set parameter @name (as on the command line, without "--") to @value
+ * ("128", "64K", "10ms", "0-3"); 0, or -1 with a one-line message naming
+ * the parameter in @err (at most @errlen bytes, NUL included). */
+int viommu_sim_params_set(ViommuSimParams *p, const char *name, const char *value,
+                          char *err, size_t errlen);
+/* Load case file @path_or_name (a path, or a name in the cases directory)
+ * and, if @config is not NULL, one of its configurations; parameters set
+ * before are overridden, later viommu_sim_params_set() calls override it. */
+int viommu_sim_params_load_case(ViommuSimParams *p, const char *path_or_name,
+                                const char *config, char *err, size_t errlen);
+/* Every parameter consistent with the others: 0, or -1 and @err. */
+int viommu_sim_params_check(const ViommuSimParams *p, char *err, size_t errlen);
+/* The value of parameter @name as text (NULL if unknown); valid until the
+ * next call on @p. */
+const char *viommu_sim_params_get(ViommuSimParams *p, const char *name);
+/* The directory case names are looked up in. */
+const char *viommu_sim_cases_dir(void);
+
 typedef struct ViommuSimWorkload ViommuSimWorkload;
 
 size_t viommu_sim_workload_count(void);
 const char *viommu_sim_workload_name(size_t i);   /* NULL past the end */
 
-/* @ncpus 0: the workload's default CPU count. */
+/* Workload kind @name (block, nic, forward, map-bench, memcached, nginx)
+ * with every other parameter at its default; @ncpus 0: the default. */
 ViommuSimWorkload *viommu_sim_workload_new(const char *name, unsigned ncpus, uint64_t seed);
+/* The workload @p describes; NULL if @p is inconsistent. */
+ViommuSimWorkload *viommu_sim_workload_from_params(const ViommuSimParams *p);
 void viommu_sim_workload_free(ViommuSimWorkload *w);
 unsigned viommu_sim_workload_cpus(const ViommuSimWorkload *w);
 unsigned viommu_sim_workload_slots(const ViommuSimWorkload *w);
@@ -75,8 +106,13 @@ typedef struct ViommuSimConfig {
 
 /* Runs one simulation and writes its result as JSON (docs/simulation.rst)
  * into @buf (at most @len bytes including the NUL).  Returns the full JSON
- * length without the NUL, as snprintf, or -1 if the configuration is bad. */
+ * length without the NUL, as snprintf, or -1 if the configuration is bad.
+ * @cfg's fields are parameters of the same names (invq: "vtd" is --iommu
+ * vtd, "smmu-spinlock" and "smmu-lockfree" --iommu smmuv3 with --cmdq
+ * spinlock and cmpxchg; ops: measured operations in all). */
 long viommu_sim_run_json(const ViommuSimConfig *cfg, char *buf, size_t len);
+/* The same for every parameter of @p. */
+long viommu_sim_run_params_json(const ViommuSimParams *p, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
