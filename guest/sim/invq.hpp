@@ -6,7 +6,7 @@
 //                  release, then spin on the wait descriptor's status.
 //   smmu-spinlock  SMMUv3 before 5.4 with polled CMD_SYNC: the queue lock
 //                  is held while the CPU polls the consumer index.
-//   smmu-lockfree  SMMUv3 from 5.4 (seed 003): slots reserved by an atomic
+//   smmu-lockfree  SMMUv3 from 5.4 (nvme-smmuv3-cmdq): slots reserved by an atomic
 //                  on the shared producer word; the CPU that finds the
 //                  OWNED flag clear becomes the owner, waits for the
 //                  previous owner to publish, gathers every list reserved

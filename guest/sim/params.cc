@@ -576,6 +576,28 @@ bool Params::validate(std::string *error) const
             *error = std::move(m);
         return false;
     };
+    // fields set directly (not through set()) are checked again here
+    for (const Info &i : table()) {
+        std::string_view v;
+        if (i.name == "workload")
+            v = workload;
+        else if (i.name == "bus")
+            v = bus;
+        else if (i.name == "irq-affinity")
+            v = irq_affinity;
+        else if (i.name == "iommu")
+            v = iommu;
+        else if (i.name == "cmdq")
+            v = cmdq;
+        else
+            continue;
+        Params scratch;
+        std::string e;
+        if (!i.set(scratch, v, e))
+            return fail("--" + std::string(i.name) + " " + std::string(v) + ": " + e);
+    }
+    if (cpus < 1 || cpus > 256)
+        return fail("--cpus " + std::to_string(cpus) + ": needs a whole number from 1 to 256");
     unsigned kind = applies_to(workload);
     for (const std::string &g : given) {
         const Info *i = info(g);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Invalidation-queue models (seed 003's owner/non-owner behaviour).
+// Invalidation-queue models (nvme-smmuv3-cmdq's owner/non-owner behaviour).
 #include <gtest/gtest.h>
 
 #include "invq.hpp"
@@ -78,7 +78,7 @@ TEST(InvQueue, ABusyEngineFetchesWhatWasPublishedMeanwhileInOneGo)
 
 TEST(InvQueue, LockFreeOwnerShareFallsAsCpusAreAdded)
 {
-    // seed 003: about 1 owner in 3 submissions on mainline, 1 in 8 once
+    // nvme-smmuv3-cmdq: about 1 owner in 3 submissions on mainline, 1 in 8 once
     // more CPUs take part (LPI spreading).
     QueueRun few = drive("smmu-lockfree", 4, 4000, 400);
     QueueRun many = drive("smmu-lockfree", 32, 4000, 100);

@@ -10,14 +10,14 @@ namespace {
 
 TEST(RealThreads, RunsTheWorkloadAndReturnsEveryMapping)
 {
-    for (std::string_view w : {"memcached", "nginx"}) {
+    for (std::string w : {"memcached-16cpu-xl710", "nginx-rbtree-regression"}) {
         SimConfig c;
-        c.workload = w;
+        std::string err;
+        ASSERT_TRUE(load_case(w, "", c, &err)) << err;
         c.allocator = "linux-4.7";
         c.flush = "percpu-defer";
         c.cpus = 2;
-        c.ops = 300;
-        std::string err;
+        c.ops_per_cpu = 150;
         auto r = run_real_threads(c, &err);
         ASSERT_TRUE(r) << err;
         EXPECT_EQ(r->threads, 2u);

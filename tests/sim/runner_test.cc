@@ -3,6 +3,9 @@
 #include <cstddef>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include <viommu/sim.h>
 
 #include "../../guest/iova/allocator.hpp"
@@ -18,14 +21,25 @@ bool SimEnv_shared(std::string_view n)
     return SimEnv::shared_class(n);
 }
 
+// The memcached case on fewer CPUs and a short window.
 SimConfig small(std::string allocator, std::string flush, unsigned cpus = 4)
 {
     SimConfig c;
-    c.workload = "memcached";
+    std::string err;
+    EXPECT_TRUE(load_case("memcached-16cpu-xl710", "", c, &err)) << err;
     c.allocator = std::move(allocator);
     c.flush = std::move(flush);
     c.cpus = cpus;
-    c.ops = 400;
+    c.ops_per_cpu = 100;
+    return c;
+}
+
+SimConfig from_args(std::initializer_list<std::pair<const char *, const char *>> args)
+{
+    SimConfig c;
+    std::string err;
+    for (auto [k, v] : args)
+        EXPECT_TRUE(c.set(k, v, &err)) << err;
     return c;
 }
 
@@ -79,10 +93,17 @@ TEST(Simulator, IommuCostsThroughputAndSpinTimeIsAccountedPerSite)
 TEST(Simulator, EveryVariantRunsEveryWorkloadWithoutFailedMaps)
 {
     for (std::string_view v : viommu::iova::Allocator::variants())
-        for (std::string_view w : {"memcached", "forwarding", "nginx", "nvme"}) {
-            SimConfig c = small(std::string(v), "flush-queue", 2);
-            c.workload = w;
-            c.ops = 200;
+        for (std::string_view w :
+             {"memcached-16cpu-xl710", "ovs-forward-64b", "nginx-rbtree-regression",
+              "nvme-smmuv3-cmdq"}) {
+            SimConfig c;
+            std::string lerr;
+            ASSERT_TRUE(load_case(std::string(w), "", c, &lerr)) << lerr;
+            c.allocator = v;
+            c.flush = "flush-queue";
+            c.cpus = 2;
+            c.sockets = 1;
+            c.ops_per_cpu = 100;
             std::string err;
             auto r = simulate(c, CostModel::standard(), &err);
             ASSERT_TRUE(r) << v << " " << w << ": " << err;
@@ -94,9 +115,11 @@ TEST(Simulator, EveryVariantRunsEveryWorkloadWithoutFailedMaps)
 
 TEST(Simulator, EachDomainHasItsOwnTreeButKernelGlobalLocksAreShared)
 {
-    SimConfig c = small("linux-4.4", "global-list");
-    c.workload = "forwarding";
-    c.ops = 2000;
+    SimConfig c;
+    std::string err;
+    ASSERT_TRUE(load_case("ovs-forward-64b", "intel-iommu-4.4", c, &err)) << err;
+    c.cpus = 4;
+    c.ops_per_cpu = 500;
     auto r = simulate(c);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->domains, 2u);
@@ -125,38 +148,136 @@ TEST(Simulator, RejectsBadConfigurations)
 {
     std::string err;
     SimConfig c = small("linux-4.4", "global-list");
-    c.workload = "bogus";
-    EXPECT_FALSE(simulate(c, CostModel::standard(), &err));
+    EXPECT_FALSE(c.set("workload", "bogus", &err));
     EXPECT_NE(err.find("bogus"), std::string::npos);
     c = small("linux-0.1", "global-list");
-    EXPECT_FALSE(simulate(c));
+    EXPECT_FALSE(simulate(c, CostModel::standard(), &err));
+    EXPECT_NE(err.find("--allocator linux-0.1"), std::string::npos) << err;
     c = small("linux-4.4", "sometimes");
-    EXPECT_FALSE(simulate(c));
+    EXPECT_FALSE(simulate(c, CostModel::standard(), &err));
+    EXPECT_NE(err.find("--flush sometimes"), std::string::npos) << err;
     c = small("linux-4.4", "strict");
-    c.invq = "carrier-pigeon";
-    EXPECT_FALSE(simulate(c));
-    c = small("linux-4.4", "strict");
-    c.dma = "dac-maybe";
-    EXPECT_FALSE(simulate(c));
-    c = small("linux-4.4", "strict", 257);
-    EXPECT_FALSE(simulate(c));
+    EXPECT_FALSE(c.set("iommu", "carrier-pigeon", &err));
+    EXPECT_FALSE(c.set("dma", "dac-maybe", &err));
+    EXPECT_FALSE(c.set("cpus", "257", &err));
+    EXPECT_NE(err.find("--cpus 257"), std::string::npos) << err;
+    // inconsistent combinations: each names the parameter
+    struct Bad {
+        std::initializer_list<std::pair<const char *, const char *>> args;
+        const char *names;
+    };
+    for (const Bad &b : std::initializer_list<Bad>{
+             {{{"workload", "nic"}, {"iodepth", "8"}}, "--iodepth"},
+             {{{"iommu", "vtd"}, {"cmdq", "spinlock"}}, "--cmdq"},
+             {{{"workload", "nic"}, {"irq-cpus", "2"}}, "--irq-cpus"},
+             {{{"workload", "nic"}, {"irq-affinity", "spread"}, {"irq-cpus", "0-99"}},
+              "--irq-cpus"},
+             {{{"workload", "forward"}, {"devices", "3"}}, "--devices"},
+             {{{"cpus", "6"}, {"sockets", "4"}}, "--sockets"},
+             {{{"workload", "map-bench"}, {"cpus", "4"}, {"threads", "8"}}, "--threads"},
+             {{{"duration", "1ms"}, {"ops-per-cpu", "10"}}, "--duration"},
+         }) {
+        SimConfig p = from_args(b.args);
+        EXPECT_FALSE(simulate(p, CostModel::standard(), &err)) << b.names;
+        EXPECT_NE(err.find(b.names), std::string::npos) << err;
+    }
 }
 
 TEST(Simulator, RunsUpTo256Cpus)
 {
-    SimConfig c = small("viommu-lab", "flush-queue", 256);
-    c.workload = "nvme";
-    c.ops = 256 * 20;
+    SimConfig c = from_args({{"workload", "block"}, {"cpus", "256"}, {"ops-per-cpu", "20"},
+                             {"warmup", "32"}, {"allocator", "viommu-lab"}});
     auto r = simulate(c);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->cpus, 256u);
-    EXPECT_GE(r->transactions, c.ops);
+    EXPECT_GE(r->transactions, 256u * 20);
+}
+
+TEST(Simulator, SetupsThatAreNoCaseRunDeterministically)
+{
+    // 64 threads of map-bench on SMMUv3 with each command-queue variant,
+    // and 12 NVMe drives at queue depth 128 on 128 CPUs
+    std::vector<SimConfig> setups;
+    for (const char *q : {"spinlock", "cmpxchg", "fetch-add"})
+        setups.push_back(from_args({{"workload", "map-bench"}, {"cpus", "64"}, {"iommu", "smmuv3"},
+                                    {"cmdq", q}, {"flush", "strict"}, {"allocator", "linux-6.7"},
+                                    {"cpu-ns-per-op", "200"}, {"ops-per-cpu", "50"}}));
+    setups.push_back(from_args({{"workload", "block"}, {"cpus", "128"}, {"devices", "12"},
+                                {"iodepth", "128"}, {"cpu-ns-per-op", "3000"},
+                                {"device-ns-per-op", "1000"}, {"ops-per-cpu", "20"},
+                                {"warmup", "0"}, {"allocator", "linux-6.7"}}));
+    for (const SimConfig &c : setups) {
+        std::string err;
+        auto a = simulate(c, CostModel::standard(), &err);
+        auto b = simulate(c, CostModel::standard(), &err);
+        ASSERT_TRUE(a && b) << err;
+        EXPECT_EQ(a->json(), b->json());
+        EXPECT_GT(a->throughput, 0.0);
+        EXPECT_EQ(a->failed_maps, 0u);
+    }
+    // the spinlock queue polls under its lock: slower than the lock-free one
+    auto sl = simulate(setups[0]);
+    auto cx = simulate(setups[1]);
+    ASSERT_TRUE(sl && cx);
+    EXPECT_LT(sl->throughput, cx->throughput);
+    EXPECT_GT(cx->inv.submissions, 0u);
+}
+
+TEST(Simulator, DeviceServiceTimeBoundsThroughput)
+{
+    // one device at 1 us per I/O cannot complete more than 1 M I/Os per second
+    SimConfig c = from_args({{"workload", "block"}, {"cpus", "8"}, {"iodepth", "4"},
+                             {"cpu-ns-per-op", "1000"}, {"device-ns-per-op", "1000"},
+                             {"allocator", "none"}});
+    auto r = simulate(c);
+    ASSERT_TRUE(r);
+    EXPECT_LE(r->throughput, 1.0e6 * 1.01);
+    EXPECT_GT(r->throughput, 0.9e6);
+    double idle = 0;
+    for (const CycleShare &s : r->cycles)
+        if (s.what == "device-wait")
+            idle += double(s.ns);
+    EXPECT_GT(idle, 0.5 * double(r->cpu_time_ns));
+}
+
+TEST(Simulator, CycleProfileAddsUpToAllCpuTime)
+{
+    for (SimConfig c : {small("percpu-batch", "global-list"), small("linux-5.13", "strict")}) {
+        auto r = simulate(c);
+        ASSERT_TRUE(r);
+        Nanos sum = 0, spin = 0;
+        for (const CycleShare &s : r->cycles) {
+            sum += s.ns;
+            if (s.what == "spin")
+                spin += s.ns;
+        }
+        EXPECT_EQ(sum, r->cpu_time_ns);
+        EXPECT_NEAR(double(spin) / double(sum), r->spin_share, 1e-9);
+    }
+}
+
+TEST(Simulator, RetriesAreCountedPerMap)
+{
+    // every map after interface up fails its 32-bit attempt and retries
+    SimConfig c;
+    std::string err;
+    ASSERT_TRUE(load_case("cx4-64k-32bit-exhausted", "linux-6.7-sac", c, &err)) << err;
+    c.cpus = 32;
+    ASSERT_TRUE(c.set("warmup", "100", &err));
+    ASSERT_TRUE(c.set("ops-per-cpu", "20", &err));
+    auto sac = simulate(c);
+    c.dma = "forcedac";
+    auto force = simulate(c);
+    ASSERT_TRUE(sac && force);
+    EXPECT_GT(sac->allocator_retries, 0.0);
+    EXPECT_LE(sac->allocator_retries, 1.0);
+    EXPECT_EQ(force->allocator_retries, 0.0);
 }
 
 TEST(SimCApi, RunsAndReportsJson)
 {
     ViommuSimConfig c{};
-    c.workload = "nvme";
+    c.workload = "block";
     c.allocator = "linux-4.7";
     c.flush = "strict";
     c.cpus = 2;
