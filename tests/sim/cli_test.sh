@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# viommu-sim from the command line alone: setups that are none of the case
+# files run deterministically (the same JSON twice), --json carries the
+# keys docs/simulation.rst names, and bad parameters are one-line errors
+# that name the parameter, with nothing run.
+set -u
+sim=$1
+fail=0
+check() { echo "not ok: $*"; fail=1; }
+
+run_twice() {
+    local a b
+    a=$("$sim" --json "$@") || { check "run failed: $*"; return; }
+    b=$("$sim" --json "$@") || { check "run failed: $*"; return; }
+    [ "$a" = "$b" ] || check "two runs differ: $*"
+    for k in ops_per_s relative_to_no_iommu spin_share allocator_retries cmdq_owner_share \
+             cmdq_poll_ns op_latency_ns cycles; do
+        case $a in *"\"$k\":"*) ;; *) check "no key $k: $*";; esac
+    done
+    echo "$a"
+}
+
+for q in spinlock cmpxchg fetch-add; do
+    out=$(run_twice --workload map-bench --cpus 64 --iommu smmuv3 --cmdq "$q" --flush strict \
+          --allocator linux-6.7 --cpu-ns-per-op 200 --ops-per-cpu 40)
+    case $out in *'"cmdq_owner_share":null'*) check "map-bench $q: no cmdq figures";; esac
+done
+out=$(run_twice --workload block --cpus 128 --devices 12 --iodepth 128 --cpu-ns-per-op 3us \
+      --device-ns-per-op 1us --ops-per-cpu 10 --warmup 0 --allocator linux-6.7)
+# not SMMUv3: the command-queue keys are null
+case $out in *'"cmdq_owner_share":null'*) ;; *) check "block on vtd: cmdq_owner_share not null";; esac
+# flags override the case file
+out=$("$sim" --json --case nvme-smmuv3-cmdq --config mainline --cpus 2 --ops-per-cpu 50)
+case $out in *'"cpus":2,'*) ;; *) check "--cpus did not override the case file";; esac
+
+# errors: one line, naming the parameter, exit status non-zero, no output
+bad() {
+    local want=$1; shift
+    local out err rc
+    out=$("$sim" "$@" 2>/tmp/cli_test.$$)
+    rc=$?
+    err=$(cat /tmp/cli_test.$$)
+    rm -f /tmp/cli_test.$$
+    [ $rc -ne 0 ] || check "accepted: $*"
+    [ -z "$out" ] || check "printed a result: $*"
+    [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || check "not one line: $* -> $err"
+    case $err in *"$want"*) ;; *) check "error does not name $want: $* -> $err";; esac
+}
+bad --iodeth --iodeth 4
+bad --iodepth --iodepth
+bad --iodepth --workload nic --iodepth 4
+bad --cmdq --iommu vtd --cmdq spinlock
+bad --cpus --cpus 4,300
+bad --allocator --allocator linux-9.9
+bad --page-size --page-size 8192
+bad --config --config mainline
+bad nope.json --case nope.json
+"$sim" --help | grep -q -- "--device-ns-per-op (ns)" || check "--help lacks --device-ns-per-op"
+
+[ $fail -eq 0 ] && echo "ok: cli"
+exit $fail
