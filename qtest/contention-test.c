@@ -2,8 +2,9 @@
 /*
  * Contention cases with the device in the loop (docs/contention-qtests.rst).
  *
- * Each case replays a workload's per-CPU step streams (include/viommu/sim.h)
- * round-robin over its simulated CPUs.  IOVAs come from the real allocator
+ * Each case replays the per-CPU step streams (include/viommu/sim.h) of a
+ * case file (cases/NAME.json, read through the simulator's C API) round-robin
+ * over its simulated CPUs.  IOVAs come from the real allocator
  * library (guest/iova) with the case's variant, flush policy and dma mode;
  * page tables are built in guest memory, the flush policy's invalidations
  * go through viommu-vtd's invalidation queue, and viommu-dma does DMA on
@@ -53,7 +54,7 @@ typedef enum CtFlushKind {
 
 typedef struct CtCase {
     const char *path;       /* test path below /x86_64/viommu/contention/ */
-    const char *workload;
+    const char *workload;   /* case file name (cases/NAME.json) */
     const char *variant;
     const char *policy;
     const char *dma;
@@ -65,34 +66,32 @@ typedef struct CtCase {
 } CtCase;
 
 static const CtCase ct_cases[] = {
-    /* seed 000: memcached, 4.4 allocator, async_umap_flush global list */
-    { "memcached/linux-4.4/global-list", "memcached", "linux-4.4",
+    /* the case file's own setup; variant, policy, dma and CPUs set here */
+    { "memcached-16cpu-xl710/linux-4.4/global-list", "memcached-16cpu-xl710",
+      "linux-4.4", "global-list", "sac", 16, 200, 23, 23, false },
+    { "memcached-16cpu-xl710/linux-4.7/percpu-defer", "memcached-16cpu-xl710",
+      "linux-4.7", "percpu-defer", "sac", 16, 200, 23, 23, false },
+    { "ovs-forward-64b/linux-4.4/global-list", "ovs-forward-64b", "linux-4.4",
       "global-list", "sac", 16, 200, 23, 23, false },
-    /* seed 000 fix direction: magazines with per-CPU deferred flushing */
-    { "memcached/linux-4.7/percpu-defer", "memcached", "linux-4.7",
-      "percpu-defer", "sac", 16, 200, 23, 23, false },
-    /* seed 004: 64-byte forwarding over two ports, 4.4 + global list */
-    { "forwarding/linux-4.4/global-list", "forwarding", "linux-4.4",
-      "global-list", "sac", 16, 200, 23, 23, false },
-    /* seed 001: 64K granule NIC, 32-bit space exhausted at interface up;
-     * strict unmap, the failed 32-bit attempt flushes the rcaches */
-    { "nic64k/linux-4.15/strict", "nic64k", "linux-4.15", "strict",
-      "sac-flush", 32, 12, 97, 2, true },
-    { "nic64k/linux-4.4/strict", "nic64k", "linux-4.4", "strict",
-      "sac-flush", 32, 12, 97, 2, true },
-    /* seed 002: nginx, cross-CPU TX completions, flush queue */
-    { "nginx/linux-5.13/flush-queue", "nginx", "linux-5.13", "flush-queue",
-      "sac", 16, 200, 23, 23, false },
-    { "nginx/linux-6.7/flush-queue", "nginx", "linux-6.7", "flush-queue",
-      "sac", 16, 200, 23, 23, false },
-    /* seed 003: NVMe at queue depth 128, strict invalidation */
-    { "nvme/linux-5.13/strict", "nvme", "linux-5.13", "strict", "sac",
-      4, 100, 17, 17, false },
+    /* 64K granule NIC, 32-bit space exhausted at interface up; strict
+     * unmap, the failed 32-bit attempt flushes the rcaches */
+    { "cx4-64k-32bit-exhausted/linux-4.15/strict", "cx4-64k-32bit-exhausted",
+      "linux-4.15", "strict", "sac-flush", 32, 12, 97, 2, true },
+    { "cx4-64k-32bit-exhausted/linux-4.4/strict", "cx4-64k-32bit-exhausted",
+      "linux-4.4", "strict", "sac-flush", 32, 12, 97, 2, true },
+    /* nginx, cross-CPU TX completions, flush queue */
+    { "nginx-rbtree-regression/linux-5.13/flush-queue", "nginx-rbtree-regression",
+      "linux-5.13", "flush-queue", "sac", 16, 200, 23, 23, false },
+    { "nginx-rbtree-regression/linux-6.7/flush-queue", "nginx-rbtree-regression",
+      "linux-6.7", "flush-queue", "sac", 16, 200, 23, 23, false },
+    /* NVMe at queue depth 128, strict invalidation */
+    { "nvme-smmuv3-cmdq/linux-5.13/strict", "nvme-smmuv3-cmdq", "linux-5.13",
+      "strict", "sac", 4, 100, 17, 17, false },
     /* viommu-lab's allocator on the same streams */
-    { "memcached/viommu-lab/flush-queue", "memcached", "viommu-lab",
-      "flush-queue", "sac", 16, 200, 23, 23, false },
-    { "nic64k/viommu-lab/strict", "nic64k", "viommu-lab", "strict", "sac",
-      32, 12, 97, 2, true },
+    { "memcached-16cpu-xl710/viommu-lab/flush-queue", "memcached-16cpu-xl710",
+      "viommu-lab", "flush-queue", "sac", 16, 200, 23, 23, false },
+    { "cx4-64k-32bit-exhausted/viommu-lab/strict", "cx4-64k-32bit-exhausted",
+      "viommu-lab", "strict", "sac", 32, 12, 97, 2, true },
 };
 
 typedef enum CtState {
@@ -507,6 +506,15 @@ static void ct_run_steps(CtRun *r, unsigned cpu, const ViommuSimStep *s,
                 *slot = NULL;
             }
             break;
+        case VIOMMU_SIM_UNMAP_POST:
+            /* the completion runs on CPU value: its mailbox unmaps it */
+            g_assert_cmpuint(s->arg, <, r->nslots);
+            slot = &r->slots[cpu * r->nslots + s->arg];
+            if (*slot) {
+                g_queue_push_tail(&r->mailbox[s->value % r->ncpus], *slot);
+                *slot = NULL;
+            }
+            break;
         case VIOMMU_SIM_MAP_POST:
             g_queue_push_tail(&r->mailbox[s->arg % r->ncpus],
                               ct_map(r, cpu, s->device, s->value));
@@ -638,7 +646,23 @@ static void ct_test(const void *opaque)
     uint64_t setup_maps;
 
     r.skip_invalidation = getenv("VIOMMU_CT_SKIP_INVALIDATION") != NULL;
-    r.w = viommu_sim_workload_new(c->workload, c->cpus, 1);
+    {
+        ViommuSimParams *p = viommu_sim_params_new();
+        g_autofree char *cpus = g_strdup_printf("%u", c->cpus);
+        char err[256];
+
+        g_assert_nonnull(p);
+        if (viommu_sim_params_load_case(p, c->workload, NULL, err, sizeof(err)) ||
+            viommu_sim_params_set(p, "cpus", cpus, err, sizeof(err)) ||
+            viommu_sim_params_set(p, "sockets", "1", err, sizeof(err)) ||
+            viommu_sim_params_set(p, "seed", "1", err, sizeof(err))) {
+            g_test_message("case %s (in %s): %s", c->workload,
+                           viommu_sim_cases_dir(), err);
+            g_assert_not_reached();
+        }
+        r.w = viommu_sim_workload_from_params(p);
+        viommu_sim_params_free(p);
+    }
     g_assert_nonnull(r.w);
     r.ncpus = viommu_sim_workload_cpus(r.w);
     r.nslots = viommu_sim_workload_slots(r.w);

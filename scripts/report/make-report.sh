@@ -4,7 +4,7 @@
 # build/report/report.md and its SVG plots (docs/simulation.rst, "Report").
 #
 #   VIOMMU_SIM=path/to/viommu-sim   use this binary instead of building
-#   REPORT_QUICK=1                  fewer CPU counts in the sweeps
+#   REPORT_FULL=1                   sweeps over 1..64 CPUs and every configuration
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
@@ -14,4 +14,4 @@ if [ -z "${VIOMMU_SIM:-}" ]; then
 fi
 [ -x "$VIOMMU_SIM" ] || { echo "make-report: no viommu-sim at $VIOMMU_SIM" >&2; exit 1; }
 exec python3 "$top/scripts/report/make_report.py" --sim "$VIOMMU_SIM" --out "$build/report" \
-    ${REPORT_QUICK:+--quick}
+    ${REPORT_FULL:+--full}
