@@ -604,8 +604,8 @@ bool Params::validate(std::string *error) const
         if (i && !(i->applies & kind))
             return fail("--" + g + " does not apply to --workload " + workload);
     }
-    if (cpus % sockets)
-        return fail("--sockets " + std::to_string(sockets) + ": does not divide --cpus " +
+    if (sockets > cpus)
+        return fail("--sockets " + std::to_string(sockets) + ": more sockets than --cpus " +
                     std::to_string(cpus));
     if (workload == "forward" && devices % 2)
         return fail("--devices " + std::to_string(devices) +

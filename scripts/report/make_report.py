@@ -248,7 +248,7 @@ def sweeps(sim, out, cpus_list, md):
     for case, configs in SWEEPS.items():
         rel, spin = [], []
         for c in configs:
-            rs = [(n, sim.run(case, c, "--cpus", n)) for n in cpus_list]
+            rs = [(n, sim.run(case, c, "--cpus", n, "--sockets", 1)) for n in cpus_list]
             rel.append((c, [(n, r["relative_to_no_iommu"]) for n, r in rs]))
             spin.append((c, [(n, r["spin_share"]) for n, r in rs]))
         line_chart(os.path.join(out, f"{case}-throughput.svg"), f"{case}: throughput relative to no IOMMU",

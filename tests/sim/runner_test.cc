@@ -173,7 +173,7 @@ TEST(Simulator, RejectsBadConfigurations)
              {{{"workload", "nic"}, {"irq-affinity", "spread"}, {"irq-cpus", "0-99"}},
               "--irq-cpus"},
              {{{"workload", "forward"}, {"devices", "3"}}, "--devices"},
-             {{{"cpus", "6"}, {"sockets", "4"}}, "--sockets"},
+             {{{"cpus", "2"}, {"sockets", "4"}}, "--sockets"},
              {{{"workload", "map-bench"}, {"cpus", "4"}, {"threads", "8"}}, "--threads"},
              {{{"duration", "1ms"}, {"ops-per-cpu", "10"}}, "--duration"},
          }) {
