@@ -109,8 +109,8 @@ bool parse_cpus(const std::string &s, std::vector<std::string> &out)
     size_t start = 0;
     while (start <= s.size()) {
         size_t comma = s.find(',', start);
-        std::string one = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                     : comma - start);
+        std::string one =
+            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         if (one.empty())
             return false;
         out.push_back(one);

@@ -177,8 +177,9 @@ const std::vector<Info> &table()
          "and nginx (request/response over a NIC)",
          choice_field(&Params::workload,
                       {"block", "nic", "forward", "map-bench", "memcached", "nginx"})},
-        {"cpus", "CPUs", "16", all, "CPUs of the machine (a list 4,16,32 on the command line "
-                                    "runs a sweep)",
+        {"cpus", "CPUs", "16", all,
+         "CPUs of the machine (a list 4,16,32 on the command line "
+         "runs a sweep)",
          uint_field(&Params::cpus, 1, 256)},
         {"sockets", "sockets", "1", all,
          "sockets the CPUs are spread over (recorded; the cost model charges every transfer as "
@@ -409,7 +410,8 @@ std::optional<SizeMix> SizeMix::parse(std::string_view s, std::string *error)
     size_t start = 0;
     while (start <= s.size()) {
         size_t comma = s.find(',', start);
-        std::string_view alt = s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
+        std::string_view alt =
+            s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
         Alt a;
         size_t colon = alt.find(':');
         std::string_view sizes = alt.substr(0, colon);
@@ -422,10 +424,12 @@ std::optional<SizeMix> SizeMix::parse(std::string_view s, std::string *error)
         size_t p = 0;
         while (p <= sizes.size()) {
             size_t plus = sizes.find('+', p);
-            std::string_view one = sizes.substr(p, plus == std::string_view::npos ? sizes.npos : plus - p);
+            std::string_view one =
+                sizes.substr(p, plus == std::string_view::npos ? sizes.npos : plus - p);
             uint64_t b;
             if (!parse_bytes(one, b) || b == 0 || b > (uint64_t{1} << 30))
-                return fail("bad size '" + std::string(one) + "' (bytes from 1 to 1G, e.g. 4096 or 64K)");
+                return fail("bad size '" + std::string(one) +
+                            "' (bytes from 1 to 1G, e.g. 4096 or 64K)");
             a.bytes.push_back(b);
             if (plus == std::string_view::npos)
                 break;
@@ -772,7 +776,8 @@ bool load_case(const std::string &path_in, const std::string &config, Params &p,
             continue;
         if (k == "name" || k == "models" || k == "sources" || k[0] == '_')
             continue;
-        return fail("unknown key \"" + k + "\" (name, models, sources, parameters, configurations)");
+        return fail("unknown key \"" + k +
+                    "\" (name, models, sources, parameters, configurations)");
     }
     const json::Value *params = doc->find("parameters");
     if (!params)
@@ -795,8 +800,7 @@ bool load_case(const std::string &path_in, const std::string &config, Params &p,
         return fail("configurations." + config + ": must be an object");
     for (const auto &[k, v] : c->members())
         if (k != "about" && k != "parameters" && k[0] != '_')
-            return fail("configurations." + config + "." + k +
-                        ": unknown key (about, parameters)");
+            return fail("configurations." + config + "." + k + ": unknown key (about, parameters)");
     if (const json::Value *cp = c->find("parameters"))
         return apply_parameters(path, "configurations." + config + ".parameters", *cp, p, error);
     return true;

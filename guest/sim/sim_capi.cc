@@ -71,8 +71,8 @@ int viommu_sim_params_set(ViommuSimParams *p, const char *name, const char *valu
     }
 }
 
-int viommu_sim_params_load_case(ViommuSimParams *p, const char *path, const char *config,
-                                char *err, size_t errlen)
+int viommu_sim_params_load_case(ViommuSimParams *p, const char *path, const char *config, char *err,
+                                size_t errlen)
 {
     if (!p || !path)
         return report("viommu_sim_params_load_case: NULL argument", err, errlen);

@@ -675,15 +675,13 @@ std::string SimResult::json() const
     bool cmdq = iommu && config.iommu == "smmuv3" && inv.submissions;
     auto opt = [](bool have, double v) { return have ? num(v) : std::string("null"); };
     std::string o = "{\"config\":" + config.json();
-    o += ",\"ops_per_s\":" + num(throughput) +
-         ",\"relative_to_no_iommu\":" + num(relative) +
+    o += ",\"ops_per_s\":" + num(throughput) + ",\"relative_to_no_iommu\":" + num(relative) +
          ",\"no_iommu_ops_per_s\":" + num(baseline_throughput) +
          ",\"op_latency_ns\":" + num(latency_ns) +
          ",\"no_iommu_op_latency_ns\":" + num(baseline_latency_ns) +
          ",\"spin_share\":" + opt(iommu, spin_share) +
          ",\"allocator_retries\":" + opt(iommu && maps, allocator_retries) +
-         ",\"cmdq_owner_share\":" + opt(cmdq, inv.owner_share()) +
-         ",\"cmdq_poll_ns\":" +
+         ",\"cmdq_owner_share\":" + opt(cmdq, inv.owner_share()) + ",\"cmdq_poll_ns\":" +
          opt(cmdq, double(inv.owner_poll_ns + inv.nonowner_poll_ns) / double(inv.submissions)) +
          ",\"cmdq_owner_poll_ns\":" + opt(cmdq && inv.owners, inv.mean_poll_ns(true)) +
          ",\"cmdq_nonowner_poll_ns\":" +
@@ -691,8 +689,7 @@ std::string SimResult::json() const
          ",\"cmdq_owner_issue_ns\":" + opt(cmdq && inv.owners, inv.mean_issue_ns(true)) +
          ",\"cmdq_nonowner_issue_ns\":" +
          opt(cmdq && inv.submissions > inv.owners, inv.mean_issue_ns(false)) +
-         ",\"maps\":" + std::to_string(maps) +
-         ",\"retried_maps\":" + std::to_string(retried_maps) +
+         ",\"maps\":" + std::to_string(maps) + ",\"retried_maps\":" + std::to_string(retried_maps) +
          ",\"cpu_time_ns\":" + std::to_string(cpu_time_ns) + ",\"cycles\":[";
     for (size_t i = 0; i < cycles.size(); i++) {
         const CycleShare &c = cycles[i];

@@ -40,7 +40,7 @@ struct LockSiteProfile {
 // Where the CPU time of the measured window went; the entries add up to
 // all of it (as perf's profile adds up to 100% of the samples).
 struct CycleShare {
-    std::string what;  // "spin", "work", "device-wait", "allocator", ...
+    std::string what;        // "spin", "work", "device-wait", "allocator", ...
     std::string lock, site;  // for "spin"
     Nanos ns = 0;
 };

@@ -208,7 +208,7 @@ private:
     bool mailbox_ = false;
 };
 
-constexpr std::array<std::string_view, 6> workload_names{"block", "nic",       "forward",
+constexpr std::array<std::string_view, 6> workload_names{"block",     "nic",       "forward",
                                                          "map-bench", "memcached", "nginx"};
 
 std::string unit_of(std::string_view w)

@@ -34,7 +34,7 @@ struct DeviceSpec {
 
 struct WorkloadInfo {
     std::string name;
-    std::string unit;  // what one transaction is: "transactions", "packets", ...
+    std::string unit;   // what one transaction is: "transactions", "packets", ...
     unsigned cpus = 1;  // simulated CPUs
     unsigned granule_shift = 12;
     unsigned slots_per_cpu = 0;

@@ -437,21 +437,26 @@ TEST(ViommuLab, AtLeastAsGoodAsEveryKernelVariantOnEveryWorkload)
     };
     std::vector<W> all = {
         {{"memcached-16cpu-xl710", "viommu-lab", "flush-queue"},
-         {{"memcached-16cpu-xl710", "linux-4.7", "percpu-defer"}, {"memcached-16cpu-xl710", "linux-6.7", "flush-queue"}},
+         {{"memcached-16cpu-xl710", "linux-4.7", "percpu-defer"},
+          {"memcached-16cpu-xl710", "linux-6.7", "flush-queue"}},
          0.9},
         {{"ovs-forward-64b", "viommu-lab", "flush-queue"},
-         {{"ovs-forward-64b", "linux-4.7", "percpu-defer"}, {"ovs-forward-64b", "linux-6.7", "flush-queue"}},
+         {{"ovs-forward-64b", "linux-4.7", "percpu-defer"},
+          {"ovs-forward-64b", "linux-6.7", "flush-queue"}},
          0.7},
-        {{"nginx-rbtree-regression", "viommu-lab", "flush-queue"}, {{"nginx-rbtree-regression", "linux-6.7", "flush-queue"}}, 0.9},
+        {{"nginx-rbtree-regression", "viommu-lab", "flush-queue"},
+         {{"nginx-rbtree-regression", "linux-6.7", "flush-queue"}},
+         0.9},
         {nic("viommu-lab", "sac"), {nic("linux-6.7", "sac-once"), nic("linux-6.7", "sac")}, 0.75},
-        {{"hns-dsaf-probe", "viommu-lab", "strict"}, {{"hns-dsaf-probe", "linux-6.7", "strict"}}, 0.0},
+        {{"hns-dsaf-probe", "viommu-lab", "strict"},
+         {{"hns-dsaf-probe", "linux-6.7", "strict"}},
+         0.0},
     };
     for (const W &w : all) {
         SimResult lab = run(w.lab);
         EXPECT_GT(lab.relative, w.floor) << w.lab.file;
         for (const Case &k : w.kernel)
-            EXPECT_GE(lab.relative, 0.98 * run(k).relative)
-                << w.lab.file << " vs " << k.allocator;
+            EXPECT_GE(lab.relative, 0.98 * run(k).relative) << w.lab.file << " vs " << k.allocator;
     }
     // strict NVMe is bound by the invalidation queue, whatever allocates
     Case lab{"nvme-smmuv3-cmdq", "viommu-lab", "strict", "smmu-lockfree"};

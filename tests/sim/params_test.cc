@@ -27,9 +27,9 @@ TEST(Json, ParsesStrictJson)
 
 TEST(Json, RejectsWhatIsNotJsonWithItsPosition)
 {
-    for (const char *bad : {"{\"a\": 1,}", "[1, 2,]", "{\"a\": 1, \"a\": 2}", "{a: 1}",
-                            "// c\n{}", "{\"a\": 01}", "{\"a\": 1} x", "{\"a\": \"\\q\"}",
-                            "{\"a\": tru}", "[\"\\ud800\"]", "", "{\"a\": \"\n\"}"}) {
+    for (const char *bad : {"{\"a\": 1,}", "[1, 2,]", "{\"a\": 1, \"a\": 2}", "{a: 1}", "// c\n{}",
+                            "{\"a\": 01}", "{\"a\": 1} x", "{\"a\": \"\\q\"}", "{\"a\": tru}",
+                            "[\"\\ud800\"]", "", "{\"a\": \"\n\"}"}) {
         std::string err;
         EXPECT_FALSE(json::parse(bad, &err)) << bad;
         EXPECT_EQ(err.rfind("line ", 0), 0u) << bad << ": " << err;
@@ -68,10 +68,17 @@ TEST(Params, ParsesUnitsMixesAndCpuLists)
 
 TEST(Params, BadValuesNameTheParameter)
 {
-    for (auto [k, v] : {std::pair{"cpus", "0"}, {"cpus", "x"}, {"page-size", "8192"},
-                        {"dma-mask-bits", "16"}, {"block-size", "4096:0"}, {"block-size", ""},
-                        {"duration", "5 minutes"}, {"workload", "fio"}, {"cmdq", "ticket"},
-                        {"setup-fill", "maybe"}, {"iodepth", "-1"}}) {
+    for (auto [k, v] : {std::pair{"cpus", "0"},
+                        {"cpus", "x"},
+                        {"page-size", "8192"},
+                        {"dma-mask-bits", "16"},
+                        {"block-size", "4096:0"},
+                        {"block-size", ""},
+                        {"duration", "5 minutes"},
+                        {"workload", "fio"},
+                        {"cmdq", "ticket"},
+                        {"setup-fill", "maybe"},
+                        {"iodepth", "-1"}}) {
         Params p;
         std::string err;
         EXPECT_FALSE(p.set(k, v, &err)) << k << " " << v;

@@ -93,9 +93,8 @@ TEST(Simulator, IommuCostsThroughputAndSpinTimeIsAccountedPerSite)
 TEST(Simulator, EveryVariantRunsEveryWorkloadWithoutFailedMaps)
 {
     for (std::string_view v : viommu::iova::Allocator::variants())
-        for (std::string_view w :
-             {"memcached-16cpu-xl710", "ovs-forward-64b", "nginx-rbtree-regression",
-              "nvme-smmuv3-cmdq"}) {
+        for (std::string_view w : {"memcached-16cpu-xl710", "ovs-forward-64b",
+                                   "nginx-rbtree-regression", "nvme-smmuv3-cmdq"}) {
             SimConfig c;
             std::string lerr;
             ASSERT_TRUE(load_case(std::string(w), "", c, &lerr)) << lerr;
@@ -185,8 +184,11 @@ TEST(Simulator, RejectsBadConfigurations)
 
 TEST(Simulator, RunsUpTo256Cpus)
 {
-    SimConfig c = from_args({{"workload", "block"}, {"cpus", "256"}, {"ops-per-cpu", "20"},
-                             {"warmup", "32"}, {"allocator", "viommu-lab"}});
+    SimConfig c = from_args({{"workload", "block"},
+                             {"cpus", "256"},
+                             {"ops-per-cpu", "20"},
+                             {"warmup", "32"},
+                             {"allocator", "viommu-lab"}});
     auto r = simulate(c);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->cpus, 256u);
@@ -199,13 +201,23 @@ TEST(Simulator, SetupsThatAreNoCaseRunDeterministically)
     // and 12 NVMe drives at queue depth 128 on 128 CPUs
     std::vector<SimConfig> setups;
     for (const char *q : {"spinlock", "cmpxchg", "fetch-add"})
-        setups.push_back(from_args({{"workload", "map-bench"}, {"cpus", "64"}, {"iommu", "smmuv3"},
-                                    {"cmdq", q}, {"flush", "strict"}, {"allocator", "linux-6.7"},
-                                    {"cpu-ns-per-op", "200"}, {"ops-per-cpu", "50"}}));
-    setups.push_back(from_args({{"workload", "block"}, {"cpus", "128"}, {"devices", "12"},
-                                {"iodepth", "128"}, {"cpu-ns-per-op", "3000"},
-                                {"device-ns-per-op", "1000"}, {"ops-per-cpu", "20"},
-                                {"warmup", "0"}, {"allocator", "linux-6.7"}}));
+        setups.push_back(from_args({{"workload", "map-bench"},
+                                    {"cpus", "64"},
+                                    {"iommu", "smmuv3"},
+                                    {"cmdq", q},
+                                    {"flush", "strict"},
+                                    {"allocator", "linux-6.7"},
+                                    {"cpu-ns-per-op", "200"},
+                                    {"ops-per-cpu", "50"}}));
+    setups.push_back(from_args({{"workload", "block"},
+                                {"cpus", "128"},
+                                {"devices", "12"},
+                                {"iodepth", "128"},
+                                {"cpu-ns-per-op", "3000"},
+                                {"device-ns-per-op", "1000"},
+                                {"ops-per-cpu", "20"},
+                                {"warmup", "0"},
+                                {"allocator", "linux-6.7"}}));
     for (const SimConfig &c : setups) {
         std::string err;
         auto a = simulate(c, CostModel::standard(), &err);
@@ -226,8 +238,11 @@ TEST(Simulator, SetupsThatAreNoCaseRunDeterministically)
 TEST(Simulator, DeviceServiceTimeBoundsThroughput)
 {
     // one device at 1 us per I/O cannot complete more than 1 M I/Os per second
-    SimConfig c = from_args({{"workload", "block"}, {"cpus", "8"}, {"iodepth", "4"},
-                             {"cpu-ns-per-op", "1000"}, {"device-ns-per-op", "1000"},
+    SimConfig c = from_args({{"workload", "block"},
+                             {"cpus", "8"},
+                             {"iodepth", "4"},
+                             {"cpu-ns-per-op", "1000"},
+                             {"device-ns-per-op", "1000"},
                              {"allocator", "none"}});
     auto r = simulate(c);
     ASSERT_TRUE(r);

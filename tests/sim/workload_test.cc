@@ -79,7 +79,7 @@ struct Replay {
 // setups that exercise cross-CPU completions and several queues and domains.
 std::vector<std::string> setups()
 {
-    std::vector<std::string> v = {"case:memcached-16cpu-xl710", "case:ovs-forward-64b",
+    std::vector<std::string> v = {"case:memcached-16cpu-xl710",   "case:ovs-forward-64b",
                                   "case:nginx-rbtree-regression", "case:nvme-smmuv3-cmdq",
                                   "case:cx4-64k-32bit-exhausted", "case:hns-dsaf-probe"};
     for (std::string_view n : Workload::names())
@@ -102,14 +102,22 @@ std::unique_ptr<Workload> make(const std::string &setup, unsigned cpus = 0)
         if (setup == "kind:forward")
             EXPECT_TRUE(p.set("devices", "2", &err)) << err;
     } else if (setup == "block-spread") {
-        for (auto [k, v] : {std::pair{"workload", "block"}, {"cpus", "8"}, {"devices", "3"},
-                            {"queues-per-device", "2"}, {"iodepth", "16"},
-                            {"block-size", "4096:3,65536:1"}, {"irq-affinity", "spread"},
-                            {"irq-cpus", "0-1"}, {"domains-per-device", "2"}})
+        for (auto [k, v] : {std::pair{"workload", "block"},
+                            {"cpus", "8"},
+                            {"devices", "3"},
+                            {"queues-per-device", "2"},
+                            {"iodepth", "16"},
+                            {"block-size", "4096:3,65536:1"},
+                            {"irq-affinity", "spread"},
+                            {"irq-cpus", "0-1"},
+                            {"domains-per-device", "2"}})
             EXPECT_TRUE(p.set(k, v, &err)) << err;
     } else {
-        for (auto [k, v] : {std::pair{"workload", "nic"}, {"cpus", "6"}, {"tx-window", "16"},
-                            {"irq-affinity", "single"}, {"irq-cpus", "5-5"}})
+        for (auto [k, v] : {std::pair{"workload", "nic"},
+                            {"cpus", "6"},
+                            {"tx-window", "16"},
+                            {"irq-affinity", "single"},
+                            {"irq-cpus", "5-5"}})
             EXPECT_TRUE(p.set(k, v, &err)) << err;
     }
     if (cpus)
@@ -227,8 +235,8 @@ TEST(Workload, BlockKeepsDevicesTimesQueuesTimesIodepthOutstanding)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "block"}, {"cpus", "16"}, {"devices", "12"},
-                        {"iodepth", "128"}})
+    for (auto [k, v] :
+         {std::pair{"workload", "block"}, {"cpus", "16"}, {"devices", "12"}, {"iodepth", "128"}})
         ASSERT_TRUE(p.set(k, v, &err)) << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
@@ -258,8 +266,11 @@ TEST(Workload, SpreadCompletionsRunOnTheInterruptCpus)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "nginx"}, {"cpus", "16"}, {"tx-window", "0"},
-                        {"irq-affinity", "spread"}, {"irq-cpus", "25%"}})
+    for (auto [k, v] : {std::pair{"workload", "nginx"},
+                        {"cpus", "16"},
+                        {"tx-window", "0"},
+                        {"irq-affinity", "spread"},
+                        {"irq-cpus", "25%"}})
         ASSERT_TRUE(p.set(k, v, &err)) << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
@@ -277,8 +288,11 @@ TEST(Workload, MapBenchMapsAndUnmapsEachOperation)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "map-bench"}, {"cpus", "64"}, {"threads", "8"},
-                        {"block-size", "4096"}, {"cpu-ns-per-op", "0"}})
+    for (auto [k, v] : {std::pair{"workload", "map-bench"},
+                        {"cpus", "64"},
+                        {"threads", "8"},
+                        {"block-size", "4096"},
+                        {"cpu-ns-per-op", "0"}})
         ASSERT_TRUE(p.set(k, v, &err)) << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
@@ -308,7 +322,8 @@ TEST(WorkloadCApi, ReplaysTheSameStepsAsCpp)
     ViommuSimParams *p = viommu_sim_params_new();
     ASSERT_NE(p, nullptr);
     char err[160];
-    ASSERT_EQ(viommu_sim_params_load_case(p, "ovs-forward-64b", nullptr, err, sizeof err), 0) << err;
+    ASSERT_EQ(viommu_sim_params_load_case(p, "ovs-forward-64b", nullptr, err, sizeof err), 0)
+        << err;
     ASSERT_EQ(viommu_sim_params_set(p, "cpus", "2", err, sizeof err), 0) << err;
     ASSERT_EQ(viommu_sim_params_set(p, "seed", "9", err, sizeof err), 0) << err;
     EXPECT_STREQ(viommu_sim_params_get(p, "cpu-ns-per-op"), "1600");
