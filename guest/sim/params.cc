@@ -491,6 +491,10 @@ bool Params::set(std::string_view name, std::string_view value, std::string *err
         return false;
     }
     given.insert(std::string(name));
+    // a change to VT-d drops a command-queue choice made before (a case
+    // file's SMMUv3 setup run on VT-d); --cmdq after it is still an error
+    if (name == "iommu" && iommu == "vtd")
+        given.erase("cmdq");
     return true;
 }
 

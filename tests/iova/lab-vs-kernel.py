@@ -28,11 +28,18 @@ CASES = [
 ]
 
 
+# the simulator's case files (cases/*.json) of these workloads
+CASE_FILES = {"memcached": "memcached-16cpu-xl710", "forwarding": "ovs-forward-64b",
+              "nginx": "nginx-rbtree-regression", "nvme": "nvme-smmuv3-cmdq",
+              "nic64k": "cx4-64k-32bit-exhausted"}
+
+
 def run(sim, wl, variant, flush, invq, dma, drain, cpus):
-    args = [sim, "--json", "--workload", wl, "--allocator", variant, "--flush", flush,
-            "--invq", invq, "--dma", dma, "--cpus", cpus]
+    args = [sim, "--json", "--case", CASE_FILES[wl], "--sockets", "1", "--allocator", variant,
+            "--flush", flush, "--dma", dma, "--cpus", cpus]
+    args += ["--iommu", "vtd"] if invq == "vtd" else ["--iommu", "smmuv3", "--cmdq", "cmpxchg"]
     if drain:
-        args += ["--rcache-drain-us", str(drain)]
+        args += ["--rcache-drain", f"{drain}us"]
     out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
     return {r["config"]["cpus"]: r["relative"] for r in (out if isinstance(out, list) else [out])}
 
