@@ -118,8 +118,10 @@ def shown(f, v):
 
 
 def short(q, n=90):
+    """A quote shortened for a table cell (its '|' escaped for markdown)."""
     q = " ".join(q.split())
-    return q if len(q) <= n else q[:n - 3] + "..."
+    q = q if len(q) <= n else q[:n - 3] + "..."
+    return q.replace("|", "\\|")
 
 
 def scoring(sim, cost, md):
