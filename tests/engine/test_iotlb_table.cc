@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -239,32 +241,49 @@ TEST(IotlbTable, SuperpagesAndPagingStructureEntries)
 
 // Lock-free readers against a writer that keeps replacing entries: every
 // value a reader gets belongs to the key it asked for (frames encode the
-// key and a version), so a torn read would show.
+// key and a version), so a torn read would show.  The interleaving is
+// forced by step counts, not left to the scheduler: after each ROUND
+// writer operations the writer waits until each reader has had a hit in a
+// lookup begun after the round ended (half of each reader's lookups ask for
+// the page the writer is writing or wrote last, present while it waits), so
+// the readers run between every two rounds of writes and each counts at
+// least ROUNDS hits however the threads are scheduled.
 TEST(IotlbTable, ConcurrentReadersNeverSeeTornEntries)
 {
+    constexpr unsigned READERS = 2;
+    constexpr uint64_t OPS = 300000, ROUND = 10000, ROUNDS = OPS / ROUND;
+    static_assert(ROUND % 5 == 0, "each round ends with an insert (see v % 5 below)");
     Iotlb tlb(64);
-    std::atomic<bool> stop{false};
-    std::atomic<uint64_t> bad{0}, seen{0};
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> hot{0};  // the page the writer writes now or wrote last
+    std::atomic<uint64_t> bad{0};
+    std::atomic<uint64_t> rounds_done{0};
+    // Per reader: hits, and the value of rounds_done before its latest hit.
+    std::array<std::atomic<uint64_t>, READERS> hits{}, hit_after{};
     auto frame_of = [](uint64_t page, uint64_t version) {
         return ((page << 20) | (version & 0xfffff)) * PAGE;
     };
     std::vector<std::thread> readers;
-    for (int t = 0; t < 2; t++) {
+    for (unsigned t = 0; t < READERS; t++) {
         readers.emplace_back([&, t] {
             std::mt19937_64 rng(t);
-            while (!stop.load(std::memory_order_relaxed)) {
-                uint64_t page = rng() % 256;
+            for (uint64_t i = 0; !done.load(); i++) {
+                uint64_t round = rounds_done.load();
+                uint64_t page = i % 2 ? hot.load(std::memory_order_relaxed) : rng() % 256;
                 if (auto leaf = tlb.lookup(1, page * PAGE)) {
-                    seen.fetch_add(1, std::memory_order_relaxed);
-                    if ((leaf->phys / PAGE) >> 20 != page || leaf->perm != 3)
+                    if ((leaf->phys / PAGE) >> 20 != page || leaf->perm != 3 || leaf->level != 1)
                         bad.fetch_add(1);
+                    hits[t].fetch_add(1);
+                    hit_after[t].store(round);
                 }
             }
         });
     }
     std::mt19937_64 rng(99);
-    for (uint64_t v = 0; v < 300000; v++) {
+    std::string writer_error;
+    for (uint64_t v = 0; v < OPS && writer_error.empty(); v++) {
         uint64_t page = rng() % 256;
+        hot.store(page, std::memory_order_relaxed);
         if (v % 5 == 0) {
             bool as_domain = false;
             tlb.invalidate_pages(1, page * PAGE, 1, false, as_domain);
@@ -272,12 +291,27 @@ TEST(IotlbTable, ConcurrentReadersNeverSeeTornEntries)
             auto token = tlb.prepare_fill(1);
             tlb.insert(1, page * PAGE, {frame_of(page, v), 1, 3}, token);
         }
+        if ((v + 1) % ROUND)
+            continue;
+        // The round's last operation inserted `hot`: no other writer, so
+        // it stays present until this thread writes again.
+        if (!tlb.lookup(1, page * PAGE)) {
+            writer_error = "the writer's own insert is missing at v " + std::to_string(v);
+            break;
+        }
+        uint64_t round = (v + 1) / ROUND;
+        rounds_done.store(round);
+        for (unsigned t = 0; t < READERS; t++)
+            while (hit_after[t].load() < round)
+                std::this_thread::yield();
     }
-    stop = true;
+    done = true;
     for (auto &r : readers)
         r.join();
+    EXPECT_EQ(writer_error, "");
     EXPECT_EQ(bad.load(), 0u);
-    EXPECT_GT(seen.load(), 0u);
+    for (unsigned t = 0; t < READERS; t++)
+        EXPECT_GE(hits[t].load(), ROUNDS) << "reader " << t;
 }
 
 }  // namespace
