@@ -6,7 +6,7 @@
 
 namespace viommu::iova {
 
-void InstrumentedLock::spin()
+void InstrumentedLock::spin() const
 {
     for (unsigned n = 0;; n++) {
         while (word_.load(std::memory_order_relaxed)) {

@@ -79,15 +79,34 @@ public:
     unsigned instance() const { return instance_; }
     // Read only while no one can take the lock, or accept torn figures.
     const LockStats &stats() const { return stats_; }
-    void reset_stats() { stats_ = {}; }
+    // A copy, and a reset, taken while holding the lock (not counted as an
+    // acquisition): safe while other threads (a timer) may take it.
+    LockStats snapshot() const
+    {
+        acquire();
+        LockStats copy = stats_;
+        word_.store(false, std::memory_order_release);
+        return copy;
+    }
+    void reset_stats()
+    {
+        acquire();
+        stats_ = {};
+        word_.store(false, std::memory_order_release);
+    }
 
 private:
-    bool try_once()
+    void acquire() const
+    {
+        if (!try_once())
+            spin();
+    }
+    bool try_once() const
     {
         return !word_.load(std::memory_order_relaxed) &&
                !word_.exchange(true, std::memory_order_acquire);
     }
-    void spin();
+    void spin() const;
     bool sampled() const
     {
         const unsigned shift = env_.lock_sample_shift;
@@ -101,7 +120,7 @@ private:
     std::string name_;
     unsigned instance_;
     bool timed_;
-    alignas(64) std::atomic<bool> word_{false};
+    alignas(64) mutable std::atomic<bool> word_{false};
     Site site_ = Site::alloc;
     bool timing_ = false;  // this acquisition is timed
     Nanos held_since_ = 0;

@@ -259,7 +259,7 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
     auto collect = [&](const std::vector<const iova::InstrumentedLock *> &locks) {
         for (const auto *l : locks)
             for (unsigned s = 0; s < unsigned(iova::Site::count_); s++) {
-                const auto &st = l->stats()[s];
+                const iova::SiteLockStats st = l->snapshot()[s];  // a timer may hold it
                 if (!st.acquisitions)
                     continue;
                 std::string site = iova::site_name(iova::Site(s));
