@@ -7,23 +7,52 @@
 
 Prints "passed failed skipped" on one line.  A file that is missing or
 unreadable counts as one failure: a suite that produced no results failed.
+
+A test program can fail after all its cases passed (a sanitizer report at
+exit, a crash in teardown), and meson then still copies the cases' passes
+into the JUnit log: for FILE ending in .junit.xml, meson's .json log beside
+it is read too, and each test it says failed adds one failure unless one of
+its cases already failed.
 """
+import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
 
 
+FAILED_RESULTS = {"FAIL", "ERROR", "TIMEOUT", "INTERRUPT", "UNEXPECTEDPASS"}
+
+
 def junit(path):
     p = f = s = 0
     root = ET.parse(path).getroot()
-    for case in root.iter("testcase"):
-        kinds = {child.tag for child in case}
-        if kinds & {"failure", "error"}:
-            f += 1
-        elif "skipped" in kinds:
-            s += 1
-        else:
-            p += 1
+    failed_in = set()  # suite and case names holding a failed case
+    for suite in root.iter("testsuite"):
+        for case in suite.iter("testcase"):
+            kinds = {child.tag for child in case}
+            if kinds & {"failure", "error"}:
+                f += 1
+                failed_in.add(suite.get("name", ""))
+                failed_in.add(case.get("name", ""))
+            elif "skipped" in kinds:
+                s += 1
+            else:
+                p += 1
+    log = path[: -len(".junit.xml")] + ".json" if path.endswith(".junit.xml") else None
+    if log and os.path.exists(log):
+        with open(log, errors="replace") as fh:
+            for line in fh:
+                try:
+                    t = json.loads(line)
+                except ValueError:
+                    continue
+                name = t.get("name", "")
+                if t.get("result") not in FAILED_RESULTS:
+                    continue
+                # gtest suites are named "<project>.<test name>.<case suite>"
+                if not any(n == name or f".{name}." in n for n in failed_in):
+                    f += 1
     return p, f, s
 
 
