@@ -4,6 +4,9 @@
 #
 #   SUITES="unit qtest glue guest profile"   which suites to run (default: all)
 #
+# The unit suite also runs the multi-threaded tests built with ThreadSanitizer
+# (build/standalone-tsan); they are reported on a line of their own ("tsan").
+#
 # Each suite's results are counted case by case (GoogleTest cases, TAP lines);
 # the last line is "N passed, N failed" (", N skipped" when any were skipped),
 # and the exit status is non-zero when anything failed.
@@ -53,6 +56,22 @@ if wants unit; then
         count unit junit "$BUILD/standalone/meson-logs/testlog.junit.xml"
     else
         fail_setup "the standalone build failed (see above)" unit
+    fi
+    # The multi-threaded tests again under ThreadSanitizer: any report fails
+    # the test (halt_on_error); TSan slows them 5-20x, hence the multiplier.
+    say "unit tests: building the multi-threaded tests with ThreadSanitizer (build/standalone-tsan)"
+    if bash "$TOP/scripts/build-standalone.sh" tsan; then
+        say "unit tests: running them under ThreadSanitizer"
+        rm -f "$BUILD"/standalone-tsan/*.xml
+        # shellcheck disable=SC2046  # a word list of test names
+        TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" \
+            meson test -C "$BUILD/standalone-tsan" --no-rebuild --print-errorlogs \
+            --timeout-multiplier 5 $(bash "$TOP/scripts/build-standalone.sh" --tsan-tests) \
+            >"$logs/unit-tsan.log" 2>&1
+        tail -n 8 "$logs/unit-tsan.log" | sed 's/^/    /'
+        count tsan junit "$BUILD/standalone-tsan/meson-logs/testlog.junit.xml"
+    else
+        fail_setup "the ThreadSanitizer build failed (see above)" tsan
     fi
 fi
 
