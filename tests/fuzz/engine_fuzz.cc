@@ -13,6 +13,11 @@
 //    at least what was asked, and is either the identity (translation off,
 //    or a pass-through context the engine read) or the address of a leaf
 //    PTE the engine read from guest RAM, with no permission the PTE lacks;
+//  - reference walk: once every change to the entries a fresh walk of the
+//    guest's tables reads is covered by the invalidations the VT-d
+//    specification asks for (completed: register-based, or queued and
+//    followed by a wait descriptor whose status write happened), the
+//    translation is the one the fresh walk gives;
 //  - the engine writes guest RAM only during a register write, only the
 //    4-byte status of a wait descriptor it just fetched from inside the
 //    queue the guest programmed, at that descriptor's address and value;
@@ -20,7 +25,13 @@
 //  - invalid register accesses read 0 and change nothing; GSTS has only
 //    TES/RTPS/QIES; migration round-trips; load of a damaged blob fails
 //    cleanly or leaves a consistent device.
+//
+// Speed: the host, its guest RAM and one engine per configuration live
+// across inputs; each input starts with vtd_engine_reset() and zeroed RAM,
+// so an input behaves the same whether it runs first or after others.
+#include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -33,10 +44,12 @@ namespace {
 constexpr uint64_t PAGE = 4096;
 constexpr unsigned RAM_PAGES = 32;
 constexpr uint64_t RAM_SIZE = RAM_PAGES * PAGE;
+constexpr uint64_t RAM_WORDS = RAM_SIZE / 8;
 constexpr uint64_t ADDR_51_12 = 0x000ffffffffff000ull;
 constexpr unsigned MAX_OPS = 4096;
 
 enum : uint32_t {
+    CAP = 0x08,
     GCMD = 0x18,
     GSTS = 0x1c,
     RTADDR = 0x20,
@@ -52,11 +65,238 @@ enum : uint32_t {
     IOTLB = 0x108,
 };
 constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, QIE = 1u << 26;
+constexpr uint32_t FSTS_QUEUE_ERRORS = 0x70;  // IQE, ICE, ITE
+
+// What a walk of the guest's tables as they are now gives (the reference
+// the engine's answer is compared against), and which 8-byte words of
+// guest RAM it read.
+struct Reference {
+    bool clean = false;  // every entry read is well-formed: the outcome is certain
+    bool ok = false;     // the translation succeeds for the access asked
+    bool pt = false;     // pass-through context
+    bool ctx = false;    // a present context entry was reached
+    bool leaf = false;   // a leaf was reached (ok, or a permission fault)
+    uint64_t page = 0;   // ok: the 4 KiB frame the address translates to
+    uint8_t perm = 0;
+    uint16_t did = 0;
+    uint64_t key = 0;         // the context's page-table root, levels and type
+    uint64_t lo = 0, hi = 0;  // IOVA range of the leaf, or of the entry that is not present
+    unsigned nctx = 0, nlvl = 0;
+    uint32_t ctx_words[4] = {};  // root entry, context entry
+    uint32_t lvl_words[5] = {};
+    uint8_t lvl_level[5] = {};
+};
+
+// The reference-walk oracle's model of what the engine may still have
+// cached.  Time is a counter (`now`); every guest-RAM word remembers when it
+// was last written.  A write the engine could have cached the old value of
+// (made after the first translation since the last reset) is covered
+//  - for a root or context entry: by a global context-cache invalidation
+//    after it;
+//  - for a level-1 leaf: by the IOTLB no longer holding any leaf that
+//    contains the address and was filled before the write;
+//  - for any other entry (non-leaf, or a superpage leaf that may have been
+//    a non-leaf): by a flush of the domain's paging-structure caches after
+//    it (global or domain-selective IOTLB invalidation, or a page-selective
+//    one with IH=0 anywhere in the domain, which the specification says
+//    drops the domain's non-leaf entries), and by the IOTLB holding no leaf
+//    that contains the address and was filled before that flush.
+// The IOTLB's possible contents are modelled as the leaf ranges the engine
+// answered (or, for a failed translation, what it may have cached), tagged
+// with the domain and the time; invalidations remove the ones they cover
+// that were filled before them.  Queued invalidations count from when they
+// were fetched, once a later wait descriptor has written its status.  When
+// a domain id is seen behind two different page tables since its last
+// domain flush (a guest error the specification leaves undefined), nothing
+// is asserted for it.
+struct Model {
+    struct Leaf {
+        int32_t did;  // -1: any domain
+        uint64_t lo, hi, fill;
+    };
+    struct CtxRec {
+        int32_t did;  // -1: unknown context
+        uint64_t key, seq;
+    };
+    struct Dom {
+        uint16_t did;
+        uint64_t dsi, psi0;
+    };
+    struct Inv {
+        uint8_t kind;  // 1 context global, 2 IOTLB global, 3 domain, 4 page
+        bool ih;
+        uint16_t did;
+        uint64_t lo, hi, seq;
+    };
+    static constexpr size_t MAX_LEAVES = 512, MAX_RECS = 256;
+
+    uint64_t now = 0, first_activity = 0, srtp = 0, gcc = 0, giotlb = 0;
+    uint64_t root = 0;
+    bool root_clean = true, root_known = true, overflow = false;
+    std::vector<uint32_t> mod = std::vector<uint32_t>(RAM_WORDS);
+    std::vector<Leaf> leaves;
+    std::vector<CtxRec> recs;
+    std::vector<Dom> doms;
+    std::vector<Inv> pending;
+    uint64_t compared = 0, translations = 0;
+
+    void clear()
+    {
+        now = first_activity = srtp = gcc = giotlb = root = 0;
+        root_clean = root_known = true;
+        overflow = false;
+        std::fill(mod.begin(), mod.end(), 0);
+        leaves.clear();
+        recs.clear();
+        doms.clear();
+        pending.clear();
+    }
+    uint64_t tick() { return ++now; }
+    void written(uint64_t gpa, size_t len)
+    {
+        if (!len || gpa >= RAM_SIZE)
+            return;
+        uint64_t last = std::min(gpa + len - 1, RAM_SIZE - 1);
+        uint32_t t = static_cast<uint32_t>(tick());
+        for (uint64_t w = gpa / 8; w <= last / 8; w++)
+            mod[w] = t;
+    }
+    void activity()
+    {
+        if (!first_activity)
+            first_activity = tick();
+    }
+    // A full flush: reset, as the device does.
+    void flushed_all()
+    {
+        gcc = giotlb = tick();
+        leaves.clear();
+        overflow = false;
+        pending.clear();
+        first_activity = 0;
+    }
+    Dom &dom(uint16_t did)
+    {
+        for (auto &d : doms)
+            if (d.did == did)
+                return d;
+        doms.push_back({did, 0, 0});
+        return doms.back();
+    }
+    uint64_t dflush(uint16_t did) { return std::max(giotlb, dom(did).dsi); }
+    uint64_t psflush(uint16_t did) { return std::max(dflush(did), dom(did).psi0); }
+
+    void credit(const Inv &v)
+    {
+        auto drop = [&](auto pred) {
+            std::erase_if(leaves, [&](const Leaf &l) { return l.fill < v.seq && pred(l); });
+        };
+        switch (v.kind) {
+        case 1:
+            gcc = std::max(gcc, v.seq);
+            break;
+        case 2:
+            giotlb = std::max(giotlb, v.seq);
+            drop([](const Leaf &) { return true; });
+            if (leaves.empty())
+                overflow = false;
+            break;
+        case 3:
+            dom(v.did).dsi = std::max(dom(v.did).dsi, v.seq);
+            drop([&](const Leaf &l) { return l.did == v.did; });
+            break;
+        case 4:
+            if (!v.ih)
+                dom(v.did).psi0 = std::max(dom(v.did).psi0, v.seq);
+            drop([&](const Leaf &l) { return l.did == v.did && l.lo >= v.lo && l.hi <= v.hi; });
+            break;
+        }
+    }
+    void cached(int32_t did, uint64_t lo, uint64_t hi, uint64_t fill)
+    {
+        for (auto &l : leaves)
+            if (l.did == did && l.lo == lo && l.hi == hi)
+                return;  // the older fill stays: it is the one that matters
+        if (leaves.size() >= MAX_LEAVES) {
+            overflow = true;
+            return;
+        }
+        leaves.push_back({did, lo, hi, fill});
+    }
+    void seen(int32_t did, uint64_t key, uint64_t seq)
+    {
+        for (auto &r : recs)
+            if (r.did == did && r.key == key) {
+                r.seq = seq;
+                return;
+            }
+        if (recs.size() >= MAX_RECS)
+            recs.erase(recs.begin());  // the oldest; keep a wildcard so nothing is missed
+        recs.push_back({did, key, seq});
+        if (recs.size() == MAX_RECS)
+            recs.push_back({-1, 0, seq});
+    }
+    bool leaf_cached(uint16_t did, uint64_t addr, uint64_t before)
+    {
+        if (overflow)
+            return true;
+        for (auto &l : leaves)
+            if ((l.did == did || l.did == -1) && l.lo <= addr && addr <= l.hi && l.fill <= before)
+                return true;
+        return false;
+    }
+    bool conflict(uint16_t did, uint64_t key)
+    {
+        uint64_t f = dflush(did);
+        for (auto &r : recs)
+            if ((r.did == -1 || (r.did == did && r.key != key)) && r.seq > f)
+                return true;
+        return false;
+    }
+    bool after_activity(uint64_t m) const { return first_activity && m >= first_activity; }
+    bool context_fresh(const Reference &ref) const
+    {
+        if (after_activity(srtp) && gcc <= srtp)
+            return false;
+        for (unsigned i = 0; i < ref.nctx; i++) {
+            uint64_t m = mod[ref.ctx_words[i]];
+            if (after_activity(m) && gcc <= m)
+                return false;
+        }
+        return true;
+    }
+    // Whether the specification lets the engine answer anything but `ref`.
+    bool covered(const Reference &ref, uint64_t addr)
+    {
+        if (!root_known || !ref.clean || !context_fresh(ref))
+            return false;
+        if (!ref.ctx || ref.pt)
+            return true;
+        if (conflict(ref.did, ref.key))
+            return false;
+        uint64_t psf = psflush(ref.did);
+        for (unsigned i = 0; i < ref.nlvl; i++) {
+            uint64_t m = mod[ref.lvl_words[i]];
+            if (!after_activity(m))
+                continue;
+            uint64_t before = m;
+            if (ref.lvl_level[i] > 1) {
+                if (psf <= m)
+                    return false;
+                before = psf;
+            }
+            if (leaf_cached(ref.did, addr, before))
+                return false;
+        }
+        return true;
+    }
+};
 
 struct Host {
     std::vector<uint8_t> ram = std::vector<uint8_t>(RAM_SIZE);
     VtdEngine *e = nullptr;
     VtdConfig cfg{};
+    Model m;
 
     // What the engine read: leaf candidates (address bits 51:12 -> the
     // union of R/W bits seen with it), whether a pass-through context was
@@ -69,6 +309,29 @@ struct Host {
     // The register write in progress, and the queue the guest programmed.
     bool in_mmio_write = false;
     uint64_t queue_base = 0, queue_entries = 0, reads16 = 0;
+    bool queue_dw = false;
+    unsigned sagaw = 0;  // CAP.SAGAW of the engine in use
+    // Invalidation callbacks during the register write in progress.
+    struct Notified {
+        bool global;
+        uint16_t did;
+        uint64_t addr, size;
+    };
+    std::vector<Notified> notified;
+    bool context_notified_global = false;
+
+    void begin()
+    {
+        std::fill(ram.begin(), ram.end(), 0);
+        pte_seen.clear();
+        saw_pass_through = false;
+        clock = 0;
+        last16_gpa = UINT64_MAX;
+        last16_lo = last16_hi = 0;
+        in_mmio_write = false;
+        queue_base = queue_entries = reads16 = 0;
+        m.clear();
+    }
 
     int read(uint64_t gpa, void *buf, size_t len)
     {
@@ -86,8 +349,41 @@ struct Host {
             last16_hi = v[1];
             if ((v[0] & 1) && ((v[0] >> 2) & 3) == 2)
                 saw_pass_through = true;
+            if (in_mmio_write && !queue_dw && gpa >= queue_base &&
+                gpa - queue_base < queue_entries * 16 && gpa % 16 == 0)
+                fetched(v[0], v[1]);
         }
         return 0;
+    }
+
+    // A descriptor the engine fetched: a well-formed context-cache or
+    // IOTLB invalidation is credited once a later wait completes.
+    void fetched(uint64_t lo, uint64_t hi)
+    {
+        unsigned type = lo & 0xf, g = (lo >> 4) & 3;
+        uint16_t did = (lo >> 16) & 0xffff;
+        Model::Inv v{0, false, did, 0, 0, 0};
+        if (type == 1 && g == 1 && !(lo & 0xfffc'0000'0000'ffc0ull) && !hi) {
+            v.kind = 1;
+        } else if (type == 2 && g && !(lo & 0xffff'ffff'0000'ff00ull) && !(hi & 0xf80)) {
+            if (g == 1) {
+                v.kind = 2;
+            } else if (g == 2) {
+                v.kind = 3;
+            } else {
+                unsigned am = hi & 0x3f;
+                uint64_t span = uint64_t{1} << (12 + (am > 18 ? 0 : am));
+                v.lo = hi & ~0xfffull;
+                v.hi = v.lo + span - 1;
+                v.ih = hi & 0x40;
+                if (am <= 18 && !(v.lo & (span - 1)))
+                    v.kind = 4;
+            }
+        }
+        if (v.kind) {
+            v.seq = m.tick();
+            m.pending.push_back(v);
+        }
     }
 
     int write(uint64_t gpa, const void *buf, size_t len)
@@ -102,9 +398,14 @@ struct Host {
         uint32_t v;
         std::memcpy(&v, buf, 4);
         FUZZ_CHECK(v == static_cast<uint32_t>(last16_lo >> 32), v, last16_lo);
+        // A wait descriptor completed: everything fetched before it is done.
+        for (auto &inv : m.pending)
+            m.credit(inv);
+        m.pending.clear();
         if (gpa > RAM_SIZE || len > RAM_SIZE - gpa)
             return -1;
         std::memcpy(ram.data() + gpa, buf, len);
+        m.written(gpa, len);
         return 0;
     }
 
@@ -118,10 +419,14 @@ struct Host {
             return static_cast<Host *>(h)->write(gpa, buf, len);
         };
         o.msi = [](void *, uint64_t, uint32_t) {};
-        o.invalidated = [](void *, bool, uint16_t, uint64_t, uint64_t size) {
+        o.invalidated = [](void *h, bool global, uint16_t did, uint64_t addr, uint64_t size) {
             FUZZ_CHECK(size != 0);
+            static_cast<Host *>(h)->notified.push_back({global, did, addr, size});
         };
-        o.context_invalidated = [](void *, bool, uint16_t, uint16_t) {};
+        o.context_invalidated = [](void *h, bool global, uint16_t, uint16_t) {
+            if (global)
+                static_cast<Host *>(h)->context_notified_global = true;
+        };
         o.now_ns = [](void *h) { return static_cast<Host *>(h)->clock += 3; };
         o.device_iotlb_invalidated = [](void *h, uint16_t, uint16_t, uint8_t, uint64_t first,
                                         uint64_t last) {
@@ -141,8 +446,11 @@ struct Host {
         uint64_t iqa = rd(IQA, 8);
         queue_base = iqa & ~0xfffull;
         queue_entries = uint64_t{1} << ((iqa & 7) + 8);
+        queue_dw = iqa & 0x800;
         reads16 = 0;
         last16_gpa = UINT64_MAX;
+        notified.clear();
+        context_notified_global = false;
         in_mmio_write = true;
         vtd_engine_mmio_write(e, off, value, size);
         in_mmio_write = false;
@@ -155,6 +463,146 @@ struct Host {
         }
         uint32_t gsts = rd(GSTS, 4);
         FUZZ_CHECK(!(gsts & ~(TE | SRTP | QIE)), gsts);
+        registered(off, value, size);
+    }
+
+    // What a register write did to the reference-walk model.
+    void registered(uint64_t off, uint64_t value, unsigned size)
+    {
+        bool valid = (size == 4 || size == 8) && off < 0x1000 && off % size == 0;
+        if (!valid)
+            return;
+        if (off == GCMD && (value & SRTP)) {
+            uint64_t rta = rd(RTADDR, 8);
+            m.root = rta & ~0xfffull;
+            m.root_clean = !(rta & 0xfff);
+            m.srtp = m.tick();
+        }
+        // A fetched descriptor the queue stopped at did not complete.
+        if (!m.pending.empty() && (rd(FSTS, 4) & FSTS_QUEUE_ERRORS))
+            m.pending.clear();
+        if ((off & ~7ull) == CCMD) {
+            uint64_t v = rd(CCMD, 8);
+            if (!(v >> 63) && ((v >> 61) & 3) == 1 && ((v >> 59) & 3) == 1 &&
+                context_notified_global)
+                m.credit({1, false, 0, 0, 0, m.tick()});
+        }
+        if ((off & ~7ull) == IOTLB && !notified.empty()) {
+            uint64_t v = rd(IOTLB, 8), iva = rd(IVA, 8);
+            unsigned g = (v >> 60) & 3;
+            uint16_t did = (v >> 32) & 0xffff;
+            unsigned am = iva & 0x3f;
+            uint64_t span = uint64_t{1} << (12 + (am > 18 ? 0 : am));
+            uint64_t lo = iva & ~0xfffull;
+            const Notified &n = notified.back();
+            if (v >> 63) {
+                // still busy: not done
+            } else if (g == 1 && n.global) {
+                m.credit({2, false, 0, 0, 0, m.tick()});
+            } else if (g == 2 && !n.global && n.did == did && n.addr == 0 &&
+                       n.size == uint64_t{1} << cfg.aw_bits) {
+                m.credit({3, false, did, 0, 0, m.tick()});
+            } else if (g == 3 && am <= 18 && !(lo & (span - 1)) && !n.global && n.did == did &&
+                       n.addr == lo && n.size == span) {
+                m.credit({4, bool(iva & 0x40), did, lo, lo + span - 1, m.tick()});
+            }
+        }
+    }
+
+    bool word(uint64_t gpa, uint64_t &v) const
+    {
+        if (gpa % 8 || gpa > RAM_SIZE - 8)
+            return false;
+        std::memcpy(&v, ram.data() + gpa, 8);
+        return true;
+    }
+
+    // A fresh walk of the guest's tables, read straight from RAM.  Only
+    // well-formed entries make it `clean`; anything this walk does not
+    // model exactly (reserved or ignored bits, tables outside RAM) leaves
+    // the outcome open.
+    Reference reference(uint16_t sid, uint64_t addr, unsigned access) const
+    {
+        Reference r;
+        if (!m.root_known || !m.root_clean)
+            return r;
+        const uint64_t above_haw = ~uint64_t{0} << (cfg.aw_bits < 52 ? cfg.aw_bits : 52);
+        const uint64_t addr_bits = ADDR_51_12 & ~above_haw;
+        uint64_t re = m.root + (sid >> 8) * 16, lo, hi;
+        if (!word(re, lo) || !word(re + 8, hi))
+            return r;
+        r.ctx_words[r.nctx++] = re / 8;
+        r.ctx_words[r.nctx++] = re / 8 + 1;
+        if (!(lo & 1)) {
+            r.clean = hi == 0 && !(lo & ~uint64_t{1} & ~addr_bits);
+            return r;
+        }
+        if (hi || (lo & ~uint64_t{1} & ~addr_bits))
+            return r;
+        uint64_t ce = (lo & addr_bits) + (sid & 0xff) * 16;
+        if (!word(ce, lo) || !word(ce + 8, hi))
+            return r;
+        r.ctx_words[r.nctx++] = ce / 8;
+        r.ctx_words[r.nctx++] = ce / 8 + 1;
+        if (!(lo & 1)) {
+            r.clean = true;
+            return r;
+        }
+        unsigned tt = (lo >> 2) & 3, aw = hi & 7;
+        if ((lo & ~uint64_t{0xf} & ~addr_bits) || (hi & ~0xffff07ull) || tt == 3 ||
+            (tt == 1 && !cfg.device_iotlb) || (tt == 2 && !cfg.pass_through))
+            return r;
+        if (!((sagaw >> aw) & 1))
+            return r;
+        r.ctx = true;
+        r.did = (hi >> 8) & 0xffff;
+        if (tt == 2) {
+            r.pt = r.ok = r.clean = true;
+            r.page = addr & ~(PAGE - 1);
+            r.perm = 3;
+            return r;
+        }
+        unsigned levels = aw + 2;
+        uint64_t table = lo & addr_bits;
+        r.key = table | levels << 1 | tt;
+        if (addr >> (12 + 9 * levels)) {
+            r.clean = true;  // beyond the domain's address width: a fault
+            return r;
+        }
+        uint8_t perm = 3;
+        for (unsigned level = levels; level >= 1; level--) {
+            unsigned shift = 12 + 9 * (level - 1);
+            uint64_t gpa = table + ((addr >> shift) & 511) * 8, e;
+            if (!word(gpa, e))
+                return r;
+            r.lvl_words[r.nlvl] = gpa / 8;
+            r.lvl_level[r.nlvl++] = level;
+            uint64_t size = uint64_t{1} << shift;
+            r.lo = addr & ~(size - 1);
+            r.hi = r.lo + size - 1;
+            if (!(e & 3)) {
+                r.clean = true;  // not present
+                return r;
+            }
+            bool leaf =
+                level == 1 || ((e & 0x80) && (level == 2 || (level == 3 && cfg.superpage_1g)));
+            uint64_t allowed = 3 | addr_bits | (leaf && level > 1 ? 0x80 : 0);
+            if (e & ~allowed)
+                return r;
+            perm &= e & 3;
+            if (leaf) {
+                uint64_t phys = e & addr_bits;
+                if ((phys & (size - 1)) || !perm)
+                    return r;
+                r.clean = r.leaf = true;
+                r.ok = !(access & ~perm);
+                r.page = phys + (addr & (size - 1) & ~(PAGE - 1));
+                r.perm = perm;
+                return r;
+            }
+            table = e & addr_bits;
+        }
+        return r;
     }
 
     void check_leaf(const VtdTranslation &t, const char *what)
@@ -173,6 +621,13 @@ struct Host {
     void translate(uint16_t sid, uint64_t addr, unsigned access, bool record)
     {
         bool te_before = vtd_engine_translation_enabled(e);
+        Reference ref;
+        bool assert_ref = false;
+        if (te_before) {
+            ref = reference(sid, addr, access & 3);
+            assert_ref = m.covered(ref, addr);
+            m.activity();
+        }
         bool pt = vtd_engine_is_pass_through(e, sid);
         VtdTranslation t{};
         VtdFaultReason r = vtd_engine_translate(e, sid, addr, access, record, &t);
@@ -182,11 +637,28 @@ struct Host {
             FUZZ_CHECK(r == VTD_FR_NONE && t.phys_base == (addr & ~(PAGE - 1)), r, addr);
         bool te_after = vtd_engine_translation_enabled(e);
         FUZZ_CHECK(r >= VTD_FR_NONE && r <= VTD_FR_CONTEXT_ENTRY_TT, r);
+        m.translations++;
+        if (assert_ref) {
+            m.compared++;
+            // The stale-translation check: every change is covered, so the
+            // engine answers what the tables say now.
+            if (ref.ok) {
+                uint64_t page = r == VTD_FR_NONE ? t.phys_base + (addr & t.addr_mask & ~(PAGE - 1))
+                                                 : UINT64_MAX;
+                if (page != ref.page)
+                    fuzz::fail("translation differs from a fresh walk", page, ref.page);
+                FUZZ_CHECK(t.perm == ref.perm, t.perm, ref.perm);
+            } else if (r == VTD_FR_NONE) {
+                fuzz::fail("translation where a fresh walk faults", addr, t.phys_base);
+            }
+        }
         // Nothing changed: asking again (from the caches, or a walk of
         // the same memory) gives the same answer.
         VtdTranslation t2{};
         VtdFaultReason r2 = vtd_engine_translate(e, sid, addr, access, false, &t2);
         FUZZ_CHECK(r2 == r, r, r2);
+        if (te_before)
+            model_after(ref, assert_ref, r, t);
         if (r != VTD_FR_NONE)
             return;
         FUZZ_CHECK(t2.phys_base == t.phys_base && t2.addr_mask == t.addr_mask &&
@@ -204,6 +676,23 @@ struct Host {
         if (identity && saw_pass_through && cfg.pass_through)
             return;
         check_leaf(t, "translation not backed by a PTE the engine read");
+    }
+
+    // What the engine may have cached from a translation.
+    void model_after(const Reference &ref, bool known, VtdFaultReason r, const VtdTranslation &t)
+    {
+        uint64_t s = m.tick();
+        bool fresh_ctx = ref.clean && m.context_fresh(ref);
+        if (!fresh_ctx)
+            m.seen(-1, 0, s);
+        else if (ref.ctx && !ref.pt)
+            m.seen(ref.did, ref.key, s);
+        if (r == VTD_FR_NONE)
+            m.cached(t.domain_id, t.iova_base, t.iova_base + t.addr_mask, s);
+        else if (!known)
+            m.cached(-1, 0, UINT64_MAX, s);
+        else if (ref.ctx && !ref.pt && (ref.leaf || cfg.caching_mode))
+            m.cached(ref.did, ref.lo, ref.hi, s);  // a leaf that denied the access; CM: not-present
     }
 
     struct WalkCtx {
@@ -249,6 +738,9 @@ struct Host {
             FUZZ_CHECK(r == 0 || r == -1, r);
             uint64_t iqh = rd(IQH, 8);
             FUZZ_CHECK(iqh % 16 == 0 && iqh <= 0x7fff0, iqh);
+            // Whatever root table the damaged blob named: the model stops.
+            m.root_known = false;
+            m.pending.clear();
         }
         free(blob);
     }
@@ -271,19 +763,77 @@ struct Host {
             v |= uint64_t{in.u16()} << 48;  // high flag/reserved bits
         return v;
     }
+    void poke(uint64_t a, const void *p, size_t n)
+    {
+        if (a >= RAM_SIZE)
+            return;
+        n = std::min<uint64_t>(n, RAM_SIZE - a);
+        std::memcpy(ram.data() + a, p, n);
+        m.written(a, n);
+    }
     void put64(uint64_t a, uint64_t v)
     {
         if (a <= RAM_SIZE - 8)
-            std::memcpy(ram.data() + a, &v, 8);
+            poke(a, &v, 8);
     }
 };
+
+// Engines are kept across inputs, one per configuration (a few dozen at
+// most), and reset at the start of each input.
+VtdEngine *engine_for(Host &h)
+{
+    static struct Engines : std::unordered_map<uint64_t, VtdEngine *> {
+        ~Engines()
+        {
+            for (auto &[k, e] : *this)
+                vtd_engine_free(e);
+        }
+    } engines;
+    const VtdConfig &c = h.cfg;
+    uint64_t key = uint64_t{c.aw_bits} | uint64_t{c.pass_through} << 8 |
+                   uint64_t{c.caching_mode} << 9 | uint64_t{c.device_iotlb} << 10 |
+                   uint64_t{c.superpage_1g} << 11 | uint64_t{c.fault_records} << 12 |
+                   uint64_t{c.context_entries} << 24 | uint64_t{c.iotlb_entries} << 44;
+    auto it = engines.find(key);
+    if (it != engines.end()) {
+        if (it->second)
+            vtd_engine_reset(it->second);
+        return it->second;
+    }
+    if (engines.size() >= 64) {
+        for (auto &[k, e] : engines)
+            vtd_engine_free(e);
+        engines.clear();
+    }
+    static const VtdHostOps ops = Host::ops();
+    VtdEngine *e = vtd_engine_new(&c, &ops, &h, nullptr, 0);
+    engines.emplace(key, e);
+    return e;
+}
+
+Host &host()
+{
+    static Host h;
+    static bool report = [] {
+        if (std::getenv("FUZZ_ORACLE_STATS"))
+            std::atexit([] {
+                std::fprintf(stderr, "reference walk: %llu of %llu translations compared\n",
+                             static_cast<unsigned long long>(host().m.compared),
+                             static_cast<unsigned long long>(host().m.translations));
+            });
+        return true;
+    }();
+    (void)report;
+    return h;
+}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz::Input in(data, size);
-    Host h;
+    Host &h = host();
+    h.begin();
     uint8_t c0 = in.u8(), c1 = in.u8();
     vtd_config_default(&h.cfg);
     h.cfg.aw_bits = (c0 & 3) == 0 ? 39 : (c0 & 3) == 1 ? 48 : (c0 & 3) == 2 ? 57 : 48;
@@ -291,16 +841,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h.cfg.caching_mode = c0 & 8;
     h.cfg.device_iotlb = c0 & 16;
     h.cfg.superpage_1g = c0 & 32;
-    // The default IOTLB (131072 entries) costs more to create than most
-    // inputs take to run: small ones (eviction paths) or 1024.
-    h.cfg.iotlb_entries = (c0 & 64) ? 1 + c1 % 64 : 1024;
-    h.cfg.context_entries = (c0 & 128) ? 1 + (c1 >> 4) : 0;
+    // Small tables: every IOTLB path (sets, ways, eviction) is reached with
+    // a few entries, and resetting them is cheap.  The defaults (131072
+    // IOTLB entries, 1024 context entries) only cost time here; the context
+    // cache's default is still taken now and then.
+    h.cfg.iotlb_entries = (c0 & 64) ? 1 + c1 % 64 : 256;
+    h.cfg.context_entries = (c0 & 128) ? 1 + (c1 >> 4) : (c1 & 0xe) == 0xe ? 0 : 64;
     h.cfg.fault_records = c1 & 1 ? in.u8() : 0;
-    VtdHostOps ops = Host::ops();
-    h.e = vtd_engine_new(&h.cfg, &ops, &h, nullptr, 0);
+    h.e = engine_for(h);
     if (!h.e)
         return 0;
-
+    h.sagaw = (h.rd(CAP, 8) >> 8) & 0x1f;
+    // The costliest operations (a save and load, the statistics JSON, a
+    // register snapshot, a reset: each some hundred times a translation)
+    // run a few times per input; more would add time and no coverage.
+    unsigned migrations = 0, jsons = 0, snapshots = 0, resets = 0;
     uint64_t q_base = 0, q_tail = 0;
     unsigned q_qs = 0;
     uint32_t gcmd = 0;
@@ -311,14 +866,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             unsigned size = in.u8() % 9;
             uint64_t v = in.u64();
             bool valid = (size == 4 || size == 8) && off < 0x1000 && off % size == 0;
-            if (!valid) {
+            if (!valid)
                 FUZZ_CHECK(h.rd(off, size) == 0, off, size);
+            if (!valid && snapshots++ < 8) {
+                // Changes nothing: the registers (0x000-0x0bf, IVA/IOTLB,
+                // the first 16 fault records) read the same after.
+                static constexpr struct {
+                    uint32_t from, to;
+                } spans[] = {{0x000, 0x0c0}, {0x100, 0x110}, {0x200, 0x300}};
                 uint64_t before[0x300 / 8];
-                for (unsigned i = 0; i < 0x300 / 8; i++)
-                    before[i] = h.rd(i * 8, 8);
+                for (auto [from, to] : spans)
+                    for (uint32_t r = from; r < to; r += 8)
+                        before[r / 8] = h.rd(r, 8);
                 h.wr(off, v, size);
-                for (unsigned i = 0; i < 0x300 / 8; i++)
-                    FUZZ_CHECK(h.rd(i * 8, 8) == before[i], off, i * 8);
+                for (auto [from, to] : spans)
+                    for (uint32_t r = from; r < to; r += 8)
+                        FUZZ_CHECK(h.rd(r, 8) == before[r / 8], off, r);
             } else {
                 h.wr(off, v, size);
             }
@@ -343,9 +906,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint64_t a = h.gpa(in) % RAM_SIZE;
             size_t n = 1 + in.u8() % 64;
             const uint8_t *p = in.bytes(n);
-            if (n > RAM_SIZE - a)
-                n = RAM_SIZE - a;
-            std::memcpy(h.ram.data() + a, p, n);
+            h.poke(a, p, n);
             break;
         }
         case 5: {  // a table entry: pointer into RAM with flag bits
@@ -437,12 +998,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 h.wr(IOTLB, in.u64() | 1ull << 63, 8);
             break;
         case 17:
-            h.migrate(in);
+            if (migrations++ < 4)
+                h.migrate(in);
             break;
         case 18:
             switch (in.u8()) {
             case 0x5a:
+                if (resets++ >= 4)
+                    break;
                 vtd_engine_reset(h.e);
+                h.m.flushed_all();
+                h.m.root = 0;
+                h.m.root_clean = h.m.root_known = true;
                 gcmd = 0;
                 break;
             case 0x5b:
@@ -454,15 +1021,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         case 19: {
-            char *s = vtd_engine_stats_json(h.e);
-            FUZZ_CHECK(s && s[0] == '{' && std::strrchr(s, '}'));
-            free(s);
+            // The statistics JSON: one in eight of these, at most two.
+            if (!(in.u8() & 7) && jsons++ < 2) {
+                char *s = vtd_engine_stats_json(h.e);
+                FUZZ_CHECK(s && s[0] == '{' && std::strrchr(s, '}'));
+                free(s);
+            }
             uint32_t reg = in.flag() ? ICS : in.flag() ? IECTL : FECTL;
             h.wr(reg, in.u32(), 4);
             break;
         }
         }
     }
-    vtd_engine_free(h.e);
     return 0;
 }
