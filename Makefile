@@ -6,22 +6,23 @@
 #   make check   all tests; last line "N passed, N failed"
 #   make bench   benchmarks (reports, not pass/fail)
 #   make report  contention simulation report: build/report/report.md + SVG plots
-#   make fuzz    libFuzzer runs of tests/fuzz, FUZZ_TIME seconds each (clang; docs/fuzzing.rst)
+#   make fuzz    every fuzz target (engine, iova, QEMU generic-fuzz), FUZZ_TIME s each (docs/fuzzing.rst)
+#   make check-sanitize  qtest and glue suites against an ASan+UBSan QEMU (build/qemu-fuzz)
 #   make qemu    only build build/qemu-system-x86_64
 #
 # Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
-# QEMU_ARGS="..." extra QEMU options (run), FUZZ_TIME=60 (fuzz).
+# QEMU_ARGS="..." extra QEMU options (run), FUZZ_TIME=60 FUZZ_TARGETS="engine iova qemu" (fuzz).
 
 SHELL := /bin/bash
 IOMMU ?= viommu-vtd
 FUZZ_TIME ?= 60
 SUITES ?= unit qtest glue guest profile
-export IOMMU SUITES QEMU_ARGS
+export IOMMU SUITES QEMU_ARGS FUZZ_TARGETS
 
-.PHONY: run demo check bench qemu standalone setup report fuzz clean help
+.PHONY: run demo check bench qemu standalone setup report fuzz check-sanitize clean help
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@bash scripts/setup-host.sh guest
@@ -54,16 +55,19 @@ report:
 	@bash scripts/setup-host.sh standalone
 	@bash scripts/report/make-report.sh
 
-# Coverage-guided runs; finds land in build/fuzz/artifacts/<target>/.
+# Coverage-guided runs of every fuzz target (docs/fuzzing.rst); finds land in
+# build/fuzz/artifacts/<target>/.  FUZZ_TARGETS="engine iova qemu" picks some.
 fuzz:
 	@bash scripts/setup-host.sh fuzz
-	@[ -f build/fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build/fuzz . -Dfuzzing=true \
-		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-	@ninja -C build/fuzz tests/fuzz/engine-fuzz tests/fuzz/iova-fuzz
-	@for t in engine iova; do mkdir -p build/fuzz/corpus/$$t build/fuzz/artifacts/$$t; \
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/fuzz/tests/fuzz/$$t-fuzz \
-		build/fuzz/corpus/$$t tests/fuzz/corpus/$$t -max_total_time=$(FUZZ_TIME) -max_len=4096 \
-		-timeout=10 -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/$$t/ || exit 1; done
+	@if [[ " $${FUZZ_TARGETS:-qemu} " == *" qemu "* ]]; then bash scripts/setup-host.sh qemu; fi
+	@FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
+
+# The qtest and glue suites against an ASan+UBSan build of QEMU with our
+# overlay (build/qemu-fuzz, clang); not part of check (a second QEMU build).
+check-sanitize:
+	@bash scripts/setup-host.sh fuzz
+	@bash scripts/setup-host.sh qemu
+	@bash scripts/check-sanitize.sh
 
 clean:
 	rm -rf build

@@ -4,7 +4,7 @@
 # "viommu", so they can be built without building all of QEMU's own tests.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-obj=$BUILD/qemu
+obj=${BUILD_QEMU:-$BUILD/qemu}
 [ -f "$obj/build.ninja" ] || exit 0
 meson=$obj/pyvenv/bin/meson
 [ -x "$meson" ] || meson=meson

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# make check-sanitize: the viommu qtest suite and the glue suite against QEMU
+# built with AddressSanitizer and UndefinedBehaviorSanitizer (build/qemu-fuzz,
+# clang; scripts/build-qemu-fuzz.sh).  Any sanitizer report fails the case it
+# happened in: UBSan halts, ASan aborts.  Leak detection is off: QEMU itself
+# leaves allocations behind at exit.  Logs: build/check-logs/sanitize-*.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+obj=$BUILD/qemu-fuzz
+logs=$BUILD/check-logs
+mkdir -p "$logs"
+bash "$TOP/scripts/fetch-qemu.sh"
+bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-system-x86_64
+qtests=$(BUILD_QEMU=$obj bash "$TOP/scripts/qtest-targets.sh")
+[ -n "$qtests" ] || die "no qtest is registered in suite viommu in build/qemu-fuzz"
+bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-system-x86_64 $qtests
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+status=0
+say "sanitize: qtest suite viommu (ASan+UBSan)"
+"$obj/pyvenv/bin/meson" test -C "$obj" --no-rebuild --print-errorlogs --suite viommu \
+    > "$logs/sanitize-qtest.log" 2>&1 || status=1
+grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout):' "$logs/sanitize-qtest.log" | sed 's/^/    /'
+say "sanitize: glue suite (ASan+UBSan)"
+QEMU=$obj/qemu-system-x86_64 bash "$TOP/tests/glue/run.sh" > "$logs/sanitize-glue.tap" 2>&1 || status=1
+echo "    $(grep -c '^ok' "$logs/sanitize-glue.tap") ok, $(grep -c '^not ok' "$logs/sanitize-glue.tap") not ok"
+grep -h -m5 -E 'runtime error|AddressSanitizer' "$logs/sanitize-qtest.log" "$logs/sanitize-glue.tap" \
+    "$obj"/meson-logs/testlog.txt 2>/dev/null | sed 's/^/    /' || true
+[ $status = 0 ] || die "a sanitizer run failed; logs in build/check-logs/sanitize-*."
+say "sanitize: qtest and glue suites passed under ASan+UBSan"

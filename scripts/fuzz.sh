@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# make fuzz: build every fuzz target and run each for FUZZ_TIME seconds.
+#
+#   engine  tests/fuzz/engine_fuzz.cc, libFuzzer, ASan+UBSan (build/fuzz)
+#   iova    tests/fuzz/iova_fuzz.cc, likewise
+#   qemu    QEMU's generic-fuzz harness (qemu-fuzz-x86_64, build/qemu-fuzz)
+#           on a q35 machine with viommu-vtd, viommu-dma and a virtio-net NIC
+#           (iommu_platform=on) behind it: MMIO/PIO, PCI config, DMA and guest
+#           memory together
+#
+#   FUZZ_TIME=60                seconds per target
+#   FUZZ_TARGETS="engine iova qemu"
+# New inputs go to build/fuzz/corpus/<target>/, crashes and failed oracles to
+# build/fuzz/artifacts/<target>/; the script fails if a target left one.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+time=${FUZZ_TIME:-60}
+targets=${FUZZ_TARGETS:-engine iova qemu}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+# The generic-fuzz configuration (docs/fuzzing.rst).
+QEMU_FUZZ_ARGS=${QEMU_FUZZ_ARGS:-"-M q35,kernel-irqchip=split -m 64M -nodefaults -device viommu-vtd -device viommu-dma,addr=04.0 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,iommu_platform=on,disable-legacy=on,addr=05.0"}
+QEMU_FUZZ_OBJECTS=${QEMU_FUZZ_OBJECTS:-"viommu-vtd viommu-dma* virtio*"}
+export QEMU_FUZZ_ARGS QEMU_FUZZ_OBJECTS
+
+summary() {  # summary TARGET LOG: the final libFuzzer figures
+    local final rate execs
+    final=$(grep -aE '^#[0-9]+' "$2" | tail -1)
+    execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$2")
+    rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$2")
+    say "$1: ${execs:-?} executions in $time s (${rate:-?}/s), $(grep -o 'cov: [0-9]* ft: [0-9]*' <<<"$final" || echo 'no coverage line'); log build/fuzz/$1.log"
+}
+
+failed=0
+run_libfuzzer() {  # run_libfuzzer NAME BINARY FIRST-ARG SEEDS [OPTION...]
+    local name=$1 bin=$2 first=$3 seeds=$4; shift 4
+    mkdir -p "$BUILD/fuzz/corpus/$name" "$BUILD/fuzz/artifacts/$name"
+    say "fuzzing $name for $time s"
+    "$bin" $first "$BUILD/fuzz/corpus/$name" $seeds -max_total_time="$time" -timeout=10 \
+        -print_final_stats=1 -artifact_prefix="$BUILD/fuzz/artifacts/$name/" "$@" \
+        > "$BUILD/fuzz/$name.log" 2>&1 || true
+    summary "$name" "$BUILD/fuzz/$name.log"
+    if ls "$BUILD/fuzz/artifacts/$name/"* >/dev/null 2>&1; then
+        say "$name: found something: $(ls "$BUILD/fuzz/artifacts/$name/" | head -3 | tr '\n' ' ')"
+        grep -a -m3 -E 'oracle failed|ERROR|SUMMARY' "$BUILD/fuzz/$name.log" >&2 || true
+        failed=1
+    fi
+}
+
+for t in $targets; do
+    case $t in
+    engine|iova)
+        if [ ! -f "$BUILD/fuzz/build.ninja" ]; then
+            (cd "$TOP" && CC=clang CXX=clang++ meson setup "$BUILD/fuzz" . -Dfuzzing=true \
+                -Db_sanitize=address,undefined -Db_lundef=false >/dev/null)
+        fi
+        ninja -C "$BUILD/fuzz" "tests/fuzz/$t-fuzz" >/dev/null
+        run_libfuzzer "$t" "$BUILD/fuzz/tests/fuzz/$t-fuzz" "" "$TOP/tests/fuzz/corpus/$t" -max_len=4096
+        ;;
+    qemu)
+        bash "$TOP/scripts/fetch-qemu.sh"
+        bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-fuzz-x86_64
+        run_libfuzzer qemu "$BUILD/qemu-fuzz/qemu-fuzz-x86_64" --fuzz-target=generic-fuzz ""
+        ;;
+    *) die "unknown fuzz target '$t' (engine, iova, qemu)" ;;
+    esac
+done
+[ $failed = 0 ] || die "a fuzz target found something; see build/fuzz/artifacts/."
