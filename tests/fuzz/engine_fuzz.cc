@@ -778,37 +778,53 @@ struct Host {
     }
 };
 
-// Engines are kept across inputs, one per configuration (a few dozen at
-// most), and reset at the start of each input.
+// Engines are kept across inputs, one per configuration (32 at most, then
+// all are freed), and reset at the start of each input.  Those with a
+// one-entry IOTLB are created and freed by each input, so creation and
+// destruction stay covered.
+struct Engines : std::unordered_map<uint64_t, VtdEngine *> {
+    ~Engines()
+    {
+        for (auto &[k, e] : *this)
+            vtd_engine_free(e);
+    }
+};
+Engines engines;
+
+uint64_t config_key(const VtdConfig &c)
+{
+    return uint64_t{c.aw_bits} | uint64_t{c.pass_through} << 8 | uint64_t{c.caching_mode} << 9 |
+           uint64_t{c.device_iotlb} << 10 | uint64_t{c.superpage_1g} << 11 |
+           uint64_t{c.fault_records} << 12 | uint64_t{c.context_entries} << 24 |
+           uint64_t{c.iotlb_entries} << 44;
+}
+
 VtdEngine *engine_for(Host &h)
 {
-    static struct Engines : std::unordered_map<uint64_t, VtdEngine *> {
-        ~Engines()
-        {
-            for (auto &[k, e] : *this)
-                vtd_engine_free(e);
-        }
-    } engines;
-    const VtdConfig &c = h.cfg;
-    uint64_t key = uint64_t{c.aw_bits} | uint64_t{c.pass_through} << 8 |
-                   uint64_t{c.caching_mode} << 9 | uint64_t{c.device_iotlb} << 10 |
-                   uint64_t{c.superpage_1g} << 11 | uint64_t{c.fault_records} << 12 |
-                   uint64_t{c.context_entries} << 24 | uint64_t{c.iotlb_entries} << 44;
+    uint64_t key = config_key(h.cfg);
     auto it = engines.find(key);
     if (it != engines.end()) {
         if (it->second)
             vtd_engine_reset(it->second);
         return it->second;
     }
-    if (engines.size() >= 64) {
+    if (engines.size() >= 32) {
         for (auto &[k, e] : engines)
             vtd_engine_free(e);
         engines.clear();
     }
     static const VtdHostOps ops = Host::ops();
-    VtdEngine *e = vtd_engine_new(&c, &ops, &h, nullptr, 0);
+    VtdEngine *e = vtd_engine_new(&h.cfg, &ops, &h, nullptr, 0);
     engines.emplace(key, e);
     return e;
+}
+
+void engine_done(Host &h)
+{
+    if (h.cfg.iotlb_entries != 1)
+        return;
+    vtd_engine_free(h.e);
+    engines.erase(config_key(h.cfg));
 }
 
 Host &host()
@@ -1033,5 +1049,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         }
     }
+    engine_done(h);
     return 0;
 }

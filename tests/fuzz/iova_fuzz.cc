@@ -29,7 +29,7 @@ constexpr unsigned MAX_OPS = 2048;
 // the limit (the behaviour they model), so an input that kept 2000 ranges
 // live would spend seconds there.  Exhaustion is still reached through
 // small domains (end_pfn), and every path with a few dozen ranges.
-constexpr size_t MAX_LIVE = 192;
+constexpr size_t MAX_LIVE = 384;
 
 struct Range {
     uint64_t pages;
