@@ -7,6 +7,7 @@ two configuration bytes, then operations, each an opcode byte (the switch
 value modulo 20) and its operands, little-endian.
 
     engine_input.py stale-pde OUT_FILE    the paging-structure case below
+    engine_input.py stats OUT_FILE        statistics reset, notify count, JSON
 """
 import struct
 import sys
@@ -102,7 +103,27 @@ def stale_pde():
     return bytes(x.b)
 
 
-CASES = {'stale-pde': stale_pde}
+def stats():
+    """A translation with translation off, then the statistics calls: reset,
+    a notifier count, the JSON (op 19 with a zero selector byte), reset
+    again after an engine reset (op 18 0x5a)."""
+    x = Input(0x01, 0x00)
+    x.translate(8, 0x1000)
+    for sel in (0x5b, 0x5c):
+        x.u8(18)
+        x.u8(sel)
+    x.u8(19)
+    x.u8(0)             # the JSON this time
+    x.u8(0)             # FECTL ...
+    x.u8(0)
+    x.b += bytes(4)     # ... written with 0
+    for sel in (0x5a, 0x5b):
+        x.u8(18)
+        x.u8(sel)
+    return bytes(x.b)
+
+
+CASES = {'stale-pde': stale_pde, 'stats': stats}
 
 if __name__ == '__main__':
     if len(sys.argv) != 3 or sys.argv[1] not in CASES:
