@@ -63,13 +63,14 @@ struct Setup {
 };
 
 // Runs @wl on @n threads; returns wall time of the measured part.
+// Runs `ops` transactions over n threads; `completed` counts those whose steps all ran.
 double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomic<uint64_t> &failed,
-                   uint64_t &leaked, iova::FlushPolicy *policy = nullptr)
+                   uint64_t &leaked, uint64_t &completed, iova::FlushPolicy *policy = nullptr)
 {
     const WorkloadInfo &info = wl.info();
     std::vector<Mailbox> boxes(n);
     std::vector<std::vector<Mapping>> slots(n, std::vector<Mapping>(info.slots_per_cpu));
-    std::atomic<uint64_t> started{0};
+    std::atomic<uint64_t> started{0}, done{0};
     std::barrier sync(n + 1);
     std::mutex wl_lock;  // the workload's per-CPU state is touched under it
 
@@ -156,9 +157,11 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
                     execute(cpu, s);
             sync.arrive_and_wait();  // warm-up done
             sync.arrive_and_wait();  // statistics reset: go
-            while (started.fetch_add(1) < ops)
+            while (started.fetch_add(1) < ops) {
                 for (const Step &s : steps_of(cpu, false))
                     execute(cpu, s);
+                done.fetch_add(1, std::memory_order_relaxed);
+            }
             sync.arrive_and_wait();
             // tear down what is still mapped, so leaks show
             for (Mapping &m : slots[cpu])
@@ -185,6 +188,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
     auto t1 = Clock::now();
     sync.arrive_and_wait();
     threads.clear();
+    completed = done.load();
     leaked = 0;
     for (auto &b : boxes)
         leaked += b.items.size();
@@ -223,8 +227,8 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
     res.unit = info.unit;
 
     std::atomic<uint64_t> failed{0};
-    uint64_t leaked = 0;
-    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked);
+    uint64_t leaked = 0, completed = 0;
+    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked, completed);
 
     iova::RealEnv env(n);
     env.lock_sample_shift = 0;  // time every acquisition: the figures are sums
@@ -245,12 +249,12 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
     for (const DeviceSpec &d : info.devices)
         io.devices.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
 
-    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, policy.get());
+    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, completed, policy.get());
     policy->drain();
     res.failed_maps = failed;
     res.leaked = leaked;
-    res.transactions = ops;
-    res.throughput = res.wall_ns > 0 ? double(ops) * 1e9 / res.wall_ns : 0;
+    res.transactions = completed;
+    res.throughput = res.wall_ns > 0 ? double(completed) * 1e9 / res.wall_ns : 0;
     res.baseline_throughput =
         res.baseline_wall_ns > 0 ? double(ops) * 1e9 / res.baseline_wall_ns : 0;
     res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
