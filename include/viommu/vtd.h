@@ -30,6 +30,7 @@ extern "C" {
 #define VTD_MMIO_SIZE 0x1000
 
 typedef struct VtdEngine VtdEngine;
+typedef struct VtdEvent VtdEvent; /* below, with the event kinds */
 
 /* Access permissions, as a bit mask (IOMMU_RO/IOMMU_WO/IOMMU_RW in QEMU). */
 enum {
@@ -68,7 +69,7 @@ typedef enum VtdFaultReason {
 
 /* Services the host gives the engine.  All callbacks are mandatory except
  * `invalidated`, `context_invalidated`, `now_ns`, `device_iotlb_invalidated`,
- * `prefetch` and `interrupts_invalidated`. */
+ * `prefetch`, `interrupts_invalidated` and `event`. */
 typedef struct VtdHostOps {
     /* The remapping unit's own accesses to guest physical memory (root and
      * context tables, page tables, the invalidation queue, wait status
@@ -114,6 +115,14 @@ typedef struct VtdHostOps {
      * derived from earlier answers.  May be NULL. */
     void (*interrupts_invalidated)(void *opaque, bool global, uint16_t index,
                                    uint8_t index_mask);
+
+    /* What the engine does, as events (see VtdEvent): for tracing.  Called
+     * only on the paths the events name (misses, walks, faults,
+     * invalidations, the queue, commands), never for a translation that
+     * hits the IOTLB, so a NULL hook costs one predictable branch there.
+     * May run on any translating thread, sometimes with an engine lock
+     * held: it must not call into the engine.  May be NULL. */
+    void (*event)(void *opaque, const VtdEvent *ev);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */
@@ -239,6 +248,190 @@ typedef struct VtdInterrupt {
  * through.  May be called from any thread, like vtd_engine_translate(). */
 VtdIrResult vtd_engine_remap_interrupt(VtdEngine *e, uint16_t sid, uint64_t addr, uint32_t data,
                                        bool record_fault, VtdInterrupt *out);
+
+/* One fault recording register (FRCD), 128 bits. */
+typedef struct VtdFaultRecord {
+    uint64_t lo; /* bits 63:0: FI, the faulting page's address */
+    uint64_t hi; /* bits 127:64: F, T, FR, SID */
+} VtdFaultRecord;
+
+/* Events: what the engine did, reported through VtdHostOps.event. */
+typedef enum VtdEventKind {
+    VTD_EVENT_CONTEXT_MISS = 0,      /* context cache miss: the entries read */
+    VTD_EVENT_PAGE_WALK,             /* IOTLB miss and the walk that followed */
+    VTD_EVENT_FAULT,                 /* a translation faulted */
+    VTD_EVENT_FAULT_RECORD,          /* what fault recording did with it */
+    VTD_EVENT_DESCRIPTOR,            /* an invalidation descriptor fetched */
+    VTD_EVENT_QUEUE_RUN,             /* the queue starts processing */
+    VTD_EVENT_QUEUE_ERROR,           /* the queue stopped with an error */
+    VTD_EVENT_WAIT,                  /* an invalidation wait descriptor executed */
+    VTD_EVENT_CONTEXT_INVALIDATION,  /* context-cache invalidation done */
+    VTD_EVENT_IOTLB_INVALIDATION,    /* IOTLB invalidation done */
+    VTD_EVENT_GLOBAL_COMMAND,        /* a write of GCMD */
+    VTD_EVENT_CACHE_RESET,           /* both caches emptied */
+    VTD_EVENT_REPLAY,                /* a replay walk (vtd_engine_walk) */
+} VtdEventKind;
+
+/* Invalidation granularity, as CCMD, IOTLB and descriptors encode it.
+ * SELECTIVE: device (context cache), page range (IOTLB), interrupt
+ * entry index (IEC), one device (device-IOTLB). */
+typedef enum VtdGranularity {
+    VTD_GRAN_NONE = 0, /* wait descriptors; invalid requests */
+    VTD_GRAN_GLOBAL = 1,
+    VTD_GRAN_DOMAIN = 2,
+    VTD_GRAN_SELECTIVE = 3,
+} VtdGranularity;
+
+/* Where an invalidation request came from. */
+typedef enum VtdInvalSource {
+    VTD_INVAL_REGISTER = 0, /* CCMD, IOTLB register */
+    VTD_INVAL_QUEUE = 1,    /* a descriptor */
+} VtdInvalSource;
+
+typedef enum VtdFaultOutcome {
+    VTD_FAULT_RECORDED = 0,  /* into record `index` */
+    VTD_FAULT_COLLAPSED,     /* into pending record `index` (same sid, page, reason, type) */
+    VTD_FAULT_OVERFLOW,      /* dropped: FSTS.PFO set, or the next record busy */
+    VTD_FAULT_SUPPRESSED,    /* not offered to recording: the context sets FPD */
+    VTD_FAULT_NOT_REQUESTED, /* not offered: the caller asked for no recording */
+} VtdFaultOutcome;
+
+typedef enum VtdQueueErrorCause {
+    VTD_QERR_TAIL = 0,       /* IQT (or IQH) beyond the queue */
+    VTD_QERR_UNREADABLE = 1, /* the descriptor at IQH is not readable RAM */
+    VTD_QERR_DESCRIPTOR = 2, /* invalid or unsupported descriptor at IQH */
+} VtdQueueErrorCause;
+
+typedef enum VtdCacheResetReason {
+    VTD_CACHE_RESET_RESET = 0,      /* vtd_engine_reset / vtd_engine_set_state */
+    VTD_CACHE_RESET_ROOT_TABLE = 1, /* GCMD.SRTP latched a root table */
+} VtdCacheResetReason;
+
+typedef struct VtdEventContextMiss {
+    uint16_t sid;
+    uint8_t fault;   /* VtdFaultReason; the rest is valid when 0 */
+    uint8_t tt;      /* translation type (2: pass-through) */
+    uint16_t did;
+    uint8_t levels;  /* 0 for pass-through */
+    bool fpd;
+    uint64_t slptptr;
+} VtdEventContextMiss;
+
+typedef struct VtdEventPageWalk {
+    uint16_t sid;
+    uint16_t did;
+    uint64_t addr;
+    uint8_t access;      /* VTD_PERM_* asked for */
+    uint8_t first_level; /* top level, or 1 from a cached level-1 table */
+    uint8_t levels_read; /* entries read: first_level down to the last */
+    uint8_t leaf_level;  /* 1 (4 KiB), 2 (2 MiB), 3 (1 GiB); 0 on a fault */
+    uint8_t fault;       /* VtdFaultReason */
+    uint8_t perm;        /* of the leaf */
+    uint64_t phys;       /* of the leaf */
+} VtdEventPageWalk;
+
+typedef struct VtdEventFault {
+    uint16_t sid;
+    uint8_t reason; /* VtdFaultReason */
+    bool write;
+    uint8_t outcome; /* VTD_FAULT_SUPPRESSED, _NOT_REQUESTED, or 0: offered */
+    uint64_t addr;
+} VtdEventFault;
+
+typedef struct VtdEventFaultRecord {
+    uint8_t outcome; /* VTD_FAULT_RECORDED, _COLLAPSED, _OVERFLOW */
+    uint16_t index; /* the record; for an overflow, the busy next one */
+    VtdFaultRecord record;
+} VtdEventFaultRecord;
+
+typedef struct VtdEventDescriptor {
+    uint64_t index;      /* position in the queue (IQH / 16) */
+    uint8_t type;        /* bits 3:0: 1 context, 2 IOTLB, 3 device-IOTLB, 4 IEC, 5 wait */
+    uint8_t granularity; /* VtdGranularity, as the descriptor encodes it */
+    uint64_t lo, hi;
+} VtdEventDescriptor;
+
+typedef struct VtdEventQueueRun {
+    uint64_t head, tail; /* descriptor indices */
+    uint64_t entries;    /* queue size */
+    uint64_t base;
+} VtdEventQueueRun;
+
+typedef struct VtdEventQueueError {
+    uint32_t fsts_bit; /* FSTS.IQE (ICE and ITE are never raised) */
+    uint8_t cause;     /* VtdQueueErrorCause */
+    uint64_t head, tail;
+    uint64_t lo, hi; /* the descriptor, for VTD_QERR_DESCRIPTOR */
+} VtdEventQueueError;
+
+typedef struct VtdEventWait {
+    bool status_write;
+    bool interrupt;
+    bool fence;
+    bool write_failed;
+    uint8_t irq; /* with `interrupt`: 0 sent, 1 pending (IECTL.IM), 2 ICS.IWC already set */
+    uint32_t status_data;
+    uint64_t status_addr;
+} VtdEventWait;
+
+typedef struct VtdEventContextInvalidation {
+    uint8_t source;      /* VtdInvalSource */
+    uint8_t granularity; /* VtdGranularity */
+    uint16_t did;
+    uint16_t sid;
+    uint16_t sid_mask; /* source-id bits ignored (FM) */
+    uint64_t dropped;  /* cached contexts dropped (selective only) */
+} VtdEventContextInvalidation;
+
+typedef struct VtdEventIotlbInvalidation {
+    uint8_t source;
+    uint8_t granularity;
+    uint16_t did;
+    bool ih;
+    uint8_t am;
+    uint64_t addr;    /* page-selective: first page */
+    uint64_t dropped; /* IOTLB entries dropped (page-selective only) */
+} VtdEventIotlbInvalidation;
+
+typedef struct VtdEventGlobalCommand {
+    uint32_t command; /* the value written to GCMD */
+    uint32_t status_before, status_after; /* GSTS */
+    uint64_t root_table; /* latched (with GCMD.SRTP) */
+    uint64_t iqa;        /* IQA (when GSTS.QIES changes) */
+} VtdEventGlobalCommand;
+
+typedef struct VtdEventCacheReset {
+    uint8_t reason; /* VtdCacheResetReason */
+} VtdEventCacheReset;
+
+typedef struct VtdEventReplay {
+    uint16_t sid;
+    uint16_t did;
+    uint8_t fault; /* of the context: nothing replayed */
+    bool pass_through;
+    bool truncated; /* entry budget spent */
+    uint64_t start, end;
+    uint64_t leaves;
+} VtdEventReplay;
+
+struct VtdEvent {
+    VtdEventKind kind;
+    union {
+        VtdEventContextMiss context_miss;
+        VtdEventPageWalk page_walk;
+        VtdEventFault fault;
+        VtdEventFaultRecord fault_record;
+        VtdEventDescriptor descriptor;
+        VtdEventQueueRun queue_run;
+        VtdEventQueueError queue_error;
+        VtdEventWait wait;
+        VtdEventContextInvalidation context_invalidation;
+        VtdEventIotlbInvalidation iotlb_invalidation;
+        VtdEventGlobalCommand global_command;
+        VtdEventCacheReset cache_reset;
+        VtdEventReplay replay;
+    } u;
+};
 
 /* Migration.  The architectural state (registers, fault records, queue
  * position) is serialized into an opaque, versioned, little-endian blob.

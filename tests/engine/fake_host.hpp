@@ -114,6 +114,12 @@ public:
             std::lock_guard g(h->log_lock);
             h->prefetches.push_back(gpa);
         };
+        ops_.event = [](void *o, const VtdEvent *ev) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            if (h->record_events)
+                h->events.push_back(*ev);
+        };
         char err[128] = "";
         e = vtd_engine_new(&cfg_, &ops_, this, err, sizeof(err));
         EXPECT_NE(e, nullptr) << err;
@@ -343,6 +349,10 @@ public:
     std::vector<DevTlbInval> dev_invals;
     std::vector<IrInval> ir_invals;    // interrupts_invalidated calls, in order
     std::vector<uint64_t> prefetches;  // the engine's prefetch hints, in order
+    // The engine's events, in order, while record_events is set (the hook
+    // is always installed, so every test runs the event builders).
+    bool record_events = false;
+    std::vector<VtdEvent> events;
     uint64_t clock = 0;
     uint64_t cap = 0, ecap = 0;
     uint32_t frcd = 0, iva = 0, iotlb = 0;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 
+#include "events.hpp"
 #include "page_walk.hpp"
 #include "root_context.hpp"
 
@@ -89,14 +90,15 @@ void Engine::reset()
     faults_.reset();
     queue_.reset();
     ir_.reset();
-    flush_caches();
+    flush_caches(VTD_CACHE_RESET_RESET);
 }
 
-void Engine::flush_caches()
+void Engine::flush_caches(VtdCacheResetReason why)
 {
     contexts_.clear();
     iotlb_.flush();
     translations_changed();
+    host_.event([&] { return ev::cache_reset(why); });
 }
 
 ContextLookup Engine::resolve_context(uint16_t sid)
@@ -112,6 +114,7 @@ ContextLookup Engine::resolve_context(uint16_t sid)
     uint64_t gen = contexts_.generation();
     ContextLookup r = load_context(host_, f_, root_table_.load(std::memory_order_acquire), sid);
     stats_.add(Counter::ContextEntriesRead, r.entries_read);
+    host_.event([&] { return ev::context_miss(sid, r); });
     if (r.fault == VTD_FR_NONE) {
         if (contexts_.insert(sid, r.ctx, gen)) {
             stats_.add(Counter::ContextEvictions);
@@ -132,12 +135,19 @@ VtdFaultReason Engine::fault(uint16_t sid, uint64_t addr, unsigned access, bool 
     stats_.fault(reason);
     if (ds)
         ds->faults.fetch_add(1, std::memory_order_relaxed);
+    const bool write = access & VTD_PERM_WRITE;
+    host_.event([&] {
+        return ev::fault(sid, addr, reason, write,
+                         !record ? VTD_FAULT_NOT_REQUESTED
+                         : fpd   ? VTD_FAULT_SUPPRESSED
+                                 : 0);
+    });
     if (!record)
         stats_.add(Counter::FaultsNotRecorded);
     else if (fpd)
         stats_.add(Counter::FaultsSuppressedFpd);
     else
-        faults_.record(sid, addr, reason, access & VTD_PERM_WRITE);
+        faults_.record(sid, addr, reason, write);
     return reason;
 }
 
@@ -244,6 +254,10 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
         stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
         ds_hot.bump(DomainStats::Hot::PageWalks, shard);
+        host_.event([&] {
+            return ev::page_walk(sid, ctx.did, addr, access, pde ? 1 : ctx.levels, w.levels_read,
+                                 w.fault, w.leaf);
+        });
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
@@ -279,10 +293,11 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
         return 0;
     stats_.add(Counter::WalksForReplay);
     ContextLookup cl = load_context(host_, f_, root_table_.load(std::memory_order_acquire), sid);
-    if (cl.fault != VTD_FR_NONE)
+    if (cl.fault != VTD_FR_NONE || cl.ctx.tt == TranslationType::PassThrough) {
+        host_.event([&] { return ev::replay(sid, cl, start, end, 0, false); });
+        // Pass-through: nothing to replay, the host bypasses translation.
         return cl.fault;
-    if (cl.ctx.tt == TranslationType::PassThrough)
-        return 0;  // nothing to replay: the host bypasses translation
+    }
     uint64_t leaves = 0;
     bool complete = walk_range(
         host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET, [&](uint64_t iova, const Leaf &leaf) {
@@ -294,6 +309,7 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
     stats_.add(Counter::ReplayLeaves, leaves);
     if (!complete)
         stats_.add(Counter::ReplayTruncated);
+    host_.event([&] { return ev::replay(sid, cl, start, end, leaves, !complete); });
     return 0;
 }
 
@@ -328,6 +344,13 @@ void Engine::invalidate_context(const ContextInvalidation &req)
         return;
     }
     stats_.add(Counter::ContextEntriesDropped, dropped);
+    host_.event([&] {
+        unsigned fm = req.function_mask & 3;
+        uint16_t sid_mask =
+            req.granularity == Granularity::Selective ? ((1u << fm) - 1) << (3 - fm) : 0;
+        return ev::context_invalidation(queue_.enabled(), req.granularity, req.did, req.sid,
+                                        sid_mask, dropped);
+    });
 }
 
 void Engine::invalidate_iotlb(const IotlbInvalidation &req)
@@ -374,6 +397,10 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         return;
     }
     stats_.add(Counter::IotlbEntriesDropped, dropped);
+    host_.event([&] {
+        return ev::iotlb_invalidation(queue_.enabled(), req.granularity, req.did, req.addr, req.am,
+                                      req.ih, dropped);
+    });
 }
 
 // A page-selective invalidation follows a map (caching mode) or an unmap.

@@ -77,7 +77,7 @@ private:
     ContextLookup resolve_context(uint16_t sid);
     VtdFaultReason fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
                          VtdFaultReason reason, bool fpd, DomainStats *ds);
-    void flush_caches();
+    void flush_caches(VtdCacheResetReason why);
 
     void invalidate_context(const ContextInvalidation &req) override;
     void invalidate_iotlb(const IotlbInvalidation &req) override;

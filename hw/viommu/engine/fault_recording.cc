@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "fault_recording.hpp"
 
+#include "events.hpp"
 #include "registers.hpp"
 
 namespace viommu::vtd {
@@ -99,12 +100,16 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
         for (const auto &pending : frcd_) {
             if (pending[0] == page && pending[1] == info) {
                 stats_.add(Counter::FaultsCollapsed);
+                host_.event([&] {
+                    return ev::fault_record(VTD_FAULT_COLLAPSED, &pending - frcd_.data(), pending);
+                });
                 return;
             }
         }
         auto &r = frcd_[fri_];
         if ((status_ & fsts::PFO) || (r[1] & FRCD_F)) {
             stats_.add(Counter::FaultsOverflowed);
+            host_.event([&] { return ev::fault_record(VTD_FAULT_OVERFLOW, fri_, {page, info}); });
             if (!(status_ & fsts::PFO)) {
                 status_ |= fsts::PFO;
                 raise_locked(was_pending, msi);
@@ -112,6 +117,7 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
         } else {
             r[0] = page;
             r[1] = info;
+            host_.event([&] { return ev::fault_record(VTD_FAULT_RECORDED, fri_, r); });
             fri_ = (fri_ + 1) % frcd_.size();
             stats_.add(Counter::FaultsRecorded);
             raise_locked(was_pending, msi);

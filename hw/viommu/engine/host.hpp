@@ -77,6 +77,17 @@ public:
             ops_.prefetch(opaque_, gpa);
     }
 
+    // Report an event (VtdHostOps.event) built by `make`, which runs only
+    // when the host takes events: with no hook this is one branch.
+    template <typename Make>
+    void event(Make &&make) const
+    {
+        if (ops_.event) [[unlikely]] {
+            const VtdEvent ev = make();
+            ops_.event(opaque_, &ev);
+        }
+    }
+
     bool has_clock() const { return ops_.now_ns != nullptr; }
     uint64_t now_ns() const { return ops_.now_ns ? ops_.now_ns(opaque_) : 0; }
 

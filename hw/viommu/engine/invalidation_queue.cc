@@ -3,6 +3,8 @@
 
 #include <bit>
 
+#include "events.hpp"
+
 namespace viommu::vtd {
 
 namespace desc {
@@ -133,15 +135,24 @@ void InvalidationQueue::process()
     const uint64_t tail = iqt_ >> iq::DESC_SHIFT;
     if (tail >= n || head >= n) {
         stats_.add(Counter::QiTailErrors);
+        host_.event([&] { return ev::queue_error(VTD_QERR_TAIL, head, tail, std::nullopt); });
         faults_.set_status(fsts::IQE);
         return;
     }
     const uint64_t base = iqa_ & iq::IQA_BASE;
+    if (head != tail)
+        host_.event([&] { return ev::queue_run(head, tail, n, base); });
     while (head != tail) {
         uint64_t start = host_.has_clock() ? host_.now_ns() : 0;
         auto d = host_.read_u128(base + (head << iq::DESC_SHIFT));
+        if (d)
+            host_.event([&] { return ev::descriptor(head, (*d)[0], (*d)[1]); });
         if (!d || !execute((*d)[0], (*d)[1])) {
             stats_.add(Counter::QiInvalidDescriptors);
+            host_.event([&] {
+                return ev::queue_error(d ? VTD_QERR_DESCRIPTOR : VTD_QERR_UNREADABLE, head, tail,
+                                       d);
+            });
             faults_.set_status(fsts::IQE);
             break;
         }
@@ -252,9 +263,12 @@ bool InvalidationQueue::wait(uint64_t lo, uint64_t hi)
     // synchronous, so Fence needs no further ordering.
     if (lo & desc::WAIT_FN)
         stats_.add(Counter::WaitFence);
+    bool failed = false;
+    uint8_t irq = 2;  // for the event: 0 sent, 1 pending, 2 IWC already set
     if (lo & desc::WAIT_SW) {
         stats_.add(Counter::WaitStatusWrite);
-        if (!host_.write_u32(hi & ~desc::WAIT_HI_RSVD, static_cast<uint32_t>(lo >> 32)))
+        failed = !host_.write_u32(hi & ~desc::WAIT_HI_RSVD, static_cast<uint32_t>(lo >> 32));
+        if (failed)
             stats_.add(Counter::WaitStatusWriteFailed);
     }
     if (lo & desc::WAIT_IF) {
@@ -263,12 +277,15 @@ bool InvalidationQueue::wait(uint64_t lo, uint64_t hi)
             ics_ |= ICS_IWC;
             if (iectl_ & ECTL_IM) {
                 iectl_ |= ECTL_IP;
+                irq = 1;
             } else {
                 stats_.add(Counter::InvalidationEvents);
                 host_.msi(uint64_t{ieuaddr_} << 32 | ieaddr_, iedata_);
+                irq = 0;
             }
         }
     }
+    host_.event([&] { return ev::wait(lo, hi & ~desc::WAIT_HI_RSVD, failed, irq); });
     return true;
 }
 

@@ -6,6 +6,7 @@
 // command bit is written.  Reads have no side effects.
 #include "engine.hpp"
 
+#include "events.hpp"
 #include "registers.hpp"
 
 namespace viommu::vtd {
@@ -131,9 +132,10 @@ void Engine::write32(uint32_t offset, uint32_t value)
 // ECAP.IR); SFL and EAFL are unsupported and ignored.
 void Engine::global_command(uint32_t value)
 {
+    const uint32_t before = gsts_ | ir_.status();
     if (value & gcmd::SRTP) {
         root_table_.store(rtaddr_ & entry::ADDR, std::memory_order_release);
-        flush_caches();
+        flush_caches(VTD_CACHE_RESET_ROOT_TABLE);
         gsts_ |= gcmd::SRTP;  // RTPS: set when the pointer is latched
     }
     // WBF: CAP.RWBF is clear and the write buffer is always flushed, so
@@ -151,6 +153,10 @@ void Engine::global_command(uint32_t value)
         queue_.set_enabled(qie);
     }
     ir_.command(value);
+    host_.event([&] {
+        return ev::global_command(value, before, gsts_ | ir_.status(), root_table_.load(),
+                                  queue_.save().iqa);
+    });
 }
 
 void Engine::run_context_command()
