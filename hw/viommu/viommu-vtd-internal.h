@@ -87,8 +87,7 @@ struct ViommuVtdState {
     bool dmar_enabled;
     ViommuVtdPending pending[VIOMMU_VTD_INV_KINDS];
 
-    uint8_t *blob;                  /* engine state, only while migrating */
-    uint32_t blob_len;
+    VtdState mig;                   /* engine state, only while migrating */
 
     uint32_t iotlb_entries;
     uint32_t context_entries;

@@ -15,6 +15,7 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "exec/address-spaces.h"
 #include "hw/i386/pc.h"
 #include "hw/pci-host/q35.h"
@@ -22,8 +23,6 @@
 #include "migration/vmstate.h"
 #include "viommu-vtd-internal.h"
 #include "trace.h"
-
-#define VIOMMU_VTD_BLOB_MAX     (1 << 20)
 
 /* Registers */
 
@@ -221,73 +220,113 @@ static void viommu_vtd_finalize(Object *obj)
     ViommuVtdState *s = VIOMMU_VTD(obj);
 
     vtd_engine_free(s->engine);
-    g_free(s->blob);
 }
 
-/* Migration: the engine's architectural state as one opaque blob. */
+/*
+ * Migration: the engine's architectural state (VtdState), field by field.
+ * pre_save copies it out of the engine into s->mig, post_load hands it
+ * back; the engine refuses a state the unit could never be in (another
+ * configuration, impossible register values) and says why.  Optional
+ * features (interrupt remapping, scalable mode) will add subsections.
+ */
+
+static const VMStateDescription viommu_vtd_fault_record_vmstate = {
+    .name = "viommu-vtd/fault-record",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(lo, VtdFaultRecord),
+        VMSTATE_UINT64(hi, VtdFaultRecord),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool viommu_vtd_fault_records_fit(void *opaque, int version_id)
+{
+    VtdState *st = opaque;
+
+    return st->n_fault_records <= VTD_MAX_FAULT_RECORDS;
+}
+
+/* In register-offset order. */
+static const VMStateDescription viommu_vtd_engine_vmstate = {
+    .name = "viommu-vtd/engine",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(cap, VtdState),
+        VMSTATE_UINT64(ecap, VtdState),
+        VMSTATE_UINT32(gsts, VtdState),
+        VMSTATE_UINT64(rtaddr, VtdState),
+        VMSTATE_UINT64(root_table, VtdState),
+        VMSTATE_UINT64(ccmd, VtdState),
+        VMSTATE_UINT32(fsts, VtdState),
+        VMSTATE_UINT32(fectl, VtdState),
+        VMSTATE_UINT32(fedata, VtdState),
+        VMSTATE_UINT32(feaddr, VtdState),
+        VMSTATE_UINT32(feuaddr, VtdState),
+        VMSTATE_UINT64(iqh, VtdState),
+        VMSTATE_UINT64(iqt, VtdState),
+        VMSTATE_UINT64(iqa, VtdState),
+        VMSTATE_UINT32(ics, VtdState),
+        VMSTATE_UINT32(iectl, VtdState),
+        VMSTATE_UINT32(iedata, VtdState),
+        VMSTATE_UINT32(ieaddr, VtdState),
+        VMSTATE_UINT32(ieuaddr, VtdState),
+        VMSTATE_UINT64(iva, VtdState),
+        VMSTATE_UINT64(iotlb, VtdState),
+        VMSTATE_UINT32(n_fault_records, VtdState),
+        VMSTATE_VALIDATE("fault records fit", viommu_vtd_fault_records_fit),
+        VMSTATE_STRUCT_VARRAY_UINT32(fault_records, VtdState, n_fault_records,
+                                     1, viommu_vtd_fault_record_vmstate,
+                                     VtdFaultRecord),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 static int viommu_vtd_pre_save(void *opaque)
 {
     ViommuVtdState *s = opaque;
-    size_t len = 0;
-    uint8_t *buf = vtd_engine_save(s->engine, &len);
 
-    if (!buf || len > VIOMMU_VTD_BLOB_MAX) {
-        free(buf);
-        return -EINVAL;
-    }
-    g_free(s->blob);
-    s->blob = g_memdup2(buf, len);
-    s->blob_len = len;
-    free(buf);
-    return 0;
-}
-
-static int viommu_vtd_post_save(void *opaque)
-{
-    ViommuVtdState *s = opaque;
-
-    g_clear_pointer(&s->blob, g_free);
-    s->blob_len = 0;
+    vtd_engine_get_state(s->engine, &s->mig);
     return 0;
 }
 
 static int viommu_vtd_pre_load(void *opaque)
 {
-    return viommu_vtd_post_save(opaque);
-}
-
-static bool viommu_vtd_blob_len_ok(void *opaque, int version_id)
-{
     ViommuVtdState *s = opaque;
 
-    return s->blob_len <= VIOMMU_VTD_BLOB_MAX;
+    /* records beyond n_fault_records must read as zero */
+    memset(&s->mig, 0, sizeof(s->mig));
+    return 0;
 }
 
 static int viommu_vtd_post_load(void *opaque, int version_id)
 {
     ViommuVtdState *s = opaque;
-    int ret = vtd_engine_load(s->engine, s->blob, s->blob_len);
+    VtdStateError err = vtd_engine_set_state(s->engine, &s->mig);
 
-    trace_viommu_vtd_post_load(s->blob_len, ret);
-    viommu_vtd_post_save(s);
+    trace_viommu_vtd_post_load(err, vtd_state_error_str(err));
+    if (err != VTD_STATE_OK) {
+        error_report("viommu-vtd: migrated state refused: %s",
+                     vtd_state_error_str(err));
+        return -EINVAL;
+    }
     viommu_vtd_resync(s);
-    return ret ? -EINVAL : 0;
+    return 0;
 }
 
 static const VMStateDescription viommu_vtd_vmstate = {
     .name = TYPE_VIOMMU_VTD,
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .priority = MIG_PRI_IOMMU,
     .pre_save = viommu_vtd_pre_save,
-    .post_save = viommu_vtd_post_save,
     .pre_load = viommu_vtd_pre_load,
     .post_load = viommu_vtd_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(blob_len, ViommuVtdState),
-        VMSTATE_VALIDATE("engine state size", viommu_vtd_blob_len_ok),
-        VMSTATE_VBUFFER_ALLOC_UINT32(blob, ViommuVtdState, 0, NULL, blob_len),
+        VMSTATE_STRUCT(mig, ViommuVtdState, 0, viommu_vtd_engine_vmstate,
+                       VtdState),
         VMSTATE_END_OF_LIST()
     }
 };

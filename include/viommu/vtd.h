@@ -11,9 +11,9 @@
  *
  * Threading: vtd_engine_translate() and vtd_engine_walk() may be called from
  * any number of threads at once, concurrently with each other and with one
- * thread doing MMIO.  MMIO, reset, save and load are serialized by the
- * caller (QEMU holds the BQL for them).  No function throws; errors are
- * return values.
+ * thread doing MMIO.  MMIO, reset, get_state and set_state are serialized
+ * by the caller (QEMU holds the BQL for them).  No function throws; errors
+ * are return values.
  */
 #ifndef VIOMMU_VTD_H
 #define VIOMMU_VTD_H
@@ -249,11 +249,72 @@ typedef struct VtdInterrupt {
 VtdIrResult vtd_engine_remap_interrupt(VtdEngine *e, uint16_t sid, uint64_t addr, uint32_t data,
                                        bool record_fault, VtdInterrupt *out);
 
+/* Migration: the architectural state of the remapping unit as a plain
+ * struct, everything software can observe and the unit needs to go on
+ * where it stopped.  Caches are not part of it: they refill from the
+ * guest's tables.  Registers hold the values they read as, except FSTS
+ * (below).  A host describes the struct field by field in its own
+ * migration format (the QEMU glue: VMState).  The struct has no padding:
+ * two states are equal when their bytes are. */
+#define VTD_MAX_FAULT_RECORDS 256
+
 /* One fault recording register (FRCD), 128 bits. */
 typedef struct VtdFaultRecord {
     uint64_t lo; /* bits 63:0: FI, the faulting page's address */
     uint64_t hi; /* bits 127:64: F, T, FR, SID */
 } VtdFaultRecord;
+
+typedef struct VtdState {
+    /* The model: must equal the loading engine's (same configuration). */
+    uint64_t cap;
+    uint64_t ecap;
+    /* Root table, register-based invalidation, queued invalidation. */
+    uint64_t rtaddr;
+    uint64_t root_table; /* the root-table address latched by GCMD.SRTP */
+    uint64_t ccmd;
+    uint64_t iva;
+    uint64_t iotlb;
+    uint64_t iqh;
+    uint64_t iqt;
+    uint64_t iqa;
+    uint32_t gsts;
+    /* Fault recording.  `fsts` holds PFO, IQE, ICE, ITE and FRI (the next
+     * record to fill); PPF is derived from the records' F bits. */
+    uint32_t fsts;
+    uint32_t fectl;
+    uint32_t fedata;
+    uint32_t feaddr;
+    uint32_t feuaddr;
+    /* Invalidation completion status and event. */
+    uint32_t ics;
+    uint32_t iectl;
+    uint32_t iedata;
+    uint32_t ieaddr;
+    uint32_t ieuaddr;
+    uint32_t n_fault_records; /* CAP.NFR + 1; records beyond it are zero */
+    VtdFaultRecord fault_records[VTD_MAX_FAULT_RECORDS];
+} VtdState;
+
+/* Why vtd_engine_set_state() refused a state. */
+typedef enum VtdStateError {
+    VTD_STATE_OK = 0,
+    VTD_STATE_BAD_MODEL,          /* CAP, ECAP or the number of fault records differ */
+    VTD_STATE_BAD_GLOBAL,         /* GSTS, RTADDR or the latched root table */
+    VTD_STATE_BAD_REGISTER_INVAL, /* CCMD, IVA or IOTLB */
+    VTD_STATE_BAD_FAULTS,         /* FSTS, FECTL, FEDATA, FEADDR or a fault record */
+    VTD_STATE_BAD_QUEUE,          /* IQH, IQT, IQA, ICS or the invalidation event registers */
+} VtdStateError;
+
+/* Fill `st` with the engine's architectural state (caller serializes, as
+ * for MMIO). */
+void vtd_engine_get_state(VtdEngine *e, VtdState *st);
+/* Make `st` the engine's state, as if software had programmed it; caches
+ * start empty.  A state the unit could never be in (a register value it
+ * could not hold, another model) is refused with the reason, and the engine
+ * is left as it was. */
+VtdStateError vtd_engine_set_state(VtdEngine *e, const VtdState *st);
+/* A one-line description of `err`. */
+const char *vtd_state_error_str(VtdStateError err);
 
 /* Events: what the engine did, reported through VtdHostOps.event. */
 typedef enum VtdEventKind {
@@ -432,15 +493,6 @@ struct VtdEvent {
         VtdEventReplay replay;
     } u;
 };
-
-/* Migration.  The architectural state (registers, fault records, queue
- * position) is serialized into an opaque, versioned, little-endian blob.
- * Caches are not part of it: they refill from the guest's tables.
- * vtd_engine_save() returns a malloc()ed buffer (free with free()) and sets
- * *len.  vtd_engine_load() returns 0, or -1 if the blob is malformed (the
- * engine is then reset, never left half-loaded). */
-uint8_t *vtd_engine_save(VtdEngine *e, size_t *len);
-int vtd_engine_load(VtdEngine *e, const uint8_t *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 // (out-of-range and misaligned ones included), writes of guest RAM (root
 // and context tables, page tables, queue descriptors: all input bytes),
 // translations and replay walks of arbitrary source-ids, addresses and
-// permissions, queue tail bumps, reset and migration blobs.  Besides the
+// permissions, queue tail bumps, reset and migration states.  Besides the
 // sanitizers, oracles check (docs/fuzzing.rst):
 //  - a translation asked twice gives the same answer twice;
 //  - a successful translation is page-, 2M- or 1G-sized and aligned, grants
@@ -23,8 +23,8 @@
 //    queue the guest programmed, at that descriptor's address and value;
 //  - one register write fetches at most one queue's worth of descriptors;
 //  - invalid register accesses read 0 and change nothing; GSTS has only
-//    TES/RTPS/QIES; migration round-trips; load of a damaged blob fails
-//    cleanly or leaves a consistent device.
+//    TES/RTPS/QIES; migration state round-trips; a damaged state is
+//    refused with nothing changed, or accepted and reads back as given.
 //
 // Speed: the host, its guest RAM and one engine per configuration live
 // across inputs; each input starts with vtd_engine_reset() and zeroed RAM,
@@ -718,31 +718,40 @@ struct Host {
 
     void migrate(fuzz::Input &in)
     {
-        size_t len = 0;
-        uint8_t *blob = vtd_engine_save(e, &len);
-        FUZZ_CHECK(blob && len > 0);
+        VtdState st;
+        vtd_engine_get_state(e, &st);
         unsigned flips = in.u8() % 4;
         if (!flips) {
-            FUZZ_CHECK(vtd_engine_load(e, blob, len) == 0);
-            size_t len2 = 0;
-            uint8_t *again = vtd_engine_save(e, &len2);
-            FUZZ_CHECK(len2 == len && !std::memcmp(again, blob, len), len, len2);
-            free(again);
+            FUZZ_CHECK(vtd_engine_set_state(e, &st) == VTD_STATE_OK);
+            VtdState again;
+            vtd_engine_get_state(e, &again);
+            FUZZ_CHECK(!std::memcmp(&again, &st, sizeof(st)));
         } else {
+            // Damage: flipped bytes, and maybe a zeroed tail (a state
+            // cut short by a broken stream).
+            auto *bytes = reinterpret_cast<unsigned char *>(&st);
             for (unsigned i = 0; i < flips; i++) {
-                size_t at = in.u16() % len;
-                blob[at] ^= in.u8() | 1;
+                size_t at = in.u16() % sizeof(st);
+                bytes[at] ^= in.u8() | 1;
             }
-            size_t cut = in.flag() ? in.u8() % len : len;
-            int r = vtd_engine_load(e, blob, cut);
-            FUZZ_CHECK(r == 0 || r == -1, r);
+            if (in.flag()) {
+                size_t cut = in.u8() % sizeof(st);
+                std::memset(bytes + cut, 0, sizeof(st) - cut);
+            }
+            VtdState before;
+            vtd_engine_get_state(e, &before);
+            VtdStateError r = vtd_engine_set_state(e, &st);
+            VtdState after;
+            vtd_engine_get_state(e, &after);
+            FUZZ_CHECK(r >= VTD_STATE_OK && r <= VTD_STATE_BAD_QUEUE, r);
+            // Accepted: read back as given; refused: nothing changed.
+            FUZZ_CHECK(!std::memcmp(&after, r == VTD_STATE_OK ? &st : &before, sizeof(st)), r);
             uint64_t iqh = rd(IQH, 8);
             FUZZ_CHECK(iqh % 16 == 0 && iqh <= 0x7fff0, iqh);
-            // Whatever root table the damaged blob named: the model stops.
+            // Whatever root table the damaged state named: the model stops.
             m.root_known = false;
             m.pending.clear();
         }
-        free(blob);
     }
 
     // An address inside guest RAM (page and 8-byte aligned offset), or,

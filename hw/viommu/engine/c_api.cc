@@ -137,30 +137,36 @@ void vtd_engine_count_notify(VtdEngine *e, VtdNotifyKind kind, uint64_t events)
     e->engine->count_notify(kind, events);
 }
 
-uint8_t *vtd_engine_save(VtdEngine *e, size_t *len)
+void vtd_engine_get_state(VtdEngine *e, VtdState *st)
 {
-    try {
-        auto blob = e->engine->save();
-        auto *p = static_cast<uint8_t *>(std::malloc(blob.size()));
-        if (p)
-            std::memcpy(p, blob.data(), blob.size());
-        if (len)
-            *len = p ? blob.size() : 0;
-        return p;
-    } catch (const std::bad_alloc &) {
-        if (len)
-            *len = 0;
-        return nullptr;
-    }
+    if (st)
+        e->engine->get_state(*st);
 }
 
-int vtd_engine_load(VtdEngine *e, const uint8_t *buf, size_t len)
+VtdStateError vtd_engine_set_state(VtdEngine *e, const VtdState *st)
 {
-    if (!buf && len) {
-        e->engine->reset();
-        return -1;
+    if (!st)
+        return VTD_STATE_BAD_MODEL;
+    return e->engine->set_state(*st);
+}
+
+const char *vtd_state_error_str(VtdStateError err)
+{
+    switch (err) {
+    case VTD_STATE_OK:
+        return "state accepted";
+    case VTD_STATE_BAD_MODEL:
+        return "the state is of another model (CAP, ECAP or number of fault records differ)";
+    case VTD_STATE_BAD_GLOBAL:
+        return "GSTS, RTADDR or the latched root table holds a value the unit cannot hold";
+    case VTD_STATE_BAD_REGISTER_INVAL:
+        return "CCMD, IVA or IOTLB holds a value the unit cannot hold";
+    case VTD_STATE_BAD_FAULTS:
+        return "a fault register or fault record holds a value the unit cannot hold";
+    case VTD_STATE_BAD_QUEUE:
+        return "a queued-invalidation register holds a value the unit cannot hold";
     }
-    return e->engine->load({buf, len}) ? 0 : -1;
+    return "unknown state error";
 }
 
 }  // extern "C"

@@ -61,8 +61,9 @@ public:
     void count_notify(VtdNotifyKind kind, uint64_t events);
     const Stats &stats() const { return stats_; }
 
-    std::vector<uint8_t> save() const;
-    bool load(std::span<const uint8_t> blob);  // false: malformed, engine reset
+    // Architectural state for migration (migration.cc).
+    void get_state(VtdState &st) const;
+    VtdStateError set_state(const VtdState &st);  // refused: nothing changed
 
     // Entries one replay walk may read: 64 GiB of 4 KiB mappings.
     static constexpr uint64_t REPLAY_ENTRY_BUDGET = uint64_t{1} << 24;

@@ -1,132 +1,114 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Migration blob: the architectural state, little-endian, versioned.
-//
-//   u32 magic "VTDE", u32 version, u64 CAP, u64 ECAP (must match the
-//   destination's configuration), u32 GSTS, u64 RTADDR, u64 latched root
-//   table address, u64 CCMD, u64 IVA, u64 IOTLB, u32 FSTS, u32 FECTL,
-//   u32 FEDATA, u32 FEADDR, u32 FEUADDR, u16 n, n x (u64, u64) FRCD,
-//   u8 QIES, u64 IQH, u64 IQT, u64 IQA, u32 ICS, u32 IECTL, u32 IEDATA,
-//   u32 IEADDR, u32 IEUADDR.  Nothing may follow.
-#include "engine.hpp"
+// Migration: the architectural state as a VtdState (include/viommu/vtd.h),
+// which the host describes field by field in its own format.  set_state()
+// checks every value against what the modelled unit could hold, and
+// changes nothing unless all of it is acceptable.
+#include <algorithm>
+#include <type_traits>
 
+#include "engine.hpp"
 #include "registers.hpp"
 
 namespace viommu::vtd {
 
-static constexpr uint32_t MAGIC = 0x45445456;  // "VTDE"
-static constexpr uint32_t VERSION_1 = 1;
+// No padding: a state's bytes are its value (tests and fuzzers compare them).
+static_assert(std::has_unique_object_representations_v<VtdState>);
 
-namespace {
-
-class Writer {
-public:
-    std::vector<uint8_t> out;
-    template <typename T>
-    void put(T v)
-    {
-        for (size_t i = 0; i < sizeof(T); i++)
-            out.push_back(static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i)));
-    }
-};
-
-class Reader {
-public:
-    explicit Reader(std::span<const uint8_t> in) : in_(in) {}
-    template <typename T>
-    bool get(T &v)
-    {
-        if (in_.size() - pos_ < sizeof(T))
-            return false;
-        uint64_t x = 0;
-        for (size_t i = 0; i < sizeof(T); i++)
-            x |= uint64_t{in_[pos_ + i]} << (8 * i);
-        pos_ += sizeof(T);
-        v = static_cast<T>(x);
-        return true;
-    }
-    bool done() const { return pos_ == in_.size(); }
-
-private:
-    std::span<const uint8_t> in_;
-    size_t pos_ = 0;
-};
-
-}  // namespace
-
-std::vector<uint8_t> Engine::save() const
+void Engine::get_state(VtdState &st) const
 {
-    Writer w;
-    w.put(MAGIC);
-    w.put(VERSION_1);
-    w.put(f_.cap);
-    w.put(f_.ecap);
-    w.put(gsts_);
-    w.put(rtaddr_);
-    w.put(root_table_.load());
-    w.put(ccmd_);
-    w.put(iva_);
-    w.put(iotlb_reg_);
-    auto fs = faults_.save();
-    for (uint32_t v : {fs.fsts, fs.fectl, fs.fedata, fs.feaddr, fs.feuaddr})
-        w.put(v);
-    w.put(static_cast<uint16_t>(fs.records.size()));
-    for (auto &r : fs.records) {
-        w.put(r[0]);
-        w.put(r[1]);
-    }
-    auto qs = queue_.save();
-    w.put(static_cast<uint8_t>(qs.enabled));
-    for (uint64_t v : {qs.iqh, qs.iqt, qs.iqa})
-        w.put(v);
-    for (uint32_t v : {qs.ics, qs.iectl, qs.iedata, qs.ieaddr, qs.ieuaddr})
-        w.put(v);
-    return std::move(w.out);
+    st = {};
+    st.cap = f_.cap;
+    st.ecap = f_.ecap;
+    st.gsts = gsts_;
+    st.rtaddr = rtaddr_;
+    st.root_table = root_table_.load();
+    st.ccmd = ccmd_;
+    st.iva = iva_;
+    st.iotlb = iotlb_reg_;
+    const FaultRecorder::State fs = faults_.save();
+    st.fsts = fs.fsts;
+    st.fectl = fs.fectl;
+    st.fedata = fs.fedata;
+    st.feaddr = fs.feaddr;
+    st.feuaddr = fs.feuaddr;
+    st.n_fault_records = static_cast<uint32_t>(fs.records.size());
+    for (size_t i = 0; i < fs.records.size() && i < VTD_MAX_FAULT_RECORDS; i++)
+        st.fault_records[i] = {fs.records[i][0], fs.records[i][1]};
+    const InvalidationQueue::State qs = queue_.save();
+    st.iqh = qs.iqh;
+    st.iqt = qs.iqt;
+    st.iqa = qs.iqa;
+    st.ics = qs.ics;
+    st.iectl = qs.iectl;
+    st.iedata = qs.iedata;
+    st.ieaddr = qs.ieaddr;
+    st.ieuaddr = qs.ieuaddr;
 }
 
-bool Engine::load(std::span<const uint8_t> blob)
+VtdStateError Engine::set_state(const VtdState &st)
 {
-    Reader r(blob);
-    uint32_t magic = 0, version = 0, gsts = 0;
-    uint64_t cap = 0, ecap = 0, rtaddr = 0, root = 0, ccmd = 0, iva = 0, iotlb = 0;
-    FaultRecorder::State fs;
-    InvalidationQueue::State qs;
-    uint16_t n = 0;
-    uint8_t qies = 0;
+    if (st.cap != f_.cap || st.ecap != f_.ecap || st.n_fault_records != f_.fault_records)
+        return VTD_STATE_BAD_MODEL;
+    // Register values the device itself could never hold.  RTADDR and the
+    // latched root are checked as their registers store them; the root
+    // table is a plain address.
+    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE)) || (st.rtaddr & ~mask(63, 12)) ||
+        (st.root_table & ~entry::ADDR) || (!(st.gsts & gcmd::SRTP) && st.root_table))
+        return VTD_STATE_BAD_GLOBAL;
+    if ((st.ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) || (st.ccmd & ccmd::ICC) ||
+        (st.iva & ~(iva::ADDR | iva::IH | iva::AM)) ||
+        (st.iotlb & ~(iotlb_reg::WRITABLE | mask(58, iotlb_reg::IAIG))) ||
+        (st.iotlb & iotlb_reg::IVT))
+        return VTD_STATE_BAD_REGISTER_INVAL;
 
-    bool ok = r.get(magic) && magic == MAGIC && r.get(version) && version == VERSION_1 &&
-              r.get(cap) && cap == f_.cap && r.get(ecap) && ecap == f_.ecap && r.get(gsts) &&
-              r.get(rtaddr) && r.get(root) && r.get(ccmd) && r.get(iva) && r.get(iotlb) &&
-              r.get(fs.fsts) && r.get(fs.fectl) && r.get(fs.fedata) && r.get(fs.feaddr) &&
-              r.get(fs.feuaddr) && r.get(n) && n == f_.fault_records;
-    if (ok) {
-        fs.records.resize(n);
-        for (auto &rec : fs.records)
-            ok = ok && r.get(rec[0]) && r.get(rec[1]);
+    FaultRecorder::State fs{st.fsts, st.fectl, st.fedata, st.feaddr, st.feuaddr, {}};
+    fs.records.resize(st.n_fault_records);
+    for (size_t i = 0; i < fs.records.size(); i++)
+        fs.records[i] = {st.fault_records[i].lo, st.fault_records[i].hi};
+    // A record holds the page address (FI: 63:12) and F, T, FR and SID.
+    const bool records_ok =
+        std::all_of(fs.records.begin(), fs.records.end(), [](const std::array<uint64_t, 2> &r) {
+            return !(r[0] & ~mask(63, PAGE_SHIFT)) &&
+                   !(r[1] & ~(mask(63, 62) | mask(39, 32) | mask(15, 0)));
+        });
+    const bool unused_zero =
+        std::all_of(st.fault_records + st.n_fault_records, st.fault_records + VTD_MAX_FAULT_RECORDS,
+                    [](const VtdFaultRecord &r) { return !r.lo && !r.hi; });
+    if (!records_ok || !unused_zero)
+        return VTD_STATE_BAD_FAULTS;
+
+    const InvalidationQueue::State qs{bool(st.gsts & gcmd::QIE),
+                                      st.iqh,
+                                      st.iqt,
+                                      st.iqa,
+                                      st.ics,
+                                      st.iectl,
+                                      st.iedata,
+                                      st.ieaddr,
+                                      st.ieuaddr};
+
+    // The fault recorder and the queue check their parts as they load
+    // them; a refusal of the queue's puts the recorder's back.
+    const FaultRecorder::State old_faults = faults_.save();
+    if (!faults_.load(fs))
+        return VTD_STATE_BAD_FAULTS;
+    if (!queue_.load(qs)) {
+        faults_.load(old_faults);
+        return VTD_STATE_BAD_QUEUE;
     }
-    ok = ok && r.get(qies) && qies <= 1 && r.get(qs.iqh) && r.get(qs.iqt) && r.get(qs.iqa) &&
-         r.get(qs.ics) && r.get(qs.iectl) && r.get(qs.iedata) && r.get(qs.ieaddr) &&
-         r.get(qs.ieuaddr) && r.done();
-    qs.enabled = qies;
-    // Register values the device itself could never hold are malformed.
-    ok = ok && !(gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE)) &&
-         bool(gsts & gcmd::QIE) == qs.enabled && !(rtaddr & ~mask(63, 12)) &&
-         !(root & ~entry::ADDR) && !(ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) &&
-         !(ccmd & ccmd::ICC) && !(iva & ~(iva::ADDR | iva::IH | iva::AM)) &&
-         !(iotlb & ~(iotlb_reg::WRITABLE | mask(58, iotlb_reg::IAIG))) && !(iotlb & iotlb_reg::IVT);
+    // Accepted: the caches start empty, as after a reset.
     reset();
-    if (!ok || !faults_.load(fs) || !queue_.load(qs)) {
-        reset();
-        return false;
-    }
-    gsts_ = gsts;
-    rtaddr_ = rtaddr;
-    ccmd_ = ccmd;
-    iva_ = iva;
-    iotlb_reg_ = iotlb;
-    root_table_.store(root);
-    te_.store(gsts & gcmd::TE);
+    faults_.load(fs);
+    queue_.load(qs);
+    gsts_ = st.gsts;
+    rtaddr_ = st.rtaddr;
+    ccmd_ = st.ccmd;
+    iva_ = st.iva;
+    iotlb_reg_ = st.iotlb;
+    root_table_.store(st.root_table);
+    te_.store(st.gsts & gcmd::TE);
     translations_changed();
-    return true;
+    return VTD_STATE_OK;
 }
 
 }  // namespace viommu::vtd
