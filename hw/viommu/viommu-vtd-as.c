@@ -435,6 +435,7 @@ static IOMMUTLBEntry viommu_vtd_translate(IOMMUMemoryRegion *iommu, hwaddr addr,
         };
     }
     qatomic_set(&vas->domain, t.domain_id);
+    trace_viommu_vtd_translate(sid, addr, t.phys_base, t.addr_mask, t.perm);
     return (IOMMUTLBEntry) {
         .target_as = &address_space_memory,
         .iova = t.iova_base,

@@ -3,7 +3,8 @@
  * viommu-vtd: the host services the engine calls (VtdHostOps): reads and
  * writes of guest memory, interrupt messages, time, prefetch hints.  The
  * invalidation callbacks belong to the address spaces (viommu-vtd-as.c),
- * the cache of RAM pages behind the reads to viommu-vtd-ram.c.
+ * the cache of RAM pages behind the reads to viommu-vtd-ram.c, the event
+ * hook to viommu-vtd-events.c.
  */
 
 #include "qemu/osdep.h"
@@ -124,5 +125,6 @@ const VtdHostOps viommu_vtd_host_ops = {
     .now_ns = viommu_vtd_now_ns,
     .device_iotlb_invalidated = viommu_vtd_device_iotlb_invalidated,
     .prefetch = viommu_vtd_prefetch,
+    .event = viommu_vtd_event,
 };
 

@@ -7,6 +7,7 @@
  *   viommu-vtd-host.c    host services the engine calls: guest memory,
  *                        interrupts, time, prefetch
  *   viommu-vtd-ram.c     the cache of guest RAM pages behind its reads
+ *   viommu-vtd-events.c  the engine's events as trace events
  *   viommu-vtd-as.c      per-device address spaces, translate, IOMMU
  *                        notifiers and the invalidations pending for them
  */
@@ -103,6 +104,9 @@ static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
 
 /* viommu-vtd-host.c */
 extern const VtdHostOps viommu_vtd_host_ops;
+
+/* viommu-vtd-events.c */
+void viommu_vtd_event(void *opaque, const VtdEvent *ev);
 
 /* viommu-vtd-ram.c */
 #define VIOMMU_VTD_RAMC_PAGE 4096

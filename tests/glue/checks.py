@@ -510,6 +510,39 @@ def t_analyze_migration():
     check(len(mig.get("fault_records", [])) == 4, "fault records not decoded as 4 structs")
 
 
+def t_trace_engine_events():
+    """-trace 'viommu_vtd_*' shows what the engine does: misses, walks,
+    faults, descriptors, invalidations, commands."""
+    vm = VM("viommu-vtd,id=iommu0", extra=DMA_ARGS + ["-trace", "viommu_vtd_*"])
+    try:
+        dma_setup(vm)
+        dma_push(vm, 0, DST_IOVA, 1)
+        dma_push(vm, 1, UNMAPPED_IOVA, 2)
+        dma_doorbell(vm, 2)
+        dma_status(vm, 1)
+        # A queued page-selective IOTLB invalidation and a wait descriptor.
+        q = 0x200000
+        vm.qtest("writeq 0x%x 0x%x" % (q, 2 | 3 << 4 | 1 << 16))
+        vm.qtest("writeq 0x%x 0x%x" % (q + 8, DST_IOVA))
+        vm.qtest("writeq 0x%x 0x%x" % (q + 16, 5))
+        vm.writeq(IQA, q)
+        vm.writel(GCMD, GCMD_TE | GCMD_QIE)
+        vm.writeq(IQT, 0x20)
+        vm.quit()
+    finally:
+        vm.kill()
+    log = open(vm.log).read()
+    for ev in ("viommu_vtd_gcmd", "viommu_vtd_root_table", "viommu_vtd_cache_reset",
+               "viommu_vtd_context_miss", "viommu_vtd_iotlb_miss", "viommu_vtd_page_walk",
+               "viommu_vtd_translate", "viommu_vtd_fault", "viommu_vtd_fault_record",
+               "viommu_vtd_qi_enable", "viommu_vtd_qi_run", "viommu_vtd_qi_desc",
+               "viommu_vtd_iotlb_inv", "viommu_vtd_qi_wait"):
+        check(re.search(r"\b%s\b" % ev, log), "no %s in the trace" % ev)
+    check(re.search(r"viommu_vtd_page_walk .*from level 4, 4 levels read, leaf level 1", log),
+          "the first walk did not read 4 levels")
+    check(re.search(r"viommu_vtd_qi_desc .*: iotlb page", log), "no page-selective descriptor")
+
+
 def t_queue_on_registers():
     """Tables and queues are read from RAM only: a queue aimed at the unit's
     own register window is an invalidation queue error, not a re-entry."""
@@ -581,6 +614,7 @@ CASES = [
     ("migration with DMA in flight: queued DMA translates on the destination",
      t_migration_dma_in_flight),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),
+    ("-trace viommu_vtd_* shows the engine's events", t_trace_engine_events),
     ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),
     ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),
