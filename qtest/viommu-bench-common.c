@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the qtest benchmarks share: see viommu-bench-common.h. */
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "viommu-bench-common.h"
 
 const char *const iommus[2] = { "viommu-vtd", "intel-iommu" };

@@ -59,7 +59,7 @@ static MemTxResult vdma_cached_rw(ViommuDmaState *s, uint64_t addr,
                                   uint8_t *buf, uint32_t len, bool write)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
-    MemoryRegionCache cache = MEMORY_REGION_CACHE_INVALID;
+    MemoryRegionCache cache;
     MemTxResult r = MEMTX_DECODE_ERROR;
 
     RCU_READ_LOCK_GUARD();
