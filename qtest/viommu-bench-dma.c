@@ -26,7 +26,7 @@
  * $VIOMMU_BENCH_VTD_OPTS options for viommu-vtd, e.g. ",iotlb-entries=4096"
  * $VIOMMU_BENCH_BASELINE_VTD_OPTS  compare against viommu-vtd with these
  *                        options instead of intel-iommu, e.g.
- *                        ",x-ram-cache=off" (the "int" columns are then
+ *                        ",iotlb-entries=256" (the "int" columns are then
  *                        that machine's)
  *
  * Besides wall-clock time, each row reports the device's own CPU time per

@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * viommu-vtd: the host services the engine calls (VtdHostOps): reads and
- * writes of guest memory, interrupt messages, time, prefetch hints.  The
- * invalidation callbacks belong to the address spaces (viommu-vtd-as.c),
- * the cache of RAM pages behind the reads to viommu-vtd-ram.c, the event
- * hook to viommu-vtd-events.c.
+ * writes of guest memory, interrupt messages, time.  The invalidation
+ * callbacks belong to the address spaces (viommu-vtd-as.c), the event hook
+ * to viommu-vtd-events.c.
+ *
+ * Guest memory goes through the memory API: address_space_translate() per
+ * access, then a copy for reads and address_space_rw() for writes.  Not
+ * address_space_read()/dma_memory_read() alone, because those would also
+ * reach MMIO, and a table aimed at our own registers would re-enter the
+ * engine: only plain RAM is accepted.  A private per-thread cache of RAM
+ * pages in front of the reads (and the engine's prefetch hint through it)
+ * made no measurable difference to translated-DMA throughput or device
+ * CPU time, IOTLB-miss-heavy rows included, so there is none (figures and
+ * command in docs/performance.rst, "Guest-memory reads").
  */
 
 #include "qemu/osdep.h"
@@ -16,8 +25,7 @@
 #include "viommu-vtd-internal.h"
 #include "trace.h"
 
-static int viommu_vtd_ram_rw(ViommuVtdState *s, uint64_t gpa, void *buf,
-                             size_t len, bool write)
+static int viommu_vtd_ram_rw(uint64_t gpa, void *buf, size_t len, bool write)
 {
     uint8_t *p = buf;
 
@@ -26,24 +34,6 @@ static int viommu_vtd_ram_rw(ViommuVtdState *s, uint64_t gpa, void *buf,
         hwaddr xlat, l = len;
         MemoryRegion *mr;
 
-        /*
-         * Reads (page-table and context entries, descriptors: the page
-         * walk's hot path) copy straight from RAM, through the cache of
-         * host pages (viommu-vtd-ram.c) when the page is plain RAM.
-         */
-        if (!write && s->ram_cache) {
-            uint64_t off = gpa % VIOMMU_VTD_RAMC_PAGE;
-            uint8_t *host = viommu_vtd_ram_page(gpa);
-
-            if (host) {
-                l = MIN(len, VIOMMU_VTD_RAMC_PAGE - off);
-                memcpy(p, host + off, l);
-                gpa += l;
-                p += l;
-                len -= l;
-                continue;
-            }
-        }
         mr = address_space_translate(&address_space_memory, gpa, &xlat, &l,
                                      write, MEMTXATTRS_UNSPECIFIED);
         /* Only RAM: tables pointing at MMIO (our own registers) must fail. */
@@ -53,8 +43,10 @@ static int viommu_vtd_ram_rw(ViommuVtdState *s, uint64_t gpa, void *buf,
             return -1;
         }
         /*
-         * Writes (wait-descriptor status) are rare and go through
-         * address_space_rw() for dirty tracking and code invalidation.
+         * Reads (page-table and context entries, descriptors: the page
+         * walk's hot path) copy straight from RAM.  Writes (wait-descriptor
+         * status) are rare and go through address_space_rw() for dirty
+         * tracking and code invalidation.
          */
         if (!write) {
             memcpy(p, qemu_map_ram_ptr(mr->ram_block, xlat), l);
@@ -74,13 +66,13 @@ static int viommu_vtd_ram_rw(ViommuVtdState *s, uint64_t gpa, void *buf,
 static int viommu_vtd_mem_read(void *opaque, uint64_t gpa, void *buf,
                                size_t len)
 {
-    return viommu_vtd_ram_rw(opaque, gpa, buf, len, false);
+    return viommu_vtd_ram_rw(gpa, buf, len, false);
 }
 
 static int viommu_vtd_mem_write(void *opaque, uint64_t gpa, const void *buf,
                                 size_t len)
 {
-    return viommu_vtd_ram_rw(opaque, gpa, (void *)buf, len, true);
+    return viommu_vtd_ram_rw(gpa, (void *)buf, len, true);
 }
 
 static void viommu_vtd_msi(void *opaque, uint64_t addr, uint32_t data)
@@ -93,22 +85,6 @@ static void viommu_vtd_msi(void *opaque, uint64_t addr, uint32_t data)
     trace_viommu_vtd_msi(addr, data);
     address_space_stl_le(&address_space_memory, addr, data,
                          MEMTXATTRS_UNSPECIFIED, NULL);
-}
-
-/* A hint from the engine: start loading gpa's cache line if it is RAM. */
-static void viommu_vtd_prefetch(void *opaque, uint64_t gpa)
-{
-    ViommuVtdState *s = opaque;
-    uint8_t *host;
-
-    if (!s->ram_cache) {
-        return;                 /* a lookup would cost what the read does */
-    }
-    RCU_READ_LOCK_GUARD();
-    host = viommu_vtd_ram_page(gpa);
-    if (host) {
-        __builtin_prefetch(host + gpa % VIOMMU_VTD_RAMC_PAGE);
-    }
 }
 
 static uint64_t viommu_vtd_now_ns(void *opaque)
@@ -124,7 +100,6 @@ const VtdHostOps viommu_vtd_host_ops = {
     .context_invalidated = viommu_vtd_context_invalidated,
     .now_ns = viommu_vtd_now_ns,
     .device_iotlb_invalidated = viommu_vtd_device_iotlb_invalidated,
-    .prefetch = viommu_vtd_prefetch,
     .event = viommu_vtd_event,
 };
 

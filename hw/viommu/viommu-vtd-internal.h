@@ -6,7 +6,6 @@
  *                        migration, registers
  *   viommu-vtd-host.c    host services the engine calls: guest memory,
  *                        interrupts, time, prefetch
- *   viommu-vtd-ram.c     the cache of guest RAM pages behind its reads
  *   viommu-vtd-events.c  the engine's events as trace events
  *   viommu-vtd-as.c      per-device address spaces, translate, IOMMU
  *                        notifiers and the invalidations pending for them
@@ -94,7 +93,6 @@ struct ViommuVtdState {
     uint32_t context_entries;
     uint16_t fault_records;
     bool superpage_1g;
-    bool ram_cache;                 /* reads through viommu-vtd-ram.c */
 };
 
 static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
@@ -107,16 +105,6 @@ extern const VtdHostOps viommu_vtd_host_ops;
 
 /* viommu-vtd-events.c */
 void viommu_vtd_event(void *opaque, const VtdEvent *ev);
-
-/* viommu-vtd-ram.c */
-#define VIOMMU_VTD_RAMC_PAGE 4096
-void viommu_vtd_ram_init(void);
-/*
- * The host address of the plain-RAM page holding gpa, or NULL when the
- * whole page is not plain RAM.  Call under RCU; use the pointer only in
- * the same RCU critical section.
- */
-uint8_t *viommu_vtd_ram_page(uint64_t gpa);
 
 /* viommu-vtd-as.c */
 extern const PCIIOMMUOps viommu_vtd_pci_ops;

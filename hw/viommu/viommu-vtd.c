@@ -190,8 +190,6 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
                    err[0] ? err : "invalid configuration");
         return;
     }
-    viommu_vtd_ram_init();
-
     memory_region_init_io(&s->mmio, OBJECT(s), &viommu_vtd_mmio_ops, s,
                           "viommu-vtd", VTD_MMIO_SIZE);
     memory_region_add_subregion(get_system_memory(), Q35_HOST_BRIDGE_IOMMU_ADDR,
@@ -336,7 +334,6 @@ static const Property viommu_vtd_properties[] = {
     DEFINE_PROP_UINT32("context-entries", ViommuVtdState, context_entries, 0),
     DEFINE_PROP_UINT16("fault-records", ViommuVtdState, fault_records, 0),
     DEFINE_PROP_BOOL("superpage-1g", ViommuVtdState, superpage_1g, true),
-    DEFINE_PROP_BOOL("x-ram-cache", ViommuVtdState, ram_cache, true),
 };
 
 static void viommu_vtd_class_init(ObjectClass *oc, void *data)
@@ -360,9 +357,6 @@ static void viommu_vtd_class_init(ObjectClass *oc, void *data)
         "number of fault recording registers, 1..256 (0: default 8)");
     object_class_property_set_description(oc, "superpage-1g",
         "advertise 1 GiB second-level pages (CAP.SLLPS)");
-    object_class_property_set_description(oc, "x-ram-cache",
-        "read guest tables through the RAM-page cache (off: through "
-        "address_space_translate() every time; for benchmarks)");
     object_class_property_add_str(oc, "stats", viommu_vtd_get_stats, NULL);
     object_class_property_set_description(oc, "stats",
         "remapping statistics as a JSON document (read-only)");
