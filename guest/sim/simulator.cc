@@ -15,6 +15,7 @@
 #include <ucontext.h>
 
 #include "../iova/iova.hpp"
+#include "dma_domains.hpp"
 #include "machine.hpp"
 #include "sim_env.hpp"
 #include "workload.hpp"
@@ -26,143 +27,12 @@ namespace {
 constexpr std::array<std::string_view, 4> dma_mode_names{"sac", "sac-flush", "sac-once",
                                                          "forcedac"};
 
-// Invalidations of the flush policies go to the invalidation-queue model,
-// on the virtual CPU that issues them.
-class SimFlusher final : public iova::Flusher {
-public:
-    SimFlusher(SimEnv &env, InvQueue &q) : env_(env), q_(q) {}
-    void flush_range(iova::Range) override { q_.submit_and_wait(env_.current_cpu(), 1); }
-    void flush_all() override { q_.submit_and_wait(env_.current_cpu(), 1); }
-
-private:
-    SimEnv &env_;
-    InvQueue &q_;
-};
-
 struct Mapping {
     uint64_t iova = 0;
     uint64_t bytes = 0;
     uint8_t device = 0;
     bool live = false;
     Nanos ready = 0;  // the device is done with it (--device-ns-per-op)
-};
-
-// The IOMMU side of a run: one invalidation queue (one IOMMU), and per
-// IOMMU domain an allocator, a flush policy and the dma-iommu layer.
-// Devices map into their own domain (DeviceSpec::domain) as intel-iommu
-// and dma-iommu give each PCI function (not sharing a group) its own
-// domain and IOVA space.
-class Iommu {
-public:
-    Iommu(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env)
-        : m_(m), env_(env), legacy_sac_flush_(cfg.dma == "sac-flush")
-    {
-        queue_ = InvQueue::create(cfg.invq(), m);
-        if (!queue_)
-            return;
-        flusher_ = std::make_unique<SimFlusher>(env, *queue_);
-        unsigned ndomains = 1;
-        for (const DeviceSpec &d : info.devices)
-            ndomains = std::max(ndomains, d.domain + 1);
-        iova::DmaOptions opt{.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"};
-        for (unsigned i = 0; i < ndomains; i++) {
-            Domain &dom = domains_.emplace_back();
-            iova::Config acfg;
-            acfg.granule_shift = info.granule_shift;
-            acfg.ncpus = info.cpus;
-            acfg.check_frees = false;
-            dom.alloc = iova::Allocator::create(cfg.allocator, env, acfg);
-            if (!dom.alloc)
-                return;
-            dom.policy = iova::FlushPolicy::create(cfg.flush, *dom.alloc, *flusher_);
-            if (!dom.policy)
-                return;
-            dom.dma = std::make_unique<iova::DmaDomain>(*dom.alloc, *dom.policy, opt);
-        }
-        for (const DeviceSpec &d : info.devices) {
-            devices_.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
-            device_domain_.push_back(d.domain);
-        }
-        ok_ = true;
-    }
-    bool ok() const { return ok_; }
-
-    bool map(unsigned dev, uint64_t bytes, uint64_t &iova_out)
-    {
-        m_.advance(env_.current_cpu(), m_.cost().pte_update);
-        pte_updates++;
-        maps++;
-        iova::DmaDevice &d = devices_.at(dev);
-        Domain &dom = domains_.at(device_domain_.at(dev));
-        iova::Allocator &a = *dom.alloc;
-        // a retry or restart path: the allocator's own counters move
-        auto retry_marks = [&a] {
-            return a.stats().total(iova::Counter::retries) +
-                   a.stats().total(iova::Counter::retry_from_last);
-        };
-        uint64_t before = retry_marks();
-        bool ok;
-        if (legacy_sac_flush_ && d.pci && d.dma_mask > 0xffffffffull) {
-            unsigned shift = a.config().granule_shift;
-            uint64_t pages = dom.dma->pages_for(bytes);
-            iova::AllocResult r = a.alloc(pages, iova::Allocator::pfn_32bit(shift), true);
-            bool retried = !r.ok();
-            if (!r.ok())
-                r = a.alloc(pages, std::min(d.dma_mask >> shift, a.end_pfn() - 1), true);
-            iova_out = r.pfn << shift;
-            ok = r.ok();
-            if (retried) {
-                retried_maps++;
-                return ok;
-            }
-        } else {
-            iova::MapResult r = dom.dma->map(d, bytes);
-            iova_out = r.iova;
-            ok = r.ok();
-        }
-        if (retry_marks() != before)
-            retried_maps++;
-        return ok;
-    }
-    void unmap(unsigned dev, uint64_t iova, uint64_t bytes)
-    {
-        m_.advance(env_.current_cpu(), m_.cost().pte_update);
-        pte_updates++;
-        domains_.at(device_domain_.at(dev)).dma->unmap(iova, bytes);
-    }
-
-    size_t domain_count() const { return domains_.size(); }
-    iova::Allocator &allocator(size_t i = 0) { return *domains_.at(i).alloc; }
-    // every domain's cached IOVAs back to its tree (the drain stressor)
-    void flush_caches()
-    {
-        for (Domain &d : domains_)
-            d.alloc->flush_caches();
-    }
-    void reset_stats()
-    {
-        for (Domain &d : domains_)
-            d.alloc->reset_stats();
-        maps = retried_maps = pte_updates = 0;
-    }
-    uint64_t maps = 0, retried_maps = 0, pte_updates = 0;
-    InvQueue &queue() { return *queue_; }
-
-private:
-    struct Domain {
-        std::unique_ptr<iova::Allocator> alloc;
-        std::unique_ptr<iova::FlushPolicy> policy;
-        std::unique_ptr<iova::DmaDomain> dma;
-    };
-    Machine &m_;
-    SimEnv &env_;
-    bool legacy_sac_flush_;
-    bool ok_ = false;
-    std::unique_ptr<InvQueue> queue_;
-    std::unique_ptr<SimFlusher> flusher_;
-    std::deque<Domain> domains_;
-    std::vector<iova::DmaDevice> devices_;
-    std::vector<unsigned> device_domain_;
 };
 
 // Runs the workload's steps on the virtual CPUs.  Each CPU is a coroutine
@@ -175,7 +45,7 @@ private:
 // stays deterministic.
 class Run final : public Yielder {
 public:
-    Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, Iommu *iommu)
+    Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, DmaDomains *iommu)
         : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
           slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
           done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns), co_(n_),
@@ -411,7 +281,7 @@ private:
     Workload &wl_;
     Machine &m_;
     SimEnv &env_;
-    Iommu *iommu_;
+    DmaDomains *iommu_;
     unsigned n_;
     std::vector<std::vector<Mapping>> slots_;
     std::vector<std::deque<Mapping>> mailbox_;
@@ -526,7 +396,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
 
     Machine m(info.cpus, cost);
     SimEnv env(m);
-    Iommu iommu(cfg, info, m, env);
+    DmaDomains iommu(cfg, info, m, env);
     if (!iommu.ok())
         return fail("could not create allocator/flush policy/queue");
     Run run(cfg, *wl, m, env, &iommu);

@@ -144,9 +144,11 @@ TEST(Concurrency, CountersExactWithMoreThreadsThanShards)
     for (unsigned s : shard)
         users[s]++;
     EXPECT_GE(users[viommu::vtd::STAT_OWNED_SHARDS], THREADS - viommu::vtd::STAT_OWNED_SHARDS);
-    for (auto [s, n] : users)
-        if (s < viommu::vtd::STAT_OWNED_SHARDS)
+    for (auto [s, n] : users) {
+        if (s < viommu::vtd::STAT_OWNED_SHARDS) {
             EXPECT_EQ(n, 1u) << "owned shard " << s << " has more than one thread";
+        }
+    }
     RecordProperty("threads_owning_a_shard", int(THREADS - users[viommu::vtd::STAT_OWNED_SHARDS]));
     std::string s = h.stats();
     EXPECT_EQ(json_counter(s, "translate", "requests"), THREADS * EACH);

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "../iova/iova.hpp"
+#include "invq.hpp"
+#include "machine.hpp"
+#include "sim_env.hpp"
+#include "simulator.hpp"
+#include "workload.hpp"
+
+namespace viommu::sim {
+
+// Invalidations of the flush policies go to the invalidation-queue model,
+// on the virtual CPU that issues them.
+class SimFlusher final : public iova::Flusher {
+public:
+    SimFlusher(SimEnv &env, InvQueue &q) : env_(env), q_(q) {}
+    void flush_range(iova::Range) override { q_.submit_and_wait(env_.current_cpu(), 1); }
+    void flush_all() override { q_.submit_and_wait(env_.current_cpu(), 1); }
+
+private:
+    SimEnv &env_;
+    InvQueue &q_;
+};
+
+// The guest side of a run's IOMMU: per IOMMU domain an allocator, a flush
+// policy and the dma-iommu layer, and the one invalidation queue (one
+// IOMMU) their flushes go through.
+// Devices map into their own domain (DeviceSpec::domain) as intel-iommu
+// and dma-iommu give each PCI function (not sharing a group) its own
+// domain and IOVA space.
+class DmaDomains {
+public:
+    DmaDomains(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env);
+    bool ok() const { return ok_; }
+
+    // Maps `bytes` for device `dev`; counts a map that took a retry or
+    // restart path of the allocator.
+    bool map(unsigned dev, uint64_t bytes, uint64_t &iova_out);
+    void unmap(unsigned dev, uint64_t iova, uint64_t bytes)
+    {
+        m_.advance(env_.current_cpu(), m_.cost().pte_update);
+        pte_updates++;
+        domains_.at(device_domain_.at(dev)).dma->unmap(iova, bytes);
+    }
+
+    size_t domain_count() const { return domains_.size(); }
+    iova::Allocator &allocator(size_t i = 0) { return *domains_.at(i).alloc; }
+    // every domain's cached IOVAs back to its tree (the drain stressor)
+    void flush_caches()
+    {
+        for (Domain &d : domains_)
+            d.alloc->flush_caches();
+    }
+    void reset_stats()
+    {
+        for (Domain &d : domains_)
+            d.alloc->reset_stats();
+        maps = retried_maps = pte_updates = 0;
+    }
+    uint64_t maps = 0, retried_maps = 0, pte_updates = 0;
+    InvQueue &queue() { return *queue_; }
+
+private:
+    struct Domain {
+        std::unique_ptr<iova::Allocator> alloc;
+        std::unique_ptr<iova::FlushPolicy> policy;
+        std::unique_ptr<iova::DmaDomain> dma;
+    };
+    Machine &m_;
+    SimEnv &env_;
+    bool legacy_sac_flush_;
+    bool ok_ = false;
+    std::unique_ptr<InvQueue> queue_;
+    std::unique_ptr<SimFlusher> flusher_;
+    std::deque<Domain> domains_;
+    std::vector<iova::DmaDevice> devices_;
+    std::vector<unsigned> device_domain_;
+};
+
+}  // namespace viommu::sim
