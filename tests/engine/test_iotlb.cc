@@ -247,6 +247,35 @@ TEST_P(Staleness, PagingStructureCache)
     EXPECT_EQ(phys(SID, 0x10000), 0xc0000u);
 }
 
+// A page-selective invalidation without IH flushes the paging-structure
+// entries used for its range, and the upper-level ones among them cover
+// other 2 MiB regions too: A = 0, B1 = 0x200000 and B2 = 0x201000 share
+// one level-3 entry.  A and B1 are translated (B1's region caches its
+// level-1 table), B2 never; the guest points the level-3 entry at a new
+// level-2 table that maps B2 elsewhere and invalidates A only.  B2 must
+// come from the new tables: it was never cached, so nothing may answer
+// from the old subtree.
+TEST_P(Staleness, PageInvalidationWithoutIhDropsOtherRegionsTables)
+{
+    constexpr uint64_t A = 0x0, B1 = 0x200000, B2 = 0x201000;
+    h.map(pt, 4, A, 0x500000, 3);
+    h.map(pt, 4, B1, 0x501000, 3);
+    h.map(pt, 4, B2, 0x502000, 3);
+    EXPECT_EQ(phys(SID, A), 0x500000u);
+    EXPECT_EQ(phys(SID, B1), 0x501000u);
+
+    uint64_t l2 = h.alloc_page(), l1 = h.alloc_page();
+    h.put64(l2 + ((B2 >> 21) & 511) * 8, l1 | 3);
+    h.put64(l1 + ((B2 >> 12) & 511) * 8, 0x600000 | 3);
+    h.put64(h.pte_addr(pt, 4, A, 3), l2 | 3);  // the level-3 entry A, B1, B2 share
+    iotlb_page(DID, A, 0, false);
+    if (qi())
+        wait();
+
+    EXPECT_EQ(phys(SID, B2), 0x600000u) << "answered from the old level-1 table";
+    EXPECT_EQ(h.translate(SID, A, VTD_PERM_READ), VTD_FR_READ) << "A is unmapped now";
+}
+
 TEST_P(Staleness, NotPresentIsNotCached)
 {
     // Caching mode or not, a fault is not cached: mapping then invalidating

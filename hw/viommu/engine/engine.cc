@@ -372,8 +372,8 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         host_.invalidated(false, req.did, 0, whole);
         break;
     case Granularity::Selective: {
-        // Leaf entries are dropped either way; IH spares the cached
-        // paging-structure entries (level-1 tables) of the range.
+        // Leaf entries are dropped either way; without IH the domain's
+        // cached paging-structure entries go too (see iotlb.hpp).
         uint64_t pages = uint64_t{1} << req.am;
         stats_.add(Counter::IotlbPage);
         stats_.add(Counter::IotlbPagesInvalidated, pages);
@@ -384,7 +384,7 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         bool as_domain = false;
         // The IOTLB's sets load while the classifying walk reads the
         // guest's tables (neither depends on the other).
-        iotlb_.prefetch_pages(req.did, req.addr, req.ih);
+        iotlb_.prefetch_pages(req.did, req.addr);
         classify_pages(req.did, req.addr, pages);
         dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain);
         if (as_domain)

@@ -12,6 +12,18 @@
 
 namespace viommu::vtd {
 
+// One counter per domain-id, all starting at 0, only ever incremented.
+class DomainCounters {
+public:
+    DomainCounters() : v_(std::make_unique<std::array<std::atomic<uint32_t>, 65536>>()) {}
+
+    uint32_t get(uint16_t did) const { return (*v_)[did].load(std::memory_order_acquire); }
+    void bump(uint16_t did) { (*v_)[did].fetch_add(1); }
+
+private:
+    std::unique_ptr<std::array<std::atomic<uint32_t>, 65536>> v_;
+};
+
 struct EpochTag {
     uint32_t global = 0;
     uint32_t domain = 0;
@@ -19,12 +31,9 @@ struct EpochTag {
 
 class DomainEpochs {
 public:
-    DomainEpochs() : domains_(std::make_unique<std::array<std::atomic<uint32_t>, 65536>>()) {}
-
     EpochTag tag(uint16_t did) const
     {
-        return {global_.load(std::memory_order_acquire),
-                (*domains_)[did].load(std::memory_order_acquire)};
+        return {global_.load(std::memory_order_acquire), domains_.get(did)};
     }
     bool current(const EpochTag &t, uint16_t did) const
     {
@@ -32,11 +41,11 @@ public:
         return now.global == t.global && now.domain == t.domain;
     }
     void bump_all() { global_.fetch_add(1); }
-    void bump(uint16_t did) { (*domains_)[did].fetch_add(1); }
+    void bump(uint16_t did) { domains_.bump(did); }
 
 private:
     std::atomic<uint32_t> global_{0};
-    std::unique_ptr<std::array<std::atomic<uint32_t>, 65536>> domains_;
+    DomainCounters domains_;
 };
 
 }  // namespace viommu::vtd

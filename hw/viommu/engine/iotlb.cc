@@ -23,7 +23,7 @@ static constexpr unsigned PDE_SHIFT = PAGE_SHIFT + 9;  // a level-1 table maps 2
 
 std::optional<Iotlb::Pde> Iotlb::lookup_pde(uint16_t did, uint64_t addr)
 {
-    auto is_fresh = [this, did](uint32_t e) { return fresh(did, e); };
+    auto is_fresh = [this, did](uint32_t e) { return pde_fresh(did, e); };
     auto v = pdes_.lookup({addr >> PDE_SHIFT, did, 0}, is_fresh);
     if (!v)
         return std::nullopt;
@@ -32,8 +32,8 @@ std::optional<Iotlb::Pde> Iotlb::lookup_pde(uint16_t did, uint64_t addr)
 
 void Iotlb::insert_pde(uint16_t did, uint64_t addr, const Pde &pde, const FillToken &token)
 {
-    auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
-    pdes_.insert({addr >> PDE_SHIFT, did, 0}, {pde.table >> PAGE_SHIFT, pde.perm, token.epoch},
+    auto is_fresh = [this](uint16_t d, uint32_t e) { return pde_fresh(d, e); };
+    pdes_.insert({addr >> PDE_SHIFT, did, 0}, {pde.table >> PAGE_SHIFT, pde.perm, token.pde_epoch},
                  token.pde_gen, is_fresh);
 }
 
@@ -43,9 +43,8 @@ void Iotlb::epoch_bumped()
     if (bumps_.fetch_add(1) + 1 < SWEEP_INTERVAL)
         return;
     bumps_.store(0);
-    auto is_fresh = [this](uint16_t d, uint32_t e) { return fresh(d, e); };
-    cache_.sweep(is_fresh);
-    pdes_.sweep(is_fresh);
+    cache_.sweep([this](uint16_t d, uint32_t e) { return fresh(d, e); });
+    pdes_.sweep([this](uint16_t d, uint32_t e) { return pde_fresh(d, e); });
     sweeps_.fetch_add(1);
 }
 
@@ -75,16 +74,15 @@ void Iotlb::invalidate_domain(uint16_t did)
     epoch_bumped();
 }
 
-void Iotlb::prefetch_pages(uint16_t did, uint64_t addr, bool ih) const
+void Iotlb::prefetch_pages(uint16_t did, uint64_t addr) const
 {
     cache_.prefetch({addr >> PAGE_SHIFT, did, 1});
-    if (!ih)
-        pdes_.prefetch({addr >> PDE_SHIFT, did, 0});
 }
 
 // Probes every key that could hold a page of the range: O(pages) for 4 KiB
 // entries plus the covering superpage keys; beyond MAX_PAGE_PROBES the
-// domain's epoch is bumped instead.
+// domain's epoch is bumped instead.  Without IH the domain's
+// paging-structure entries go by their epoch (see iotlb.hpp).
 size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih,
                                bool &as_domain)
 {
@@ -94,6 +92,10 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
     uint8_t levels = levels_cached_.load();
     if (pages == 0)
         return 0;
+    if (!ih) {
+        pde_epochs_.bump(did);
+        epoch_bumped();
+    }
     uint64_t first = addr >> PAGE_SHIFT;
     uint64_t last = first + pages - 1;
     if (last < first || last > (UINT64_MAX >> PAGE_SHIFT))
@@ -106,22 +108,11 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
             probes += (last >> s) - (first >> s) + 1;
         }
     }
-    if (!ih)
-        probes += (last >> 9) - (first >> 9) + 1;
     if (probes > MAX_PAGE_PROBES) {
         epochs_.bump(did);
         epoch_bumped();
         as_domain = true;
         return 0;
-    }
-    if (!ih) {
-        size_t pdes = 0;
-        for (uint64_t vpn = first >> 9;; vpn++) {
-            pdes += pdes_.erase({vpn, did, 0}, false);
-            if (vpn == last >> 9)
-                break;
-        }
-        pdes_.uncount(pdes);
     }
     size_t dropped = 0;
     for (unsigned level = 1; level <= MAX_LEAF_LEVEL; level++) {

@@ -41,10 +41,14 @@ public:
         uint64_t gen;
         uint32_t epoch;
         uint64_t pde_gen;
+        uint32_t pde_epoch;
     };
     FillToken prepare_fill(uint16_t did) const
     {
-        return {cache_.generation(), epoch(did), pdes_.generation()};
+        EpochTag t = epochs_.tag(did);
+        return {cache_.generation(), (t.global + t.domain) & IotlbTable::EPOCH_MASK,
+                pdes_.generation(),
+                (t.global + t.domain + pde_epochs_.get(did)) & IotlbTable::EPOCH_MASK};
     }
 
     // `found`: where the key's entry was, if it was there but stale (a
@@ -74,8 +78,12 @@ public:
     // Paging-structure cache: for each 2 MiB region of a domain, the
     // level-1 table a walk reached and the AND of the permissions above
     // it, so a miss reads one entry instead of one per level.  Tagged and
-    // invalidated like the leaves; a page-selective invalidation without
-    // IH drops the regions it covers.
+    // invalidated like the leaves, and also by a paging-structure epoch of
+    // their own per domain: a page-selective invalidation without IH
+    // flushes the paging-structure entries used for its range, and the
+    // upper-level ones among them (a level-4 entry maps 512 GiB) lead to
+    // every region of the domain, so it bumps that epoch and drops them
+    // all, O(1).  Leaves outside the range stay.
     struct Pde {
         uint64_t table = 0;
         uint8_t perm = 0;
@@ -93,7 +101,7 @@ public:
     size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih, bool &as_domain);
     // Start loading what invalidate_pages() of the range's first page will
     // touch, to overlap those cache misses with other work.
-    void prefetch_pages(uint16_t did, uint64_t addr, bool ih) const;
+    void prefetch_pages(uint16_t did, uint64_t addr) const;
     // Empty the storage too (reset, new root table): O(capacity).
     void flush();
 
@@ -103,7 +111,8 @@ public:
     static constexpr uint64_t MAX_PAGE_PROBES = 4096;
 
     // Entries carry EPOCH_BITS of their domain's epoch (global + domain
-    // epoch, which only grow).  An entry that survives a sweep is current;
+    // epoch, plus the paging-structure epoch for those entries; all only
+    // grow, and every bump counts towards the sweep).  An entry that survives a sweep is current;
     // after fewer than 2^EPOCH_BITS further bumps its epoch still differs
     // from the current one if any of them concerned it, so sweeping every
     // SWEEP_INTERVAL bumps keeps epoch wrap-around from reviving it.
@@ -120,11 +129,18 @@ private:
         return (t.global + t.domain) & IotlbTable::EPOCH_MASK;
     }
     bool fresh(uint16_t did, uint32_t e) const { return epoch(did) == e; }
+    uint32_t pde_epoch(uint16_t did) const
+    {
+        EpochTag t = epochs_.tag(did);
+        return (t.global + t.domain + pde_epochs_.get(did)) & IotlbTable::EPOCH_MASK;
+    }
+    bool pde_fresh(uint16_t did, uint32_t e) const { return pde_epoch(did) == e; }
     void epoch_bumped();
 
     IotlbTable cache_;
     IotlbTable pdes_;  // level 0 keys: addr >> 21
     DomainEpochs epochs_;
+    DomainCounters pde_epochs_;       // added to a domain's epoch for its paging-structure entries
     std::atomic<uint64_t> bumps_{0};  // since the last sweep
     std::atomic<uint64_t> sweeps_{0};
     // Page-size levels that have ever been cached, so a lookup does not probe
