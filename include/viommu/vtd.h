@@ -134,7 +134,8 @@ typedef struct VtdConfig {
     bool     superpage_1g;     /* CAP.SLLPS bit for 1 GiB (2 MiB is always on) */
     uint32_t iotlb_entries;    /* IOTLB capacity (entries); 0 = default */
     uint32_t context_entries;  /* context-cache capacity; 0 = default */
-    uint16_t fault_records;    /* CAP.NFR + 1, 1..256; 0 = default (8) */
+    uint16_t fault_records;    /* CAP.NFR + 1, 1..224 (what fits in the register
+                                * page from FRO 0x200); 0 = default (8) */
     bool     intremap;         /* ECAP.IR: interrupt remapping */
     bool     eim;              /* ECAP.EIM: x2APIC (32-bit) destinations; needs intremap */
 } VtdConfig;

@@ -179,3 +179,38 @@ TEST_F(Faults, EventAddressUsesUpperHalf)
     ASSERT_EQ(h.msis.size(), 1u);
     EXPECT_EQ(h.msis[0].addr, 0x12fee00000ull);
 }
+
+// The fault recording registers follow FRO (0x200) in the 4 KiB register
+// page, so 224 records fit (CAP.NFR could say 256): the largest
+// fault_records is 224, and every one of them is a working register up to
+// the page's last 16 bytes.  225 is refused with a message naming the range.
+TEST(FaultRecordLimit, AsManyRecordsAsFitInTheRegisterPage)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.fault_records = 224;
+    FakeHost h(8 << 20, c);
+    ASSERT_NE(h.e, nullptr);
+    EXPECT_EQ(((h.cap >> 40) & 0xff) + 1, 224u) << "CAP.NFR";
+    EXPECT_EQ(h.frcd + 224 * 16, uint32_t{VTD_MMIO_SIZE}) << "the last record ends the page";
+    EXPECT_TRUE(h.iva + 16 <= h.frcd) << "IVA and IOTLB sit below the records";
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x0108, pt, 3, 4);
+    h.enable_translation();
+    for (unsigned i = 0; i < 224; i++)
+        EXPECT_EQ(h.translate(0x0108, 0x1000 * (i + 1), VTD_PERM_READ), VTD_FR_READ);
+    EXPECT_EQ(h.mmio64(h.frcd + 223 * 16), 0x1000u * 224) << "the last record holds the 224th";
+    EXPECT_EQ(h.mmio64(h.frcd + 223 * 16 + 8) >> 63, 1u) << "F";
+    EXPECT_EQ(h.mmio32(FSTS) & 1, 0u) << "no overflow with 224 faults";
+    h.translate(0x0108, 0x1000 * 225, VTD_PERM_READ);
+    EXPECT_EQ(h.mmio32(FSTS) & 1, 1u) << "the 225th overflows";
+
+    VtdHostOps ops{};
+    ops.mem_read = [](void *, uint64_t, void *, size_t) { return -1; };
+    ops.mem_write = [](void *, uint64_t, const void *, size_t) { return -1; };
+    ops.msi = [](void *, uint64_t, uint32_t) {};
+    char err[128] = "";
+    c.fault_records = 225;
+    EXPECT_EQ(vtd_engine_new(&c, &ops, nullptr, err, sizeof(err)), nullptr);
+    EXPECT_STREQ(err, "fault_records must be 1..224 (0: default 8): the records must fit in "
+                      "the 4 KiB register page from FRO 0x200");
+}

@@ -8,7 +8,10 @@ namespace viommu::vtd {
 static constexpr uint32_t DEFAULT_IOTLB_ENTRIES = 131072;
 static constexpr uint32_t DEFAULT_CONTEXT_ENTRIES = 1024;
 static constexpr unsigned DEFAULT_FAULT_RECORDS = 8;
+// CAP.NFR could say 256, but the 16-byte records follow FRO in the one
+// 4 KiB register page: 224 of them fit.
 static constexpr unsigned MAX_FAULT_RECORDS = (VTD_MMIO_SIZE - reg::FRCD) / reg::FRCD_LEN;
+static_assert(MAX_FAULT_RECORDS == 224);
 static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
 static constexpr unsigned DOMAIN_ID_BITS = 16;
 static constexpr uint32_t IEC_ENTRIES = 1024;
@@ -49,7 +52,9 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     f.context_entries = cfg.context_entries ? cfg.context_entries : DEFAULT_CONTEXT_ENTRIES;
     f.fault_records = cfg.fault_records ? cfg.fault_records : DEFAULT_FAULT_RECORDS;
     if (f.fault_records > MAX_FAULT_RECORDS) {
-        err = "fault_records must be at most " + std::to_string(MAX_FAULT_RECORDS);
+        err = "fault_records must be 1.." + std::to_string(MAX_FAULT_RECORDS) + " (0: default " +
+              std::to_string(DEFAULT_FAULT_RECORDS) +
+              "): the records must fit in the 4 KiB register page from FRO 0x200";
         return std::nullopt;
     }
     f.mamv = MAMV;
