@@ -201,6 +201,14 @@ int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end,
 char *vtd_engine_stats_json(VtdEngine *e);
 void vtd_engine_stats_reset(VtdEngine *e);
 
+/* Host memory the engine holds for per-domain state (domain statistics, the
+ * caches' per-domain invalidation epochs), in bytes.  It grows with the
+ * domain-ids the guest uses: about 1 KiB per domain a device translates
+ * in, and at most 4 bytes per domain-id per kind of invalidation that
+ * names it (in chunks of 256 domain-ids); under 1 MiB when the guest names
+ * every domain-id in invalidations. */
+size_t vtd_engine_domain_state_bytes(VtdEngine *e);
+
 /* IOMMU notifier events the host delivered to its devices' notifiers on the
  * engine's behalf (reported in the statistics' "notifications" section). */
 typedef enum VtdNotifyKind {

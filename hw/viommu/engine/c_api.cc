@@ -132,6 +132,11 @@ void vtd_engine_stats_reset(VtdEngine *e)
     e->engine->stats_reset();
 }
 
+size_t vtd_engine_domain_state_bytes(VtdEngine *e)
+{
+    return e->engine->domain_state_bytes();
+}
+
 void vtd_engine_count_notify(VtdEngine *e, VtdNotifyKind kind, uint64_t events)
 {
     e->engine->count_notify(kind, events);

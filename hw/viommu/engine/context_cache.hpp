@@ -32,6 +32,8 @@ public:
 
     size_t capacity() const { return slots_.size(); }
     size_t size() const;
+    // Bytes of per-domain state (the domains' epochs).
+    size_t domain_bytes() const { return epochs_.bytes(); }
 
     // Sampled before reading the root and context tables.
     uint64_t generation() const { return gen_.load(); }

@@ -23,6 +23,7 @@ struct RecentEntry {
     uint64_t epoch = 0;
     uint64_t vpn = 0;
     uint64_t iova_base = 0, phys_base = 0, size_mask = 0;
+    DomainStats *ds = nullptr;  // did's statistics, which live as long as the engine
     uint16_t sid = 0, did = 0;
     uint8_t perm = 0;
 };
@@ -167,18 +168,19 @@ inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned acces
         return false;
     stats_.add(Counter::ContextHits, 1, shard);
     stats_.add(Counter::IotlbHits, 1, shard);
-    DomainStats::Hot &hot = stats_.domain(e.did).hot[shard];
+    DomainStats::Hot &hot = e.ds->hot[shard];
     hot.bump(DomainStats::Hot::Translations, shard);
     hot.bump(DomainStats::Hot::IotlbHits, shard);
     out = {e.iova_base, e.phys_base, e.size_mask, e.perm, e.did};
     return true;
 }
 
-inline void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t)
+inline void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
+                             DomainStats &ds)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
-    recent_slot(sid, vpn) = {id_,         epoch, vpn,         t.iova_base, t.phys_base,
-                             t.addr_mask, sid,   t.domain_id, t.perm};
+    recent_slot(sid, vpn) = {id_,         epoch, vpn, t.iova_base, t.phys_base,
+                             t.addr_mask, &ds,   sid, t.domain_id, t.perm};
 }
 
 VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, bool record,
@@ -275,7 +277,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         return fault(sid, addr, access, record, r, ctx.fpd, &ds);
     uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
     out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-    remember(sid, addr, epoch, out);
+    remember(sid, addr, epoch, out, ds);
     return VTD_FR_NONE;
 }
 
@@ -366,7 +368,8 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         break;
     case Granularity::Domain:
         stats_.add(Counter::IotlbDomain);
-        stats_.domain(req.did).inv_domain.fetch_add(1, std::memory_order_relaxed);
+        if (DomainStats *ds = stats_.find_domain(req.did))
+            ds->inv_domain.fetch_add(1, std::memory_order_relaxed);
         iotlb_.invalidate_domain(req.did);
         translations_changed();
         host_.invalidated(false, req.did, 0, whole);
@@ -380,7 +383,8 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         stats_.add(req.addr >> 32 ? Counter::PagesInvalidatedAbove4G
                                   : Counter::PagesInvalidatedBelow4G,
                    pages);
-        stats_.domain(req.did).inv_page.fetch_add(1, std::memory_order_relaxed);
+        if (DomainStats *ds = stats_.find_domain(req.did))
+            ds->inv_page.fetch_add(1, std::memory_order_relaxed);
         bool as_domain = false;
         // The IOTLB's sets load while the classifying walk reads the
         // guest's tables (neither depends on the other).
@@ -404,10 +408,14 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
 }
 
 // A page-selective invalidation follows a map (caching mode) or an unmap.
-// Tell them apart by whether the range's first page is mapped now.
+// Tell them apart by whether the range's first page is mapped now.  Only
+// for domains with statistics: the page tables are known from a context.
 void Engine::classify_pages(uint16_t did, uint64_t addr, uint64_t pages)
 {
-    DomainStats &ds = stats_.domain(did);
+    DomainStats *found = stats_.find_domain(did);
+    if (!found)
+        return;
+    DomainStats &ds = *found;
     Context ctx;
     ctx.levels = ds.levels.load(std::memory_order_relaxed);
     ctx.slptptr = ds.slptptr.load(std::memory_order_relaxed);

@@ -60,6 +60,12 @@ public:
     }
     void count_notify(VtdNotifyKind kind, uint64_t events);
     const Stats &stats() const { return stats_; }
+    // Host memory held for per-domain state: statistics and the caches'
+    // domain epochs, allocated as domain-ids come into use.
+    size_t domain_state_bytes() const
+    {
+        return stats_.domain_bytes() + iotlb_.domain_bytes() + contexts_.domain_bytes();
+    }
 
     // Architectural state for migration (migration.cc).
     void get_state(VtdState &st) const;
@@ -99,7 +105,8 @@ private:
     void translations_changed() { xlat_epoch_.fetch_add(1); }
     bool translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
                           unsigned shard, VtdTranslation &out);
-    void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t);
+    void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
+                  DomainStats &ds);
 
     const Features f_;
     const Host host_;

@@ -7,21 +7,63 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <new>
 
 namespace viommu::vtd {
 
 // One counter per domain-id, all starting at 0, only ever incremented.
+// Storage comes in chunks of 256 domain-ids (1 KiB), allocated with the
+// first bump in a chunk, so a guest pays for the domain-ids it names (all
+// 65536: 256 KiB); a domain-id without a chunk reads 0.
 class DomainCounters {
 public:
-    DomainCounters() : v_(std::make_unique<std::array<std::atomic<uint32_t>, 65536>>()) {}
-
-    uint32_t get(uint16_t did) const { return (*v_)[did].load(std::memory_order_acquire); }
-    void bump(uint16_t did) { (*v_)[did].fetch_add(1); }
+    uint32_t get(uint16_t did) const
+    {
+        const Chunk *c = chunks_[did / CHUNK].load(std::memory_order_acquire);
+        return c ? (*c)[did % CHUNK].load(std::memory_order_acquire) : 0;
+    }
+    // False, with nothing changed, if the chunk could not be allocated.
+    bool bump(uint16_t did)
+    {
+        Chunk *c = chunks_[did / CHUNK].load(std::memory_order_acquire);
+        if (!c && !(c = allocate(did / CHUNK)))
+            return false;
+        (*c)[did % CHUNK].fetch_add(1);
+        return true;
+    }
+    // Host memory held, this object included.
+    size_t bytes() const
+    {
+        return sizeof(*this) + allocated_.load(std::memory_order_relaxed) * sizeof(Chunk);
+    }
 
 private:
-    std::unique_ptr<std::array<std::atomic<uint32_t>, 65536>> v_;
+    static constexpr unsigned CHUNK = 256;
+    using Chunk = std::array<std::atomic<uint32_t>, CHUNK>;
+
+    Chunk *allocate(unsigned i)
+    {
+        std::lock_guard guard(lock_);
+        if (!owner_[i]) {
+            try {
+                owner_[i] = std::make_unique<Chunk>();
+            } catch (const std::bad_alloc &) {
+                return nullptr;
+            }
+            allocated_.fetch_add(1, std::memory_order_relaxed);
+            chunks_[i].store(owner_[i].get(), std::memory_order_release);
+        }
+        return owner_[i].get();
+    }
+
+    std::array<std::atomic<Chunk *>, 65536 / CHUNK> chunks_{};
+    std::array<std::unique_ptr<Chunk>, 65536 / CHUNK> owner_;
+    std::mutex lock_;
+    std::atomic<size_t> allocated_{0};
 };
 
 struct EpochTag {
@@ -41,7 +83,14 @@ public:
         return now.global == t.global && now.domain == t.domain;
     }
     void bump_all() { global_.fetch_add(1); }
-    void bump(uint16_t did) { domains_.bump(did); }
+    // Without memory for the domain's counter, every domain's entries go:
+    // invalidating more than asked is always allowed.
+    void bump(uint16_t did)
+    {
+        if (!domains_.bump(did))
+            bump_all();
+    }
+    size_t bytes() const { return domains_.bytes(); }
 
 private:
     std::atomic<uint32_t> global_{0};

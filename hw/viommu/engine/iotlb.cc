@@ -93,7 +93,8 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
     if (pages == 0)
         return 0;
     if (!ih) {
-        pde_epochs_.bump(did);
+        if (!pde_epochs_.bump(did))
+            epochs_.bump_all();  // no memory for the domain's epoch: drop everything
         epoch_bumped();
     }
     uint64_t first = addr >> PAGE_SHIFT;

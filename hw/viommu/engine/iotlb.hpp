@@ -34,6 +34,8 @@ public:
     size_t size() { return cache_.size(); }
     // Bytes of table memory (leaves and paging-structure entries).
     size_t bytes() const { return cache_.bytes() + pdes_.bytes(); }
+    // Bytes of per-domain state (the domains' epochs).
+    size_t domain_bytes() const { return epochs_.bytes() + pde_epochs_.bytes(); }
 
     // Sampled before walking the guest's tables; insert() discards the
     // result if an invalidation happened in between.

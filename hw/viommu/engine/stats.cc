@@ -50,24 +50,43 @@ void Stats::latency(uint64_t ns)
 
 DomainStats &Stats::domain_slow(uint16_t did)
 {
-    unsigned c = did / DOMAIN_CHUNK;
-    DomainChunk *chunk = chunks_[c].load(std::memory_order_acquire);
-    if (!chunk) {
-        std::lock_guard guard(chunk_lock_);
-        if (!chunk_owner_[c])
-            chunk_owner_[c] = std::make_unique<DomainChunk>();
-        chunk = chunk_owner_[c].get();
-        chunks_[c].store(chunk, std::memory_order_release);
+    unsigned b = did / DOMAIN_BLOCK, i = did % DOMAIN_BLOCK;
+    DomainBlock *block = blocks_[b].load(std::memory_order_acquire);
+    DomainStats *d = block ? block->d[i].load(std::memory_order_acquire) : nullptr;
+    if (!d) {
+        std::lock_guard guard(domain_lock_);
+        if (!block_owner_[b]) {
+            block_owner_[b] = std::make_unique<DomainBlock>();
+            blocks_allocated_.fetch_add(1, std::memory_order_relaxed);
+        }
+        block = block_owner_[b].get();
+        blocks_[b].store(block, std::memory_order_release);
+        if (!block->owner[i]) {
+            block->owner[i] = std::make_unique<DomainStats>();
+            domains_allocated_.fetch_add(1, std::memory_order_relaxed);
+        }
+        d = block->owner[i].get();
+        block->d[i].store(d, std::memory_order_release);
     }
-    DomainStats &d = chunk->d[did % DOMAIN_CHUNK];
-    if (!d.seen.load(std::memory_order_relaxed))
-        d.seen.store(true, std::memory_order_relaxed);
+    if (!d->seen.load(std::memory_order_relaxed))
+        d->seen.store(true, std::memory_order_relaxed);
+    return *d;
+}
+
+DomainStats *Stats::find_domain(uint16_t did)
+{
+    DomainBlock *block = blocks_[did / DOMAIN_BLOCK].load(std::memory_order_acquire);
+    if (!block)
+        return nullptr;
+    DomainStats *d = block->d[did % DOMAIN_BLOCK].load(std::memory_order_acquire);
+    if (d && !d->seen.load(std::memory_order_relaxed))
+        d->seen.store(true, std::memory_order_relaxed);
     return d;
 }
 
 SourceStats &Stats::source(uint16_t sid)
 {
-    unsigned c = sid / DOMAIN_CHUNK;
+    unsigned c = sid / SOURCE_CHUNK;
     SourceChunk *chunk = sources_[c].load(std::memory_order_acquire);
     if (!chunk) [[unlikely]] {
         std::lock_guard guard(chunk_lock_);
@@ -76,10 +95,17 @@ SourceStats &Stats::source(uint16_t sid)
         chunk = source_owner_[c].get();
         sources_[c].store(chunk, std::memory_order_release);
     }
-    SourceStats &s = chunk->s[sid % DOMAIN_CHUNK];
+    SourceStats &s = chunk->s[sid % SOURCE_CHUNK];
     if (!s.seen.load(std::memory_order_relaxed))
         s.seen.store(true, std::memory_order_relaxed);
     return s;
+}
+
+size_t Stats::domain_bytes() const
+{
+    return sizeof(blocks_) + sizeof(block_owner_) +
+           blocks_allocated_.load(std::memory_order_relaxed) * sizeof(DomainBlock) +
+           domains_allocated_.load(std::memory_order_relaxed) * sizeof(DomainStats);
 }
 
 uint64_t Stats::get(Counter c) const
@@ -115,20 +141,23 @@ void Stats::reset()
     latency_count_ = 0;
     latency_sum_ = 0;
     latency_max_ = 0;
-    for (auto &c : chunks_) {
-        DomainChunk *chunk = c.load(std::memory_order_acquire);
-        if (!chunk)
+    for (auto &b : blocks_) {
+        DomainBlock *block = b.load(std::memory_order_acquire);
+        if (!block)
             continue;
-        for (auto &d : chunk->d) {
-            for (auto &h : d.hot) {
+        for (auto &p : block->d) {
+            DomainStats *d = p.load(std::memory_order_acquire);
+            if (!d)
+                continue;
+            for (auto &h : d->hot) {
                 for (unsigned c = 0; c < DomainStats::Hot::N; c++)
                     h.base[c].store(h.v[c].load(std::memory_order_relaxed),
                                     std::memory_order_relaxed);
             }
             for (auto *v :
-                 {&d.faults, &d.inv_domain, &d.inv_page, &d.pages_mapped, &d.pages_unmapped})
+                 {&d->faults, &d->inv_domain, &d->inv_page, &d->pages_mapped, &d->pages_unmapped})
                 v->store(0, std::memory_order_relaxed);
-            d.seen.store(false, std::memory_order_relaxed);
+            d->seen.store(false, std::memory_order_relaxed);
         }
     }
     for (auto &c : sources_) {
@@ -362,12 +391,12 @@ std::string Stats::to_json(const Gauges &g) const
         SourceChunk *chunk = sources_[ci].load(std::memory_order_acquire);
         if (!chunk)
             continue;
-        for (unsigned i = 0; i < DOMAIN_CHUNK; i++) {
+        for (unsigned i = 0; i < SOURCE_CHUNK; i++) {
             const SourceStats &s = chunk->s[i];
             if (!s.seen.load(std::memory_order_relaxed))
                 continue;
             j.open(nullptr, '{');
-            j.num("sid", ci * DOMAIN_CHUNK + i);
+            j.num("sid", ci * SOURCE_CHUNK + i);
             j.num("remapped", s.remapped.load());
             j.num("passed_through", s.passed.load());
             j.num("blocked", s.blocked.load());
@@ -378,16 +407,17 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
 
     j.open("domains", '[');
-    for (unsigned ci = 0; ci < chunks_.size(); ci++) {
-        DomainChunk *chunk = chunks_[ci].load(std::memory_order_acquire);
-        if (!chunk)
+    for (unsigned bi = 0; bi < blocks_.size(); bi++) {
+        const DomainBlock *block = blocks_[bi].load(std::memory_order_acquire);
+        if (!block)
             continue;
-        for (unsigned i = 0; i < DOMAIN_CHUNK; i++) {
-            const DomainStats &d = chunk->d[i];
-            if (!d.seen.load(std::memory_order_relaxed))
+        for (unsigned i = 0; i < DOMAIN_BLOCK; i++) {
+            const DomainStats *p = block->d[i].load(std::memory_order_acquire);
+            if (!p || !p->seen.load(std::memory_order_relaxed))
                 continue;
+            const DomainStats &d = *p;
             j.open(nullptr, '{');
-            j.num("id", ci * DOMAIN_CHUNK + i);
+            j.num("id", bi * DOMAIN_BLOCK + i);
             j.num("translations", d.hot_sum(DomainStats::Hot::Translations));
             j.num("iotlb_hits", d.hot_sum(DomainStats::Hot::IotlbHits));
             j.num("iotlb_misses", d.hot_sum(DomainStats::Hot::IotlbMisses));

@@ -277,17 +277,26 @@ public:
         descriptors_[type % DESC_TYPES].fetch_add(1, std::memory_order_relaxed);
     }
     void latency(uint64_t ns);
+    // A domain's statistics, allocated on first use and marked as seen.
+    // For domains a context names: a guest has one per device it
+    // translates for, and that is what per-domain memory may cost.
     DomainStats &domain(uint16_t did)
     {
-        DomainChunk *chunk = chunks_[did / DOMAIN_CHUNK].load(std::memory_order_acquire);
-        if (chunk) [[likely]] {
-            DomainStats &d = chunk->d[did % DOMAIN_CHUNK];
-            if (d.seen.load(std::memory_order_relaxed)) [[likely]]
-                return d;
+        DomainBlock *block = blocks_[did / DOMAIN_BLOCK].load(std::memory_order_acquire);
+        if (block) [[likely]] {
+            DomainStats *d = block->d[did % DOMAIN_BLOCK].load(std::memory_order_acquire);
+            if (d && d->seen.load(std::memory_order_relaxed)) [[likely]]
+                return *d;
         }
         return domain_slow(did);
     }
     SourceStats &source(uint16_t sid);
+    // The statistics of a domain that has them (marked as seen), else
+    // nullptr: what an invalidation of a domain-id uses, so that naming
+    // domain-ids in descriptors allocates nothing.
+    DomainStats *find_domain(uint16_t did);
+    // Host memory held for per-domain statistics.
+    size_t domain_bytes() const;
 
     uint64_t get(Counter c) const;
     uint64_t faults_by_reason(VtdFaultReason r) const;
@@ -308,15 +317,17 @@ public:
 private:
     static constexpr unsigned COUNTERS = static_cast<unsigned>(Counter::Count_);
     static constexpr unsigned SHARDS = STAT_SHARDS;
-    static constexpr unsigned DOMAIN_CHUNK = 256;
+    static constexpr unsigned DOMAIN_BLOCK = 256;
+    static constexpr unsigned SOURCE_CHUNK = 256;
 
     struct alignas(64) Shard {
         std::array<std::atomic<uint64_t>, COUNTERS> v{};
         std::array<std::atomic<uint64_t>, FAULT_SLOTS> faults{};
     };
     static uint64_t since_reset(const Shard &s, const Shard &base, unsigned i, bool fault);
-    struct DomainChunk {
-        std::array<DomainStats, DOMAIN_CHUNK> d;
+    struct DomainBlock {
+        std::array<std::atomic<DomainStats *>, DOMAIN_BLOCK> d{};
+        std::array<std::unique_ptr<DomainStats>, DOMAIN_BLOCK> owner;
     };
 
     static unsigned assign_shard();
@@ -331,18 +342,24 @@ private:
     std::array<std::atomic<uint64_t>, LATENCY_BUCKETS> latency_hist_{};
     std::atomic<uint64_t> latency_count_{0}, latency_sum_{0}, latency_max_{0};
 
-    // Domain statistics are allocated a chunk of 256 domain-ids at a time
-    // on first use; published through atomics, owned by `chunk_owner_`.
-    std::mutex chunk_lock_;
-    std::array<std::unique_ptr<DomainChunk>, 65536 / DOMAIN_CHUNK> chunk_owner_;
-    std::array<std::atomic<DomainChunk *>, 65536 / DOMAIN_CHUNK> chunks_{};
+    // Domain statistics are allocated one domain at a time on first use,
+    // found through blocks of pointers for 256 domain-ids (allocated with
+    // their first domain); published through atomics, owned by
+    // `block_owner_` and the blocks.
+    std::mutex domain_lock_;
+    std::array<std::unique_ptr<DomainBlock>, 65536 / DOMAIN_BLOCK> block_owner_;
+    std::array<std::atomic<DomainBlock *>, 65536 / DOMAIN_BLOCK> blocks_{};
+    std::atomic<size_t> blocks_allocated_{0}, domains_allocated_{0};
 
-    // Source-id statistics of interrupt requests, allocated alike.
+    // Source-id statistics of interrupt requests, allocated a chunk of 256
+    // source-ids at a time on first use; published through atomics, owned
+    // by `source_owner_`.
+    std::mutex chunk_lock_;
     struct SourceChunk {
-        std::array<SourceStats, DOMAIN_CHUNK> s;
+        std::array<SourceStats, SOURCE_CHUNK> s;
     };
-    std::array<std::unique_ptr<SourceChunk>, 65536 / DOMAIN_CHUNK> source_owner_;
-    std::array<std::atomic<SourceChunk *>, 65536 / DOMAIN_CHUNK> sources_{};
+    std::array<std::unique_ptr<SourceChunk>, 65536 / SOURCE_CHUNK> source_owner_;
+    std::array<std::atomic<SourceChunk *>, 65536 / SOURCE_CHUNK> sources_{};
 };
 
 const char *fault_reason_name(VtdFaultReason r);
