@@ -159,6 +159,22 @@ void vtd_engine_reset(VtdEngine *e);
 uint64_t vtd_engine_mmio_read(VtdEngine *e, uint64_t offset, unsigned size);
 void vtd_engine_mmio_write(VtdEngine *e, uint64_t offset, uint64_t value, unsigned size);
 
+/* Queued invalidation works in bounded slices, so that no register write
+ * holds its caller (QEMU: the BQL) for long, whatever the guest queued.  A
+ * write that makes descriptors available (IQT, GCMD.QIE, clearing
+ * FSTS.IQE) processes at most VTD_QUEUE_SLICE_DESCRIPTORS descriptors, and
+ * none after the one with which the slice's IOTLB probes reach
+ * VTD_QUEUE_SLICE_PROBES; IQH then names the first descriptor not yet
+ * processed.  While vtd_engine_queue_pending() is true the host calls
+ * vtd_engine_process_queue() (QEMU: from a bottom half), one slice per
+ * call, which returns whether descriptors remain.  Descriptors complete in
+ * queue order whatever the slicing; a wait descriptor's status write or
+ * interrupt happens in the slice that reaches it. */
+#define VTD_QUEUE_SLICE_DESCRIPTORS 128
+#define VTD_QUEUE_SLICE_PROBES 16384
+bool vtd_engine_queue_pending(VtdEngine *e);
+bool vtd_engine_process_queue(VtdEngine *e);
+
 /* The result of a translation: [iova_base, iova_base + addr_mask] maps to
  * [phys_base, phys_base + addr_mask] with `perm`. */
 typedef struct VtdTranslation {

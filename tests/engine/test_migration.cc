@@ -262,6 +262,8 @@ TEST(Migration, HeadBeyondShrunkQueueLoads)
     for (unsigned i = 0; i < 300; i++)
         src.push(FakeHost::wait_desc(false, false, false, 0), 0);
     src.kick();
+    while (vtd_engine_process_queue(src.e)) {  // more than one slice
+    }
     ASSERT_EQ(src.mmio64(IQH), 300u << 4);
     src.w64(IQA, src.queue | 0);  // 256 entries: IQH is past the end
     VtdState st = get_state(src);

@@ -121,6 +121,8 @@ TEST_F(Queue, TailWrapsAround)
     for (unsigned i = 0; i < 200; i++)
         h.push(FakeHost::wait_desc(true, false, false, 1000 + i), status + 4 * (i % 16));
     h.kick();
+    while (vtd_engine_process_queue(h.e)) {  // 200: more than one slice
+    }
     EXPECT_EQ(head(), (600u + 200) % 256);
     EXPECT_EQ(h.get32(status + 4 * (199 % 16)), 1199u);
 }
@@ -289,4 +291,183 @@ TEST_F(Queue, RegisterInvalidationIgnoredWhileQiEnabled)
     EXPECT_EQ(h.mmio64(h.iotlb) >> 63, 0u);
     EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 0u);
     EXPECT_EQ(json_counter(h.stats(), "register_based", "ignored_qi_enabled"), 2u);
+}
+
+// One register write does bounded work: a full queue (QS=7, 32767
+// descriptors) is processed in slices of at most
+// VTD_QUEUE_SLICE_DESCRIPTORS descriptors, IQH showing progress, and the
+// host continues it with vtd_engine_process_queue().  Waits complete in
+// order: after every slice, exactly the waits before IQH have written
+// their status.
+namespace {
+
+constexpr unsigned FULL = 32767;  // QS=7: 32768 entries, one left empty
+constexpr unsigned WAIT_EVERY = 100;
+
+// The issue's queue: PSI(AM=12, IH=1) for domain 1, with a status-write
+// wait (value: its index) every WAIT_EVERY descriptors.
+void fill_issue_queue(FakeHost &h, uint64_t status)
+{
+    for (unsigned i = 0; i < FULL; i++) {
+        if (i % WAIT_EVERY == WAIT_EVERY - 1)
+            h.push(FakeHost::wait_desc(true, false, false, i), status + 4 * (i / WAIT_EVERY));
+        else
+            h.push(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0, 12, true));
+    }
+}
+
+// Waits with index below `head` have written, the others not.
+void expect_waits_up_to(FakeHost &h, uint64_t status, uint64_t head)
+{
+    for (unsigned i = WAIT_EVERY - 1; i < FULL; i += WAIT_EVERY) {
+        uint32_t v = h.get32(status + 4 * (i / WAIT_EVERY));
+        if (i < head)
+            ASSERT_EQ(v, i) << "wait " << i << " before IQH " << head;
+        else
+            ASSERT_EQ(v, 0u) << "wait " << i << " at or after IQH " << head;
+    }
+}
+
+struct Slices : ::testing::Test {
+    FakeHost h{16 << 20};
+    uint64_t status = 0;
+    void SetUp() override
+    {
+        status = h.alloc_page();
+        uint64_t pt = h.domain_with_run(0x8, 1, 1, 0xa000);
+        (void)pt;
+        h.translate(0x8, 0, VTD_PERM_READ);  // one cached 4 KiB leaf
+        h.enable_qi(7);
+    }
+    uint64_t head() { return h.mmio64(IQH) >> 4; }
+};
+
+}  // namespace
+
+TEST_F(Slices, FullQueueCompletesInSlicesWithWaitsInOrder)
+{
+    fill_issue_queue(h, status);
+    h.kick();
+    uint64_t prev = head();
+    EXPECT_GT(prev, 0u) << "the write processed a first slice";
+    EXPECT_LE(prev, uint64_t{VTD_QUEUE_SLICE_DESCRIPTORS}) << "one write, one slice";
+    EXPECT_TRUE(vtd_engine_queue_pending(h.e));
+    expect_waits_up_to(h, status, prev);
+    unsigned slices = 1;
+    while (vtd_engine_process_queue(h.e)) {
+        uint64_t now = head();
+        ASSERT_GT(now, prev) << "IQH advances with every slice";
+        ASSERT_LE(now - prev, uint64_t{VTD_QUEUE_SLICE_DESCRIPTORS});
+        if (slices % 16 == 0)
+            expect_waits_up_to(h, status, now);
+        prev = now;
+        slices++;
+        ASSERT_LT(slices, FULL) << "the queue never completes";
+    }
+    slices++;
+    EXPECT_FALSE(vtd_engine_queue_pending(h.e));
+    EXPECT_EQ(head(), uint64_t{FULL});
+    EXPECT_EQ(h.mmio64(IQH), h.mmio64(IQT));
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    expect_waits_up_to(h, status, FULL);
+    EXPECT_GE(slices, FULL / VTD_QUEUE_SLICE_DESCRIPTORS);
+    EXPECT_FALSE(vtd_engine_process_queue(h.e)) << "nothing left: a no-op";
+}
+
+// Each of these page-selective invalidations names 4096 pages while the
+// IOTLB holds one entry: invalidated as the whole domain, O(1), instead
+// of 4096 probes each.
+TEST_F(Slices, PageRangeLargerThanTheIotlbIsInvalidatedAsTheDomain)
+{
+    for (unsigned i = 0; i < 10; i++)
+        h.push(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0, 12, true));
+    h.kick();
+    EXPECT_EQ(head(), 10u);
+    EXPECT_EQ(json_counter(h.stats(), "iotlb", "page_as_domain"), 10u);
+}
+
+// The probe bound: with 16384 + 1024 pages of the domain cached, an AM=12
+// invalidation of 4096 of them probes 4096 keys, so a slice ends after
+// VTD_QUEUE_SLICE_PROBES / 4096 of those.  Once the IOTLB holds fewer
+// entries than a range has pages, the range goes as the whole domain.
+TEST(SlicesProbes, SliceEndsAtTheProbeBudget)
+{
+    FakeHost h(32 << 20);
+    h.domain_with_run(0x8, 1, 16384 + 1024, 0x1000000);
+    for (uint64_t p = 0; p < 16384 + 1024; p++)
+        ASSERT_EQ(h.translate(0x8, p * PAGE, VTD_PERM_READ), VTD_FR_NONE);
+    h.enable_qi(1);
+    for (unsigned i = 0; i < 20; i++)
+        h.push(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(uint64_t{i % 4} << 24, 12, true));
+    h.kick();
+    EXPECT_EQ(h.mmio64(IQH) >> 4, uint64_t{VTD_QUEUE_SLICE_PROBES / 4096});
+    std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "iotlb", "page_as_domain"), 0u) << "probed, not widened";
+    EXPECT_EQ(json_counter(s, "queue", "slices_deferred"), 1u);
+    // Every cached page of the four ranges was dropped (an eviction while
+    // filling may have taken one already).
+    uint64_t dropped =
+        json_counter(s.substr(s.find("\"invalidations\":")), "iotlb", "entries_dropped");
+    EXPECT_LE(dropped, 16384u);
+    EXPECT_GE(dropped, 16384u - json_counter(s, "iotlb", "evictions"));
+    while (vtd_engine_process_queue(h.e)) {
+    }
+    EXPECT_EQ(h.mmio64(IQH) >> 4, 20u);
+    EXPECT_EQ(json_counter(h.stats(), "iotlb", "page_as_domain"), 16u) << "few entries left";
+}
+
+// The guest sees the same final state whether a queue runs in one slice
+// per write (tail written every 64 descriptors) or in many slices after
+// one write: registers and queue position (the migrated state), the
+// statuses written and the host's invalidation notifications.
+TEST(SlicesState, SlicedQueueEndsInTheSameStateAsShortBatches)
+{
+    auto run = [](bool one_write, std::vector<uint8_t> &blob, std::vector<uint32_t> &statuses,
+                  std::vector<Inval> &invals) {
+        FakeHost h(16 << 20);
+        uint64_t status = h.alloc_page();
+        h.domain_with_run(0x8, 1, 1, 0xa000);
+        h.translate(0x8, 0, VTD_PERM_READ);
+        h.enable_qi(7);
+        h.w32(IECTL, 0);
+        for (unsigned i = 0; i < FULL; i++) {
+            if (i % WAIT_EVERY == WAIT_EVERY - 1)
+                h.push(FakeHost::wait_desc(true, i % 3 == 0, false, i),
+                       status + 4 * (i / WAIT_EVERY));
+            else if (i % 7 == 0)
+                h.push(FakeHost::iotlb_desc(2, i % 5), 0);
+            else
+                h.push(FakeHost::iotlb_desc(3, 1), FakeHost::iotlb_addr(0, i % 13, i & 1));
+            if (!one_write && i % 64 == 63) {
+                h.kick();
+                ASSERT_FALSE(vtd_engine_queue_pending(h.e)) << "64 fit in one slice";
+            }
+        }
+        h.kick();
+        while (vtd_engine_process_queue(h.e)) {
+        }
+        VtdState st;
+        std::memset(&st, 0, sizeof(st));
+        vtd_engine_get_state(h.e, &st);
+        const auto *b = reinterpret_cast<const uint8_t *>(&st);
+        blob.assign(b, b + sizeof(st));
+        for (unsigned i = 0; i < FULL / WAIT_EVERY; i++)
+            statuses.push_back(h.get32(status + 4 * i));
+        invals = h.invals;
+        EXPECT_EQ(h.translate(0x8, 0, VTD_PERM_READ), VTD_FR_NONE);
+    };
+    std::vector<uint8_t> blob_a, blob_b;
+    std::vector<uint32_t> st_a, st_b;
+    std::vector<Inval> inv_a, inv_b;
+    run(true, blob_a, st_a, inv_a);
+    run(false, blob_b, st_b, inv_b);
+    EXPECT_EQ(blob_a, blob_b);
+    EXPECT_EQ(st_a, st_b);
+    ASSERT_EQ(inv_a.size(), inv_b.size());
+    for (size_t i = 0; i < inv_a.size(); i++) {
+        EXPECT_EQ(inv_a[i].all, inv_b[i].all);
+        EXPECT_EQ(inv_a[i].did, inv_b[i].did);
+        EXPECT_EQ(inv_a[i].iova, inv_b[i].iova);
+        EXPECT_EQ(inv_a[i].size, inv_b[i].size);
+    }
 }

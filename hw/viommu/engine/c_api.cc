@@ -78,6 +78,16 @@ void vtd_engine_mmio_write(VtdEngine *e, uint64_t offset, uint64_t value, unsign
     e->engine->mmio_write(offset, value, size);
 }
 
+bool vtd_engine_queue_pending(VtdEngine *e)
+{
+    return e->engine->queue_pending();
+}
+
+bool vtd_engine_process_queue(VtdEngine *e)
+{
+    return e->engine->process_queue();
+}
+
 VtdFaultReason vtd_engine_translate(VtdEngine *e, uint16_t sid, uint64_t addr, unsigned access,
                                     bool record_fault, VtdTranslation *out)
 {

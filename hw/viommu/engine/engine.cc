@@ -355,10 +355,11 @@ void Engine::invalidate_context(const ContextInvalidation &req)
     });
 }
 
-void Engine::invalidate_iotlb(const IotlbInvalidation &req)
+uint64_t Engine::invalidate_iotlb(const IotlbInvalidation &req)
 {
     const uint64_t whole = uint64_t{1} << f_.aw_bits;
     size_t dropped = 0;
+    uint64_t probes = 0;
     switch (req.granularity) {
     case Granularity::Global:
         stats_.add(Counter::IotlbGlobal);
@@ -390,7 +391,7 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         // guest's tables (neither depends on the other).
         iotlb_.prefetch_pages(req.did, req.addr);
         classify_pages(req.did, req.addr, pages);
-        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain);
+        dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain, &probes);
         if (as_domain)
             stats_.add(Counter::IotlbPageAsDomain);
         translations_changed();
@@ -398,13 +399,14 @@ void Engine::invalidate_iotlb(const IotlbInvalidation &req)
         break;
     }
     case Granularity::Invalid:
-        return;
+        return 0;
     }
     stats_.add(Counter::IotlbEntriesDropped, dropped);
     host_.event([&] {
         return ev::iotlb_invalidation(queue_.enabled(), req.granularity, req.did, req.addr, req.am,
                                       req.ih, dropped);
     });
+    return probes;
 }
 
 // A page-selective invalidation follows a map (caching mode) or an unmap.

@@ -38,6 +38,9 @@ public:
 
     uint64_t mmio_read(uint64_t offset, unsigned size);
     void mmio_write(uint64_t offset, uint64_t value, unsigned size);
+    // Queued invalidation left for later slices (see vtd.h).
+    bool queue_pending() const { return queue_.pending(); }
+    bool process_queue() { return queue_.process(); }
 
     VtdFaultReason translate(uint16_t sid, uint64_t addr, unsigned access, bool record_fault,
                              VtdTranslation &out);
@@ -87,7 +90,7 @@ private:
     void flush_caches(VtdCacheResetReason why);
 
     void invalidate_context(const ContextInvalidation &req) override;
-    void invalidate_iotlb(const IotlbInvalidation &req) override;
+    uint64_t invalidate_iotlb(const IotlbInvalidation &req) override;
     void invalidate_device_tlb(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
                                uint64_t last) override
     {

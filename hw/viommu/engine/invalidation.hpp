@@ -35,7 +35,8 @@ struct IecInvalidation {
 class Invalidator {
 public:
     virtual void invalidate_context(const ContextInvalidation &req) = 0;
-    virtual void invalidate_iotlb(const IotlbInvalidation &req) = 0;
+    // Returns the IOTLB probes it made (the queue's slices are bounded by them).
+    virtual uint64_t invalidate_iotlb(const IotlbInvalidation &req) = 0;
     // A device-IOTLB invalidate descriptor for source-id `sid` over the
     // untranslated range [first, last].
     virtual void invalidate_device_tlb(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "events.hpp"
+#include "iotlb.hpp"
 
 namespace viommu::vtd {
 
@@ -126,10 +127,17 @@ void InvalidationQueue::set_enabled(bool on)
         process();
 }
 
-void InvalidationQueue::process()
+bool InvalidationQueue::pending() const
+{
+    return enabled_ && iqh_ != iqt_ && !(faults_.fsts() & fsts::IQE);
+}
+
+static_assert(VTD_QUEUE_SLICE_PROBES > Iotlb::MAX_PAGE_PROBES);
+
+bool InvalidationQueue::process()
 {
     if (!enabled_ || (faults_.fsts() & fsts::IQE))
-        return;
+        return false;
     const uint64_t n = entries();
     uint64_t head = iqh_ >> iq::DESC_SHIFT;
     const uint64_t tail = iqt_ >> iq::DESC_SHIFT;
@@ -137,33 +145,42 @@ void InvalidationQueue::process()
         stats_.add(Counter::QiTailErrors);
         host_.event([&] { return ev::queue_error(VTD_QERR_TAIL, head, tail, std::nullopt); });
         faults_.set_status(fsts::IQE);
-        return;
+        return false;
     }
     const uint64_t base = iqa_ & iq::IQA_BASE;
     if (head != tail)
         host_.event([&] { return ev::queue_run(head, tail, n, base); });
+    unsigned done = 0;
+    uint64_t probes = 0;
     while (head != tail) {
+        if (done == VTD_QUEUE_SLICE_DESCRIPTORS ||
+            probes > VTD_QUEUE_SLICE_PROBES - Iotlb::MAX_PAGE_PROBES) {
+            stats_.add(Counter::QiSlicesDeferred);
+            return true;
+        }
         uint64_t start = host_.has_clock() ? host_.now_ns() : 0;
         auto d = host_.read_u128(base + (head << iq::DESC_SHIFT));
         if (d)
             host_.event([&] { return ev::descriptor(head, (*d)[0], (*d)[1]); });
-        if (!d || !execute((*d)[0], (*d)[1])) {
+        if (!d || !execute((*d)[0], (*d)[1], probes)) {
             stats_.add(Counter::QiInvalidDescriptors);
             host_.event([&] {
                 return ev::queue_error(d ? VTD_QERR_DESCRIPTOR : VTD_QERR_UNREADABLE, head, tail,
                                        d);
             });
             faults_.set_status(fsts::IQE);
-            break;
+            return false;
         }
         if (host_.has_clock())
             stats_.latency(host_.now_ns() - start);
         head = (head + 1) % n;
         iqh_ = head << iq::DESC_SHIFT;
+        done++;
     }
+    return false;
 }
 
-bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
+bool InvalidationQueue::execute(uint64_t lo, uint64_t hi, uint64_t &probes)
 {
     const unsigned type = lo & 0xf;
     switch (type) {
@@ -184,9 +201,9 @@ bool InvalidationQueue::execute(uint64_t lo, uint64_t hi)
             (g == Granularity::Selective && am > f_.mamv))
             return false;
         stats_.descriptor(type);
-        target_.invalidate_iotlb({g, static_cast<uint16_t>(field(lo, 31, 16)),
-                                  hi & mask(63, PAGE_SHIFT + am), am,
-                                  (hi & desc::IOTLB_HI_IH) != 0});
+        probes += target_.invalidate_iotlb({g, static_cast<uint16_t>(field(lo, 31, 16)),
+                                            hi & mask(63, PAGE_SHIFT + am), am,
+                                            (hi & desc::IOTLB_HI_IH) != 0});
         return true;
     }
     case desc::DEVICE_IOTLB:
@@ -259,8 +276,8 @@ bool InvalidationQueue::wait(uint64_t lo, uint64_t hi)
         return false;
     stats_.descriptor(desc::WAIT);
     stats_.add(Counter::Waits);
-    // Everything before this descriptor has completed: processing is
-    // synchronous, so Fence needs no further ordering.
+    // Everything before this descriptor has completed: descriptors run
+    // one after the other, so Fence needs no further ordering.
     if (lo & desc::WAIT_FN)
         stats_.add(Counter::WaitFence);
     bool failed = false;

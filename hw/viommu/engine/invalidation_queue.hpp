@@ -3,9 +3,14 @@
 // ICS and the invalidation event registers (IECTL, IEDATA, IEADDR,
 // IEUADDR).
 //
-// Descriptors are processed synchronously inside the MMIO write that makes
-// work available (IQT, enabling QIE, or clearing FSTS.IQE), so a wait
-// descriptor's status write has landed when the write returns.  An invalid
+// Descriptors are processed in order, in bounded slices (vtd.h): the MMIO
+// write that makes work available (IQT, enabling QIE, or clearing
+// FSTS.IQE) runs the first slice, the host's calls of process() the
+// following ones, and IQH names the next descriptor throughout.  A slice
+// ends after VTD_QUEUE_SLICE_DESCRIPTORS descriptors, or before a
+// descriptor once its IOTLB probes exceed VTD_QUEUE_SLICE_PROBES -
+// Iotlb::MAX_PAGE_PROBES, so one slice makes at most
+// VTD_QUEUE_SLICE_PROBES probes.  An invalid
 // descriptor or an out-of-range tail sets FSTS.IQE and stops the queue with
 // IQH at the offending descriptor; clearing IQE resumes processing there.
 //
@@ -48,8 +53,11 @@ public:
 
     bool enabled() const { return enabled_; }
     void set_enabled(bool on);
-    // Process descriptors between IQH and IQT, if the queue may run.
-    void process();
+    // Process one slice of the descriptors between IQH and IQT, if the
+    // queue may run; returns pending().
+    bool process();
+    // Descriptors the queue would process now.
+    bool pending() const;
 
     struct State {
         bool enabled = false;
@@ -61,7 +69,7 @@ public:
 
 private:
     uint64_t entries() const { return uint64_t{1} << ((iqa_ & iq::IQA_QS) + 8); }
-    bool execute(uint64_t lo, uint64_t hi);
+    bool execute(uint64_t lo, uint64_t hi, uint64_t &probes);
     bool wait(uint64_t lo, uint64_t hi);
     bool device_iotlb(uint64_t lo, uint64_t hi);
 

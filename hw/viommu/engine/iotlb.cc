@@ -84,8 +84,10 @@ void Iotlb::prefetch_pages(uint16_t did, uint64_t addr) const
 // domain's epoch is bumped instead.  Without IH the domain's
 // paging-structure entries go by their epoch (see iotlb.hpp).
 size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih,
-                               bool &as_domain)
+                               bool &as_domain, uint64_t *probes_made)
 {
+    if (probes_made)
+        *probes_made = 0;
     cache_.bump_generation();
     pdes_.bump_generation();
     as_domain = false;
@@ -109,7 +111,7 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
             probes += (last >> s) - (first >> s) + 1;
         }
     }
-    if (probes > MAX_PAGE_PROBES) {
+    if (probes > MAX_PAGE_PROBES || (probes > MIN_PROBES && probes > cache_.size())) {
         epochs_.bump(did);
         epoch_bumped();
         as_domain = true;
@@ -127,6 +129,8 @@ size_t Iotlb::invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool
         }
     }
     cache_.uncount(dropped);
+    if (probes_made)
+        *probes_made = probes;
     return dropped;
 }
 

@@ -99,18 +99,24 @@ public:
     void invalidate_all();
     void invalidate_domain(uint16_t did);
     // Returns the number of leaf entries dropped.  `ih`: only leaves
-    // changed, cached paging-structure entries stay.
-    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih, bool &as_domain);
+    // changed, cached paging-structure entries stay.  `probes`, if given,
+    // receives the number of keys probed (at most MAX_PAGE_PROBES).
+    size_t invalidate_pages(uint16_t did, uint64_t addr, uint64_t pages, bool ih, bool &as_domain,
+                            uint64_t *probes = nullptr);
     // Start loading what invalidate_pages() of the range's first page will
     // touch, to overlap those cache misses with other work.
     void prefetch_pages(uint16_t did, uint64_t addr) const;
     // Empty the storage too (reset, new root table): O(capacity).
     void flush();
 
-    // Ranges needing more probes than this are invalidated as the whole
-    // domain (the specification lets hardware invalidate more than asked).
+    // Ranges needing more probes than this, or more than the IOTLB holds
+    // entries (and more than MIN_PROBES), are invalidated as the whole
+    // domain, O(1) (the specification lets hardware invalidate more than
+    // asked): probing more keys than there are entries finds mostly
+    // nothing.
     static constexpr unsigned MAX_LEAF_LEVEL = 3;
     static constexpr uint64_t MAX_PAGE_PROBES = 4096;
+    static constexpr uint64_t MIN_PROBES = 64;
 
     // Entries carry EPOCH_BITS of their domain's epoch (global + domain
     // epoch, plus the paging-structure epoch for those entries; all only

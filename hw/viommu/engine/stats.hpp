@@ -71,6 +71,7 @@ enum class Counter : unsigned {
     InvalidationEvents,  // invalidation-event messages sent
     QiInvalidDescriptors,
     QiTailErrors,
+    QiSlicesDeferred,  // slices that ended with descriptors left for the next
     WalksForReplay,
     ReplayLeaves,
     ReplayTruncated,
@@ -159,6 +160,7 @@ inline constexpr CounterName COUNTER_NAMES[] = {
     {Counter::InvalidationEvents, "queue/waits", "events"},
     {Counter::QiInvalidDescriptors, "queue", "invalid_descriptors"},
     {Counter::QiTailErrors, "queue", "tail_errors"},
+    {Counter::QiSlicesDeferred, "queue", "slices_deferred"},
     {Counter::WalksForReplay, "replay", "walks"},
     {Counter::ReplayLeaves, "replay", "leaves"},
     {Counter::ReplayTruncated, "replay", "truncated"},
