@@ -82,6 +82,7 @@ struct ViommuVtdState {
 
     VtdEngine *engine;
     MemoryRegion mmio;
+    QEMUBH *queue_bh;               /* continues the invalidation queue */
     GHashTable *spaces;             /* ViommuVtdKey -> ViommuVtdAS */
     QLIST_HEAD(, ViommuVtdAS) notified;
     bool dmar_enabled;

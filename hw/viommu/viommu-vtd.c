@@ -21,6 +21,7 @@
 #include "hw/pci-host/q35.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "qemu/main-loop.h"
 #include "viommu-vtd-internal.h"
 #include "trace.h"
 
@@ -35,6 +36,29 @@ static uint64_t viommu_vtd_mmio_read(void *opaque, hwaddr addr, unsigned size)
     return val;
 }
 
+/*
+ * The engine processes the invalidation queue in bounded slices, so that
+ * no register write holds the BQL for long whatever the guest queued: a
+ * write runs the first slice, this bottom half one further slice per run
+ * (the main loop serves everything else in between) until the queue is
+ * done.  IQH shows the guest how far it got.
+ */
+static void viommu_vtd_queue_kick(ViommuVtdState *s)
+{
+    if (vtd_engine_queue_pending(s->engine)) {
+        qemu_bh_schedule(s->queue_bh);
+    }
+}
+
+static void viommu_vtd_queue_bh(void *opaque)
+{
+    ViommuVtdState *s = opaque;
+
+    vtd_engine_process_queue(s->engine);
+    viommu_vtd_process_pending(s);
+    viommu_vtd_queue_kick(s);
+}
+
 static void viommu_vtd_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                                   unsigned size)
 {
@@ -43,6 +67,7 @@ static void viommu_vtd_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     trace_viommu_vtd_mmio_write(addr, size, val);
     vtd_engine_mmio_write(s->engine, addr, val, size);
     viommu_vtd_process_pending(s);
+    viommu_vtd_queue_kick(s);
 }
 
 static const MemoryRegionOps viommu_vtd_mmio_ops = {
@@ -190,6 +215,9 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
                    err[0] ? err : "invalid configuration");
         return;
     }
+    s->queue_bh = qemu_bh_new_guarded(viommu_vtd_queue_bh, s,
+                                      &dev->mem_reentrancy_guard);
+
     memory_region_init_io(&s->mmio, OBJECT(s), &viommu_vtd_mmio_ops, s,
                           "viommu-vtd", VTD_MMIO_SIZE);
     memory_region_add_subregion(get_system_memory(), Q35_HOST_BRIDGE_IOMMU_ADDR,
@@ -217,6 +245,7 @@ static void viommu_vtd_finalize(Object *obj)
 {
     ViommuVtdState *s = VIOMMU_VTD(obj);
 
+    g_clear_pointer(&s->queue_bh, qemu_bh_delete);
     vtd_engine_free(s->engine);
 }
 
@@ -311,6 +340,7 @@ static int viommu_vtd_post_load(void *opaque, int version_id)
         return -EINVAL;
     }
     viommu_vtd_resync(s);
+    viommu_vtd_queue_kick(s);       /* a queue migrated mid-way continues */
     return 0;
 }
 
