@@ -384,7 +384,7 @@ static void viommu_vtd_class_init(ObjectClass *oc, void *data)
     object_class_property_set_description(oc, "context-entries",
         "context-cache capacity in entries (0: engine default)");
     object_class_property_set_description(oc, "fault-records",
-        "number of fault recording registers, 1..256 (0: default 8)");
+        "number of fault recording registers, 1..224 (0: default 8)");
     object_class_property_set_description(oc, "superpage-1g",
         "advertise 1 GiB second-level pages (CAP.SLLPS)");
     object_class_property_add_str(oc, "stats", viommu_vtd_get_stats, NULL);

@@ -220,6 +220,18 @@ def t_bad_engine_config():
     rc, out = run_fail("viommu-vtd,fault-records=300")
     check(rc != 0, "QEMU accepted fault-records=300")
     check("viommu-vtd" in out, "error does not name the device: %s" % out)
+    # 224 records fill the register page from FRO 0x200; one more is refused
+    rc, out = run_fail("viommu-vtd,fault-records=225")
+    check(rc != 0, "QEMU accepted fault-records=225")
+    check("viommu-vtd: fault_records must be 1..224" in out,
+          "error does not name the range: %s" % out)
+    vm = VM("viommu-vtd,fault-records=224")
+    try:
+        nfr = ((vm.readq(CAP) >> 40) & 0xff) + 1
+        check(nfr == 224, "fault-records=224: CAP.NFR+1 is %d" % nfr)
+        vm.quit()
+    finally:
+        vm.kill()
 
 
 def t_cap_reflects_config():
