@@ -441,6 +441,17 @@ struct Host {
 
     uint64_t rd(uint64_t off, unsigned size) { return vtd_engine_mmio_read(e, off, size); }
 
+    // The rest of the invalidation queue, a bounded slice at a time, as
+    // QEMU's bottom half runs it (after a register write or a migration).
+    void settle()
+    {
+        bool was = in_mmio_write;
+        in_mmio_write = true;  // its wait status writes are the queue's own
+        while (vtd_engine_queue_pending(e))
+            vtd_engine_process_queue(e);
+        in_mmio_write = was;
+    }
+
     void wr(uint64_t off, uint64_t value, unsigned size)
     {
         uint64_t iqa = rd(IQA, 8);
@@ -453,6 +464,7 @@ struct Host {
         context_notified_global = false;
         in_mmio_write = true;
         vtd_engine_mmio_write(e, off, value, size);
+        settle();
         in_mmio_write = false;
         // Descriptor fetches of one write: at most the queue's size (a
         // wrap-around stops at the tail); no context entry is read here.
@@ -900,6 +912,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     uint32_t from, to;
                 } spans[] = {{0x000, 0x0c0}, {0x100, 0x110}, {0x200, 0x300}};
                 uint64_t before[0x300 / 8];
+                h.settle();  // a queue a migration left half-done moves on its own
                 for (auto [from, to] : spans)
                     for (uint32_t r = from; r < to; r += 8)
                         before[r / 8] = h.rd(r, 8);
