@@ -89,7 +89,7 @@ TEST(InvQueue, LockFreeOwnerShareFallsAsCpusAreAdded)
     // for ~0.25 us against ~0.9 us of hardware time per list, so the share
     // levels off near 0.6; the published durations imply ~3 us of
     // owner-side work per list on that machine (docs/simulation.rst,
-    // "Seed 003").  This fails if a model change reaches 1 in 8, so the
+    // nvme-smmuv3-cmdq).  This fails if a model change reaches 1 in 8, so the
     // docs get updated with it.
     EXPECT_GT(many.stats.owner_share(), 1.0 / 8);
     // reproduced: polling for the sync takes longer as CPUs are added
