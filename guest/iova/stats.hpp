@@ -29,13 +29,20 @@ struct Log2Histogram {
         unsigned b = static_cast<unsigned>(std::bit_width(v));
         return b < N ? b : N - 1;
     }
+    // Relaxed atomic adds: in real-thread mode two threads can share a CPU id
+    // (ids wrap around when the timer thread takes one too), so a per-CPU
+    // histogram is not always written by one thread.  Readers merge after the
+    // writers are done.
     void add(uint64_t v)
     {
-        buckets[bucket_of(v)]++;
-        count++;
-        sum += v;
-        if (v > max)
-            max = v;
+        constexpr auto relaxed = std::memory_order_relaxed;
+        std::atomic_ref(buckets[bucket_of(v)]).fetch_add(1, relaxed);
+        std::atomic_ref(count).fetch_add(1, relaxed);
+        std::atomic_ref(sum).fetch_add(v, relaxed);
+        std::atomic_ref<uint64_t> m(max);
+        uint64_t cur = m.load(relaxed);
+        while (v > cur && !m.compare_exchange_weak(cur, v, relaxed)) {
+        }
     }
     void merge(const Log2Histogram &o)
     {
