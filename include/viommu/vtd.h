@@ -318,6 +318,10 @@ typedef struct VtdState {
     uint32_t ieuaddr;
     uint32_t n_fault_records; /* CAP.NFR + 1; records beyond it are zero */
     VtdFaultRecord fault_records[VTD_MAX_FAULT_RECORDS];
+    /* Interrupt remapping (ECAP.IR; both zero without it).  GSTS above
+     * holds IRTPS, IRES and CFIS. */
+    uint64_t irta;            /* the register */
+    uint64_t irta_latched;    /* IRTA as of the last GCMD.SIRTP */
 } VtdState;
 
 /* Why vtd_engine_set_state() refused a state. */
@@ -328,6 +332,7 @@ typedef enum VtdStateError {
     VTD_STATE_BAD_REGISTER_INVAL, /* CCMD, IVA or IOTLB */
     VTD_STATE_BAD_FAULTS,         /* FSTS, FECTL, FEDATA, FEADDR or a fault record */
     VTD_STATE_BAD_QUEUE,          /* IQH, IQT, IQA, ICS or the invalidation event registers */
+    VTD_STATE_BAD_INTERRUPT_REMAPPING, /* IRTA or the latched IRTA */
 } VtdStateError;
 
 /* Fill `st` with the engine's architectural state (caller serializes, as

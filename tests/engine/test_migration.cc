@@ -274,3 +274,116 @@ TEST(Migration, HeadBeyondShrunkQueueLoads)
     EXPECT_TRUE(dst.mmio32(FSTS) & 0x10) << "IQE: the head is outside the queue";
     EXPECT_EQ(dst.mmio64(IQH), 300u << 4);
 }
+
+namespace {
+
+constexpr uint32_t IRTA = 0xb8;
+constexpr uint32_t CFI = 1u << 23;
+
+VtdConfig ir_config(bool eim)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.intremap = true;
+    c.eim = eim;
+    return c;
+}
+
+// A present IRTE with `vector`, DST = `dest` (x2APIC: the APIC ID; xAPIC:
+// the APIC ID in bits 15:8), no SVT.
+void put_irte(FakeHost &h, uint64_t table, unsigned index, uint8_t vector, uint32_t dest)
+{
+    h.put64(table + index * 16, 1 | uint64_t{vector} << 16 | uint64_t{dest} << 32);
+    h.put64(table + index * 16 + 8, 0);
+}
+
+// Remap a remappable-format request for `handle` from sid 0x10.
+VtdIrResult remap(FakeHost &h, uint32_t handle, VtdInterrupt &out)
+{
+    return vtd_engine_remap_interrupt(h.e, 0x10, 0xfee00000 | uint64_t{handle} << 5 | 1u << 4, 0,
+                                      true, &out);
+}
+
+}  // namespace
+
+// IRTA, the table SIRTP latched and IRTPS/IRES/CFIS travel; the
+// destination remaps through the latched table, not the register written
+// since, until the guest latches that one.
+TEST(Migration, InterruptRemappingState)
+{
+    FakeHost src(8 << 20, ir_config(true));
+    uint64_t table = src.alloc_page(), other = src.alloc_page();
+    put_irte(src, table, 3, 0x45, 0x1234);
+    put_irte(src, other, 3, 0x46, 0x100);  // xAPIC: APIC ID 1 in DST 15:8
+    src.w64(IRTA, table | (1u << 11) | 7);
+    src.w32(GCMD, SIRTP);
+    src.w32(GCMD, IRE | CFI);
+    src.w64(IRTA, other | 7);  // written, not latched
+    VtdInterrupt out{};
+    ASSERT_EQ(remap(src, 3, out), VTD_IR_REMAPPED);
+    VtdState st = get_state(src);
+    EXPECT_EQ(st.irta, other | 7);
+    EXPECT_EQ(st.irta_latched, table | (1u << 11) | 7);
+    EXPECT_EQ(st.gsts, src.mmio32(GSTS));
+    EXPECT_EQ(st.gsts & (IRE | SIRTP | CFI), IRE | SIRTP | CFI);
+
+    FakeHost dst(8 << 20, ir_config(true));
+    dst.ram = src.ram;
+    ASSERT_EQ(vtd_engine_set_state(dst.e, &st), VTD_STATE_OK);
+    EXPECT_TRUE(same(get_state(dst), st));
+    EXPECT_EQ(dst.mmio64(IRTA), other | 7);
+    EXPECT_EQ(dst.mmio32(GSTS), src.mmio32(GSTS));
+    ASSERT_EQ(remap(dst, 3, out), VTD_IR_REMAPPED);
+    EXPECT_EQ(out.vector, 0x45);
+    EXPECT_EQ(out.dest, 0x1234u);
+    dst.w32(GCMD, IRE | CFI | SIRTP);
+    ASSERT_EQ(remap(dst, 3, out), VTD_IR_REMAPPED);
+    EXPECT_EQ(out.vector, 0x46);
+}
+
+TEST(Migration, InterruptRemappingRefused)
+{
+    FakeHost src(8 << 20, ir_config(false));
+    uint64_t table = src.alloc_page();
+    put_irte(src, table, 0, 0x45, 0x100);
+    src.w64(IRTA, table | 3);
+    src.w32(GCMD, SIRTP);
+    src.w32(GCMD, IRE);
+    const VtdState good = get_state(src);
+
+    struct Case {
+        const char *what;
+        void (*spoil)(VtdState &);
+        VtdStateError want;
+    };
+    const Case cases[] = {
+        {"IRTA bits 10:4", [](VtdState &s) { s.irta |= 0x10; }, VTD_STATE_BAD_INTERRUPT_REMAPPING},
+        {"IRTA.EIME without ECAP.EIM", [](VtdState &s) { s.irta |= 1u << 11; },
+         VTD_STATE_BAD_INTERRUPT_REMAPPING},
+        {"latched table unaligned", [](VtdState &s) { s.irta_latched |= 0x100; },
+         VTD_STATE_BAD_INTERRUPT_REMAPPING},
+        {"latched table without IRTPS", [](VtdState &s) { s.gsts &= ~SIRTP; },
+         VTD_STATE_BAD_INTERRUPT_REMAPPING},
+        {"GSTS bit 22", [](VtdState &s) { s.gsts |= 1u << 22; }, VTD_STATE_BAD_GLOBAL},
+    };
+    for (const Case &c : cases) {
+        VtdState bad = good;
+        c.spoil(bad);
+        FakeHost dst(8 << 20, ir_config(false));
+        dst.ram = src.ram;
+        dst.w64(IRTA, table | 1);
+        const VtdState before = get_state(dst);
+        EXPECT_EQ(vtd_engine_set_state(dst.e, &bad), c.want) << c.what;
+        EXPECT_TRUE(same(get_state(dst), before)) << c.what << ": the engine changed";
+        EXPECT_STRNE(vtd_state_error_str(c.want), vtd_state_error_str(VTD_STATE_OK));
+    }
+    // An engine without interrupt remapping takes none of it.
+    FakeHost plain;
+    VtdState st = good;
+    st.cap = get_state(plain).cap;
+    st.ecap = get_state(plain).ecap;
+    EXPECT_EQ(vtd_engine_set_state(plain.e, &st), VTD_STATE_BAD_GLOBAL);
+    st.gsts &= ~(IRE | SIRTP);
+    EXPECT_EQ(vtd_engine_set_state(plain.e, &st), VTD_STATE_BAD_INTERRUPT_REMAPPING);
+    st.irta = st.irta_latched = 0;
+    EXPECT_EQ(vtd_engine_set_state(plain.e, &st), VTD_STATE_OK);
+}

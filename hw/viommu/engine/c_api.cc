@@ -180,6 +180,8 @@ const char *vtd_state_error_str(VtdStateError err)
         return "a fault register or fault record holds a value the unit cannot hold";
     case VTD_STATE_BAD_QUEUE:
         return "a queued-invalidation register holds a value the unit cannot hold";
+    case VTD_STATE_BAD_INTERRUPT_REMAPPING:
+        return "IRTA or the latched interrupt remapping table holds a value the unit cannot hold";
     }
     return "unknown state error";
 }

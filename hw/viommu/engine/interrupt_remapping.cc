@@ -50,6 +50,23 @@ void InterruptRemapping::reset()
     iec_.invalidate_all();
 }
 
+bool InterruptRemapping::valid(const State &st) const
+{
+    if (!f_.intremap)
+        return !st.irta && !st.latched && !st.status;
+    // A table is latched only by SIRTP, which sets IRTPS for good.
+    return !(st.irta & ~writable()) && !(st.latched & ~writable()) && !(st.status & ~STATUS_BITS) &&
+           ((st.status & gcmd::SIRTP) || !st.latched);
+}
+
+void InterruptRemapping::load(const State &st)
+{
+    irta_ = st.irta;
+    latched_.store(st.latched);
+    status_.store(st.status);
+    iec_.invalidate_all();
+}
+
 uint32_t InterruptRemapping::read32(uint32_t offset) const
 {
     return (offset & 4) ? irta_ >> 32 : static_cast<uint32_t>(irta_);

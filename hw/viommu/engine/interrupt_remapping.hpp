@@ -63,6 +63,18 @@ public:
     InterruptRemapping(const Host &host, const Features &f, Stats &stats, FaultRecorder &faults);
 
     void reset();
+
+    // Migration: the registers and what SIRTP latched; GSTS's IRTPS, IRES
+    // and CFIS.  load() refuses what the unit could never hold (and then
+    // changes nothing); an accepted state starts with an empty IEC.
+    struct State {
+        uint64_t irta = 0, latched = 0;
+        uint32_t status = 0;
+    };
+    State save() const { return {irta_, latched_.load(), status_.load()}; }
+    bool valid(const State &st) const;
+    void load(const State &st);
+
     bool handles(uint32_t offset) const { return f_.intremap && (offset & ~4u) == reg::IRTA; }
     uint32_t read32(uint32_t offset) const;
     void write32(uint32_t offset, uint32_t value);

@@ -19,7 +19,10 @@ void Engine::get_state(VtdState &st) const
     st = {};
     st.cap = f_.cap;
     st.ecap = f_.ecap;
-    st.gsts = gsts_;
+    const InterruptRemapping::State is = ir_.save();
+    st.gsts = gsts_ | is.status;
+    st.irta = is.irta;
+    st.irta_latched = is.latched;
     st.rtaddr = rtaddr_;
     st.root_table = root_table_.load();
     st.ccmd = ccmd_;
@@ -52,7 +55,8 @@ VtdStateError Engine::set_state(const VtdState &st)
     // Register values the device itself could never hold.  RTADDR and the
     // latched root are checked as their registers store them; the root
     // table is a plain address.
-    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE)) || (st.rtaddr & ~mask(63, 12)) ||
+    const uint32_t ir_bits = f_.intremap ? InterruptRemapping::STATUS_BITS : 0;
+    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE | ir_bits)) || (st.rtaddr & ~mask(63, 12)) ||
         (st.root_table & ~entry::ADDR) || (!(st.gsts & gcmd::SRTP) && st.root_table))
         return VTD_STATE_BAD_GLOBAL;
     if ((st.ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) || (st.ccmd & ccmd::ICC) ||
@@ -60,6 +64,10 @@ VtdStateError Engine::set_state(const VtdState &st)
         (st.iotlb & ~(iotlb_reg::WRITABLE | mask(58, iotlb_reg::IAIG))) ||
         (st.iotlb & iotlb_reg::IVT))
         return VTD_STATE_BAD_REGISTER_INVAL;
+
+    const InterruptRemapping::State is{st.irta, st.irta_latched, st.gsts & ir_bits};
+    if (!ir_.valid(is))
+        return VTD_STATE_BAD_INTERRUPT_REMAPPING;
 
     FaultRecorder::State fs{st.fsts, st.fectl, st.fedata, st.feaddr, st.feuaddr, {}};
     fs.records.resize(st.n_fault_records);
@@ -100,7 +108,8 @@ VtdStateError Engine::set_state(const VtdState &st)
     reset();
     faults_.load(fs);
     queue_.load(qs);
-    gsts_ = st.gsts;
+    ir_.load(is);
+    gsts_ = st.gsts & ~ir_bits;
     rtaddr_ = st.rtaddr;
     ccmd_ = st.ccmd;
     iva_ = st.iva;
