@@ -77,7 +77,8 @@ void vdma_queue_disable(VdmaDev *d, unsigned qi)
     vdma_reg_write(d, VIOMMU_DMA_Q_BASE(qi) + VIOMMU_DMA_Q_CTRL, 0);
 }
 
-void vdma_msix_setup(VdmaDev *d, unsigned qi, uint8_t vector)
+void vdma_msix_set_message(VdmaDev *d, unsigned qi, uint64_t addr,
+                           uint32_t data)
 {
     uint64_t off;
 
@@ -86,13 +87,25 @@ void vdma_msix_setup(VdmaDev *d, unsigned qi, uint8_t vector)
     }
     off = d->pdev->msix_table_off + qi * PCI_MSIX_ENTRY_SIZE;
     qpci_io_writel(d->pdev, d->pdev->msix_table_bar,
-                   off + PCI_MSIX_ENTRY_LOWER_ADDR, 0xfee00000);
+                   off + PCI_MSIX_ENTRY_LOWER_ADDR, (uint32_t)addr);
     qpci_io_writel(d->pdev, d->pdev->msix_table_bar,
-                   off + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+                   off + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
     qpci_io_writel(d->pdev, d->pdev->msix_table_bar,
-                   off + PCI_MSIX_ENTRY_DATA, vector);
+                   off + PCI_MSIX_ENTRY_DATA, data);
     qpci_io_writel(d->pdev, d->pdev->msix_table_bar,
                    off + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+}
+
+void vdma_msix_setup(VdmaDev *d, unsigned qi, uint8_t vector)
+{
+    vdma_msix_set_message(d, qi, 0xfee00000, vector);
+}
+
+uint32_t vdma_raise_irq(VdmaDev *d, unsigned qi)
+{
+    VdmaDesc nop = { .op = VIOMMU_DMA_OP_NOP, .flags = VIOMMU_DMA_FLAG_IRQ };
+
+    return vdma_run(d, qi, &nop, NULL);
 }
 
 uint32_t vdma_push(VdmaDev *d, unsigned qi, const VdmaDesc *desc)

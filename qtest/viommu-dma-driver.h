@@ -50,6 +50,11 @@ bool vdma_queue_setup(VdmaDev *d, unsigned qi, uint64_t ring_gpa,
 void vdma_queue_disable(VdmaDev *d, unsigned qi);
 /* MSI-X: route vector qi to LAPIC vector `vector` on CPU 0 */
 void vdma_msix_setup(VdmaDev *d, unsigned qi, uint8_t vector);
+/* MSI-X: vector qi sends the message {addr, data} (any format) */
+void vdma_msix_set_message(VdmaDev *d, unsigned qi, uint64_t addr,
+                           uint32_t data);
+/* run a NOP with the IRQ flag on queue qi: the device sends vector qi */
+uint32_t vdma_raise_irq(VdmaDev *d, unsigned qi);
 
 /* write a descriptor at the tail with status PENDING; returns its index */
 uint32_t vdma_push(VdmaDev *d, unsigned qi, const VdmaDesc *desc);

@@ -461,10 +461,25 @@ void vtd_fault_clear_all(VtdGuest *g)
                VTD_FSTS_ICE | VTD_FSTS_ITE);
 }
 
+static bool vtd_lapic_irr_in(const char *out, uint8_t vector);
+
 bool vtd_lapic_irr(QTestState *qts, uint8_t vector)
 {
     g_autofree char *out = qtest_hmp(qts, "info lapic");
-    char *line = strstr(out, "\nIRR");
+
+    return vtd_lapic_irr_in(out, vector);
+}
+
+bool vtd_lapic_irr_on(QTestState *qts, unsigned apic_id, uint8_t vector)
+{
+    g_autofree char *out = qtest_hmp(qts, "info lapic %u", apic_id);
+
+    return vtd_lapic_irr_in(out, vector);
+}
+
+static bool vtd_lapic_irr_in(const char *out, uint8_t vector)
+{
+    const char *line = strstr(out, "\nIRR");
     bool found = false;
 
     if (!line) {
@@ -491,4 +506,45 @@ bool vtd_lapic_irr(QTestState *qts, uint8_t vector)
         }
     }
     return found;
+}
+
+/* Interrupt remapping */
+
+VtdDesc vtd_desc_iec(bool global, uint16_t index, unsigned im)
+{
+    return (VtdDesc) {
+        .lo = VTD_INV_IEC | (global ? 0 : 1ULL << 4) |
+              ((uint64_t)(im & 0x1f) << 27) | ((uint64_t)index << 32),
+        .hi = 0,
+    };
+}
+
+void vtd_iec_flush(VtdGuest *g, bool global, uint16_t index, unsigned im)
+{
+    vtd_qi_push(g, vtd_desc_iec(global, index, im));
+    g_assert_true(vtd_qi_sync(g));
+}
+
+uint64_t vtd_ir_enable(VtdGuest *g, unsigned s, bool eime, bool cfi)
+{
+    uint64_t entries = 2ULL << s;
+    uint64_t table = vtd_alloc(g, MAX(entries * 16, 4096), 4096);
+
+    g_assert_true(g->ecap & VTD_ECAP_IR);
+    g_assert_true(g->iq);
+    vtd_writeq(g, VTD_IRTA, table | (eime ? VTD_IRTA_EIME : 0) | s);
+    g_assert_true(vtd_gcmd(g, VTD_GCMD_SIRTP, true));
+    vtd_iec_flush(g, true, 0, 0);
+    g_assert_true(vtd_gcmd(g, VTD_GCMD_IRE, true));
+    if (cfi) {
+        g_assert_true(vtd_gcmd(g, VTD_GCMD_CFI, true));
+    }
+    return table;
+}
+
+void vtd_irte_set(VtdGuest *g, uint64_t table, unsigned index, uint64_t lo,
+                  uint64_t hi)
+{
+    qtest_writeq(g->qts, table + index * 16ULL, lo);
+    qtest_writeq(g->qts, table + index * 16ULL + 8, hi);
 }

@@ -58,6 +58,7 @@
 #define VTD_ECAP_QI         (1ULL << 1)
 #define VTD_ECAP_DT         (1ULL << 2)
 #define VTD_ECAP_IR         (1ULL << 3)
+#define VTD_ECAP_EIM        (1ULL << 4)
 #define VTD_ECAP_PT         (1ULL << 6)
 #define VTD_ECAP_IRO(e)     ((((e) >> 8) & 0x3ff) * 16)
 
@@ -75,6 +76,8 @@
 #define VTD_GSTS_PERSIST    (VTD_GCMD_TE | VTD_GCMD_QIE | VTD_GCMD_IRE | \
                              VTD_GCMD_CFI)
 
+/* IRTA: table address, EIME, size S (2^(S+1) entries) */
+#define VTD_IRTA_EIME       (1ULL << 11)
 /* CCMD (64-bit) */
 #define VTD_CCMD_ICC        (1ULL << 63)
 #define VTD_CCMD_CIRG(g)    ((uint64_t)(g) << 61)
@@ -135,6 +138,32 @@
 #define VTD_FR_ROOT_RSVD    0xa
 #define VTD_FR_CTX_RSVD     0xb
 #define VTD_FR_PTE_RSVD     0xc
+/* Fault reasons (interrupt remapping) */
+#define VTD_FR_IR_REQ_RSVD  0x20
+#define VTD_FR_IR_INDEX     0x21
+#define VTD_FR_IR_NOT_PRESENT 0x22
+#define VTD_FR_IR_TABLE     0x23
+#define VTD_FR_IR_IRTE_RSVD 0x24
+#define VTD_FR_IR_COMPAT    0x25
+#define VTD_FR_IR_SID       0x26
+/* Interrupt remapping table entry, remapped format */
+#define VTD_IRTE_P          (1ULL << 0)
+#define VTD_IRTE_FPD        (1ULL << 1)
+#define VTD_IRTE_DM         (1ULL << 2)     /* logical destination */
+#define VTD_IRTE_TM         (1ULL << 4)     /* level-triggered */
+#define VTD_IRTE_DLM(m)     ((uint64_t)(m) << 5)
+#define VTD_IRTE_VECTOR(v)  ((uint64_t)(v) << 16)
+#define VTD_IRTE_DST_XAPIC(d) ((uint64_t)((d) & 0xff) << 40)
+#define VTD_IRTE_DST_X2APIC(d) ((uint64_t)(d) << 32)
+#define VTD_IRTE_SID(s)     ((uint64_t)(s) & 0xffff)   /* high quadword */
+#define VTD_IRTE_SQ(q)      ((uint64_t)(q) << 16)
+#define VTD_IRTE_SVT(t)     ((uint64_t)(t) << 18)
+#define VTD_SVT_SID         1
+#define VTD_SVT_BUS         2
+/* an interrupt request in remappable format for `handle` (SHV: subhandle) */
+#define VTD_MSI_REMAPPABLE(handle, shv) \
+    (0xfee00000ULL | (((uint64_t)(handle) & 0x7fff) << 5) | (1ULL << 4) | \
+     ((shv) ? 1ULL << 3 : 0) | ((((uint64_t)(handle) >> 15) & 1) << 2))
 
 /* Context entry */
 #define VTD_CTX_P           (1ULL << 0)
@@ -275,5 +304,22 @@ void vtd_fault_clear_all(VtdGuest *g);
 
 /* LAPIC: has vector been requested on CPU 0 (IRR bit)? */
 bool vtd_lapic_irr(QTestState *qts, uint8_t vector);
+/* the same on the CPU whose APIC ID is apic_id */
+bool vtd_lapic_irr_on(QTestState *qts, unsigned apic_id, uint8_t vector);
+
+/*
+ * Interrupt remapping, as Linux's intel_irq_remapping sets it up: a table
+ * of 2^(s+1) entries, IRTA (with EIME), SIRTP and wait for IRTPS, a global
+ * interrupt-entry-cache invalidation (through the queue, which must be
+ * on), then IRE (and CFI when cfi) and wait for IRES.  Returns the table's
+ * GPA.
+ */
+uint64_t vtd_ir_enable(VtdGuest *g, unsigned s, bool eime, bool cfi);
+void vtd_irte_set(VtdGuest *g, uint64_t table, unsigned index, uint64_t lo,
+                  uint64_t hi);
+/* interrupt entry cache invalidation: global, or 2^im entries from index */
+VtdDesc vtd_desc_iec(bool global, uint16_t index, unsigned im);
+/* push an IEC invalidation and wait for it */
+void vtd_iec_flush(VtdGuest *g, bool global, uint16_t index, unsigned im);
 
 #endif

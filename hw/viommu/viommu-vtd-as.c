@@ -25,19 +25,6 @@ static inline const char *viommu_vtd_name(ViommuVtdAS *vas)
     return memory_region_name(MEMORY_REGION(&vas->iommu));
 }
 
-/*
- * A root bus has a fixed number, so its devices' source-ids are computed
- * once (pci_bus_num() is a QOM-checked call: too slow for every DMA);
- * behind a bridge the guest programs the bus number, so ask every time.
- */
-static inline uint16_t viommu_vtd_sid(ViommuVtdAS *vas)
-{
-    if (vas->fixed_sid >= 0) {
-        return vas->fixed_sid;
-    }
-    return PCI_BUILD_BDF(pci_bus_num(vas->bus), vas->devfn);
-}
-
 /* Pending invalidations */
 
 /*
@@ -402,6 +389,7 @@ void viommu_vtd_process_pending(ViommuVtdState *s)
         }
     }
     memset(s->pending, 0, sizeof(s->pending));
+    viommu_vtd_ir_process_pending(s);
 }
 
 /*
@@ -412,6 +400,9 @@ void viommu_vtd_resync(ViommuVtdState *s)
 {
     memset(s->pending, 0, sizeof(s->pending));
     s->pending[VIOMMU_VTD_INV_CONTEXT].all = true;
+    if (s->intremap) {
+        viommu_vtd_interrupts_invalidated(s, true, 0, 0);
+    }
     viommu_vtd_process_pending(s);
 }
 
@@ -465,28 +456,24 @@ GHashTable *viommu_vtd_spaces_new(void)
                                  g_free, NULL);
 }
 
-static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
+/*
+ * A new address space, bypassing the IOMMU region until refreshed.  The
+ * interrupt window is never remapped as DMA (VT-d 3.14): it holds an alias
+ * of system memory (the APIC) without interrupt remapping, and with it the
+ * region that hands every write to the engine (viommu-vtd-ir.c).
+ */
+ViommuVtdAS *viommu_vtd_as_new(ViommuVtdState *s, PCIBus *bus, int devfn,
+                               int32_t fixed_sid, const char *name)
 {
-    ViommuVtdState *s = opaque;
-    ViommuVtdKey key = { .bus = bus, .devfn = devfn };
-    ViommuVtdAS *vas = g_hash_table_lookup(s->spaces, &key);
-    g_autofree char *name = NULL;
-    g_autofree char *iommu_name = NULL;
+    ViommuVtdAS *vas = g_new0(ViommuVtdAS, 1);
+    g_autofree char *iommu_name = g_strdup_printf("%s-dmar", name);
 
-    if (vas) {
-        return &vas->as;
-    }
-    vas = g_new0(ViommuVtdAS, 1);
     vas->s = s;
     vas->bus = bus;
     vas->devfn = devfn;
     vas->domain = -1;
     vas->bypass = true;
-    vas->fixed_sid = pci_bus_is_root(bus) ?
-                     PCI_BUILD_BDF(pci_bus_num(bus), devfn) : -1;
-    name = g_strdup_printf("viommu-vtd-%02x.%x", PCI_SLOT(devfn),
-                           PCI_FUNC(devfn));
-    iommu_name = g_strdup_printf("%s-dmar", name);
+    vas->fixed_sid = fixed_sid;
 
     memory_region_init(&vas->root, OBJECT(s), name, UINT64_MAX);
     memory_region_init_iommu(&vas->iommu, sizeof(vas->iommu),
@@ -495,10 +482,13 @@ static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
     memory_region_init_alias(&vas->nodmar, OBJECT(s), "viommu-vtd-nodmar",
                              get_system_memory(), 0,
                              memory_region_size(get_system_memory()));
-    /* The interrupt address range is never remapped (VT-d 3.14). */
-    memory_region_init_alias(&vas->msi, OBJECT(s), "viommu-vtd-msi",
-                             get_system_memory(), VIOMMU_VTD_MSI_BASE,
-                             VIOMMU_VTD_MSI_SIZE);
+    if (s->intremap) {
+        viommu_vtd_ir_window_init(vas);
+    } else {
+        memory_region_init_alias(&vas->msi, OBJECT(s), "viommu-vtd-msi",
+                                 get_system_memory(), VIOMMU_VTD_MSI_BASE,
+                                 VIOMMU_VTD_MSI_SIZE);
+    }
     memory_region_set_enabled(MEMORY_REGION(&vas->iommu), false);
     memory_region_add_subregion_overlap(&vas->root, 0,
                                         MEMORY_REGION(&vas->iommu), 0);
@@ -506,6 +496,24 @@ static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
     memory_region_add_subregion_overlap(&vas->root, VIOMMU_VTD_MSI_BASE,
                                         &vas->msi, 1);
     address_space_init(&vas->as, &vas->root, name);
+    return vas;
+}
+
+static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
+{
+    ViommuVtdState *s = opaque;
+    ViommuVtdKey key = { .bus = bus, .devfn = devfn };
+    ViommuVtdAS *vas = g_hash_table_lookup(s->spaces, &key);
+    g_autofree char *name = NULL;
+
+    if (vas) {
+        return &vas->as;
+    }
+    name = g_strdup_printf("viommu-vtd-%02x.%x", PCI_SLOT(devfn),
+                           PCI_FUNC(devfn));
+    vas = viommu_vtd_as_new(s, bus, devfn,
+                            pci_bus_is_root(bus) ?
+                            PCI_BUILD_BDF(pci_bus_num(bus), devfn) : -1, name);
     g_hash_table_insert(s->spaces, g_memdup2(&key, sizeof(key)), vas);
     if (s->dmar_enabled) {
         viommu_vtd_as_refresh(vas);

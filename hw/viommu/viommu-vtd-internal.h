@@ -9,6 +9,8 @@
  *   viommu-vtd-events.c  the engine's events as trace events
  *   viommu-vtd-as.c      per-device address spaces, translate, IOMMU
  *                        notifiers and the invalidations pending for them
+ *   viommu-vtd-ir.c      interrupt remapping: the interrupt window of each
+ *                        address space, the IOAPIC's, KVM MSI routes
  */
 #ifndef HW_VIOMMU_VIOMMU_VTD_INTERNAL_H
 #define HW_VIOMMU_VIOMMU_VTD_INTERNAL_H
@@ -16,12 +18,16 @@
 #include "exec/memory.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pci_bus.h"
+#include "hw/pci-host/q35.h"
 #include "viommu/vtd.h"
 #include "viommu-vtd.h"
 
 #define VIOMMU_VTD_MSI_BASE     0xfee00000ULL
 #define VIOMMU_VTD_MSI_SIZE     0x100000ULL
 #define VIOMMU_VTD_PENDING_MAX  32
+/* The IOAPIC's source-id: the DMAR table's IOAPIC device scope (q35). */
+#define VIOMMU_VTD_IOAPIC_SID   PCI_BUILD_BDF(Q35_PSEUDO_BUS_PLATFORM, \
+                                              Q35_PSEUDO_DEVFN_IOAPIC)
 
 typedef struct ViommuVtdAS ViommuVtdAS;
 
@@ -37,7 +43,7 @@ struct ViommuVtdAS {
     IOMMUMemoryRegion iommu;
     MemoryRegion root;
     MemoryRegion nodmar;
-    MemoryRegion msi;
+    MemoryRegion msi;               /* interrupt window: alias, or IR */
     AddressSpace as;
 };
 
@@ -87,6 +93,12 @@ struct ViommuVtdState {
     QLIST_HEAD(, ViommuVtdAS) notified;
     bool dmar_enabled;
     ViommuVtdPending pending[VIOMMU_VTD_INV_KINDS];
+    bool intremap;                  /* ECAP.IR: the windows remap */
+    ViommuVtdAS *ioapic;            /* the IOAPIC's address space (IR) */
+    /* interrupt-entry invalidations not yet told to the IEC notifiers */
+    bool iec_pending, iec_global;
+    uint16_t iec_index;
+    uint8_t iec_mask;
 
     VtdState mig;                   /* engine state, only while migrating */
 
@@ -95,6 +107,19 @@ struct ViommuVtdState {
     uint16_t fault_records;
     bool superpage_1g;
 };
+
+/*
+ * A root bus has a fixed number, so its devices' source-ids are computed
+ * once (pci_bus_num() is a QOM-checked call: too slow for every DMA);
+ * behind a bridge the guest programs the bus number, so ask every time.
+ */
+static inline uint16_t viommu_vtd_sid(ViommuVtdAS *vas)
+{
+    if (vas->fixed_sid >= 0) {
+        return vas->fixed_sid;
+    }
+    return PCI_BUILD_BDF(pci_bus_num(vas->bus), vas->devfn);
+}
 
 static inline uint64_t viommu_vtd_limit(ViommuVtdState *s)
 {
@@ -120,5 +145,16 @@ void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
 void viommu_vtd_process_pending(ViommuVtdState *s);
 void viommu_vtd_resync(ViommuVtdState *s);
 void viommu_vtd_iommu_mr_class_init(ObjectClass *oc, void *data);
+ViommuVtdAS *viommu_vtd_as_new(ViommuVtdState *s, PCIBus *bus, int devfn,
+                               int32_t fixed_sid, const char *name);
+
+/* viommu-vtd-ir.c */
+void viommu_vtd_ir_window_init(ViommuVtdAS *vas);
+void viommu_vtd_ir_realize(ViommuVtdState *s, PCIBus *bus);
+int viommu_vtd_int_remap(X86IOMMUState *iommu, MSIMessage *src,
+                         MSIMessage *dst, uint16_t sid);
+void viommu_vtd_interrupts_invalidated(void *opaque, bool global,
+                                       uint16_t index, uint8_t index_mask);
+void viommu_vtd_ir_process_pending(ViommuVtdState *s);
 
 #endif

@@ -5,7 +5,10 @@
  * The architecture (registers, tables, caches, invalidation, faults) lives in
  * the viommu-lab engine behind include/viommu/vtd.h; this file is the QOM
  * glue.  The device subclasses intel-iommu only so that q35 accepts it and
- * the DMAR ACPI table describes it; none of intel-iommu's code runs.
+ * the DMAR ACPI table describes it (with interrupt remapping when intremap
+ * is on); none of intel-iommu's code runs, its interrupt remapping
+ * included: viommu-vtd-ir.c serves the interrupt windows, the IOAPIC and
+ * X86IOMMUClass.int_remap from the engine.
  *
  * This file is the device: QOM type, properties, realize, reset,
  * migration and the register window.  The host services the engine calls
@@ -22,6 +25,8 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "qemu/main-loop.h"
+#include "system/kvm.h"
+#include "kvm/kvm_i386.h"
 #include "viommu-vtd-internal.h"
 #include "trace.h"
 
@@ -127,8 +132,8 @@ static const struct {
       "transient mappings are reserved since VT-d 3.2 and not implemented "
       "(machine types before 9.2 set stale-tm=on: use a newer q35)" },
     { "x-buggy-eim", offsetof(IntelIOMMUState, buggy_eim), false,
-      "extended interrupt mode needs interrupt remapping, "
-      "which is not implemented" },
+      "the compatibility behaviour of machine types before 2.11 (EIM "
+      "without KVM's x2APIC support) is not modelled: use eim=on" },
     { "dma-drain", offsetof(IntelIOMMUState, dma_drain), true,
       "read/write draining is always advertised (DMA is synchronous)" },
     { "dma-translation", offsetof(IntelIOMMUState, dma_translation), true,
@@ -140,6 +145,7 @@ static const struct {
 static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
 {
     IntelIOMMUState *is = &s->parent_obj;
+    X86IOMMUState *x86 = X86_IOMMU_DEVICE(s);
     unsigned i;
 
     for (i = 0; i < ARRAY_SIZE(viommu_vtd_unsupported); i++) {
@@ -152,10 +158,19 @@ static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
             return false;
         }
     }
-    if (is->intr_eim == ON_OFF_AUTO_ON) {
-        error_setg(errp, "viommu-vtd does not support eim=on: extended "
-                   "interrupt mode needs interrupt remapping, which is not "
-                   "implemented");
+    /* As intel-iommu decides it (x86-iommu has settled intremap). */
+    if (is->intr_eim == ON_OFF_AUTO_ON && !x86_iommu_ir_supported(x86)) {
+        error_setg(errp, "viommu-vtd: eim=on needs intremap=on");
+        return false;
+    }
+    if (is->intr_eim == ON_OFF_AUTO_AUTO) {
+        is->intr_eim = kvm_irqchip_in_kernel() && x86_iommu_ir_supported(x86) ?
+                       ON_OFF_AUTO_ON : ON_OFF_AUTO_OFF;
+    }
+    if (is->intr_eim == ON_OFF_AUTO_ON && kvm_irqchip_is_split() &&
+        !kvm_enable_x2apic()) {
+        error_setg(errp, "viommu-vtd: eim=on needs KVM's x2APIC API "
+                   "(KVM_CAP_X2APIC_API, Linux 4.7 or later)");
         return false;
     }
     if (is->version) {
@@ -172,18 +187,18 @@ static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
     return true;
 }
 
-/* DeviceClass realize: runs before x86-iommu decides intremap=auto. */
+/*
+ * DeviceClass realize: runs before x86-iommu decides intremap=auto.  Here
+ * auto means off: interrupt remapping is what a user asks for with
+ * intremap=on (x86-iommu then refuses kernel-irqchip=on).
+ */
 static void viommu_vtd_device_realize(DeviceState *dev, Error **errp)
 {
     X86IOMMUState *x86 = X86_IOMMU_DEVICE(dev);
 
-    if (x86->intr_supported == ON_OFF_AUTO_ON) {
-        error_setg(errp, "viommu-vtd does not support intremap=on: interrupt "
-                   "remapping is not implemented; leave intremap unset (or "
-                   "off) and use -M q35,kernel-irqchip=split");
-        return;
+    if (x86->intr_supported == ON_OFF_AUTO_AUTO) {
+        x86->intr_supported = ON_OFF_AUTO_OFF;
     }
-    x86->intr_supported = ON_OFF_AUTO_OFF;
     VIOMMU_VTD_GET_CLASS(dev)->parent_realize(dev, errp);
 }
 
@@ -209,6 +224,9 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     cfg.iotlb_entries = s->iotlb_entries;
     cfg.context_entries = s->context_entries;
     cfg.fault_records = s->fault_records;
+    cfg.intremap = x86_iommu_ir_supported(x86);
+    cfg.eim = is->intr_eim == ON_OFF_AUTO_ON;
+    s->intremap = cfg.intremap;
     s->engine = vtd_engine_new(&cfg, &viommu_vtd_host_ops, s, err, sizeof(err));
     if (!s->engine) {
         error_setg(errp, "viommu-vtd: %s",
@@ -225,8 +243,11 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     s->spaces = viommu_vtd_spaces_new();
     QLIST_INIT(&s->notified);
     pci_setup_iommu(pcms->pcibus, &viommu_vtd_pci_ops, s);
+    if (s->intremap) {
+        viommu_vtd_ir_realize(s, pcms->pcibus);
+    }
     trace_viommu_vtd_realize(cfg.aw_bits, cfg.caching_mode, cfg.pass_through,
-                             cfg.device_iotlb);
+                             cfg.device_iotlb, cfg.intremap, cfg.eim);
 }
 
 static void viommu_vtd_reset_exit(Object *obj, ResetType type)
@@ -254,7 +275,7 @@ static void viommu_vtd_finalize(Object *obj)
  * pre_save copies it out of the engine into s->mig, post_load hands it
  * back; the engine refuses a state the unit could never be in (another
  * configuration, impossible register values) and says why.  Optional
- * features (interrupt remapping, scalable mode) will add subsections.
+ * features add subsections (interrupt remapping: below).
  */
 
 static const VMStateDescription viommu_vtd_fault_record_vmstate = {
@@ -274,6 +295,30 @@ static bool viommu_vtd_fault_records_fit(void *opaque, int version_id)
 
     return st->n_fault_records <= VTD_MAX_FAULT_RECORDS;
 }
+
+/*
+ * Interrupt remapping (intremap=on): IRTA and the table GCMD.SIRTP latched
+ * (GSTS, in the main section, holds IRTPS/IRES/CFIS).  Sent once the guest
+ * programmed any of it; absent, both are zero.
+ */
+static bool viommu_vtd_ir_needed(void *opaque)
+{
+    VtdState *st = opaque;
+
+    return st->irta || st->irta_latched;
+}
+
+static const VMStateDescription viommu_vtd_ir_vmstate = {
+    .name = "viommu-vtd/engine/interrupt-remapping",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = viommu_vtd_ir_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(irta, VtdState),
+        VMSTATE_UINT64(irta_latched, VtdState),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 /* In register-offset order. */
 static const VMStateDescription viommu_vtd_engine_vmstate = {
@@ -308,6 +353,10 @@ static const VMStateDescription viommu_vtd_engine_vmstate = {
                                      1, viommu_vtd_fault_record_vmstate,
                                      VtdFaultRecord),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &viommu_vtd_ir_vmstate,
+        NULL
     }
 };
 
@@ -375,7 +424,7 @@ static void viommu_vtd_class_init(ObjectClass *oc, void *data)
     device_class_set_parent_realize(dc, viommu_vtd_device_realize,
                                     &VIOMMU_VTD_CLASS(oc)->parent_realize);
     xc->realize = viommu_vtd_realize;
-    xc->int_remap = NULL;
+    xc->int_remap = viommu_vtd_int_remap;
     rc->phases.exit = viommu_vtd_reset_exit;
     dc->vmsd = &viommu_vtd_vmstate;
     device_class_set_props(dc, viommu_vtd_properties);

@@ -190,14 +190,12 @@ def t_properties():
 
 
 REJECTED = [
-    ("intremap=on", "interrupt remapping is not implemented"),
-    ("eim=on", "interrupt remapping"),
     ("x-scalable-mode=on", "scalable mode"),
     ("x-flts=on", "first-stage"),
     ("x-pasid-mode=on", "PASID"),
     ("snoop-control=on", "snoop control"),
     ("stale-tm=on", "transient"),
-    ("x-buggy-eim=on", "interrupt remapping"),
+    ("x-buggy-eim=on", "machine types before 2.11"),
     ("dma-drain=off", "draining"),
     ("dma-translation=off", "DMA translation"),
     ("fs1gp=off", "first-stage"),
@@ -297,6 +295,81 @@ def t_stats_count_invalidation():
         vm.quit()
     finally:
         vm.kill()
+
+
+ECAP_IR, ECAP_EIM = 1 << 3, 1 << 4
+IRTA = 0xb8
+GCMD_SIRTP, GCMD_IRE = 1 << 24, 1 << 25
+
+
+def t_intremap_options():
+    for devargs, ir, eim in (("viommu-vtd", False, False),
+                             ("viommu-vtd,intremap=off", False, False),
+                             ("viommu-vtd,intremap=on", True, False),
+                             ("viommu-vtd,intremap=on,eim=on", True, True)):
+        vm = VM(devargs)
+        try:
+            ecap = vm.readq(ECAP)
+            check(bool(ecap & ECAP_IR) == ir, "%s: ECAP.IR %d" % (devargs, bool(ecap & ECAP_IR)))
+            check(bool(ecap & ECAP_EIM) == eim,
+                  "%s: ECAP.EIM %d" % (devargs, bool(ecap & ECAP_EIM)))
+            vm.quit()
+        finally:
+            vm.kill()
+    rc, out = run_fail("viommu-vtd,eim=on")
+    check(rc != 0, "QEMU accepted eim=on without intremap=on")
+    check("viommu-vtd: eim=on needs intremap=on" in out, "unclear error: %s" % out)
+
+
+def t_stats_interrupt_remapping():
+    """The IR section counts a SIRTP; viommu-stats prints it."""
+    vm = VM("viommu-vtd,intremap=on,id=iommu0")
+    try:
+        vm.writeq(IRTA, 0x100000 | 7)
+        vm.writel(GCMD, GCMD_SIRTP)
+        vm.writel(GCMD, GCMD_IRE)
+        check(vm.readl(GSTS) & (GCMD_SIRTP | GCMD_IRE) == GCMD_SIRTP | GCMD_IRE,
+              "GSTS 0x%x: IRTPS/IRES not set" % vm.readl(GSTS))
+        doc = json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0",
+                                property="stats"))
+        ir = doc["interrupt_remapping"]
+        check(ir["iec"]["invalidations_sirtp"] == 1,
+              "invalidations_sirtp %r, want 1" % ir["iec"]["invalidations_sirtp"])
+        text = stats_tool(vm)
+        check(re.search(r"^\s*interrupt_remapping$", text, re.M) and
+              re.search(r"^\s*invalidations_sirtp\s+1$", text, re.M),
+              "viommu-stats does not print the interrupt_remapping section")
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def t_migration_interrupt_remapping():
+    """IRTA (written after SIRTP) and IRTPS/IRES reach the destination."""
+    devargs = "viommu-vtd,intremap=on,eim=on"
+    src = VM(devargs)
+    img = os.path.join(src.dir, "state")
+    try:
+        src.writeq(IRTA, 0x200000 | (1 << 11) | 3)
+        src.writel(GCMD, GCMD_SIRTP)
+        src.writel(GCMD, GCMD_IRE)
+        src.writeq(IRTA, 0x300000 | 5)
+        src.cmd("stop")
+        src.cmd("migrate", uri="exec:cat > %s" % img)
+        wait_migration(src)
+        src.quit()
+    finally:
+        src.kill()
+    dst = VM(devargs, incoming="exec:cat %s" % img)
+    try:
+        wait_migration(dst)
+        check(dst.readq(IRTA) == 0x300000 | 5, "IRTA 0x%x on the destination" % dst.readq(IRTA))
+        gsts = dst.readl(GSTS)
+        check(gsts & (GCMD_SIRTP | GCMD_IRE) == GCMD_SIRTP | GCMD_IRE,
+              "GSTS 0x%x on the destination" % gsts)
+        dst.quit()
+    finally:
+        dst.kill()
 
 
 def t_starts_quits():
@@ -620,9 +693,14 @@ CASES = [
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),
     ("stats count a register-based context invalidation", t_stats_count_invalidation),
+    ("intremap and eim set ECAP.IR/EIM; eim=on needs intremap=on", t_intremap_options),
+    ("stats' interrupt_remapping section, printed by viommu-stats",
+     t_stats_interrupt_remapping),
     ("machine with the device and a PCI NIC starts and quits cleanly", t_starts_quits),
     ("migration round-trip keeps the register state", t_migration),
     ("migration stream carries a viommu-vtd section", t_migration_section),
+    ("migration keeps IRTA and the interrupt remapping status",
+     t_migration_interrupt_remapping),
     ("migration with DMA in flight: queued DMA translates on the destination",
      t_migration_dma_in_flight),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),
