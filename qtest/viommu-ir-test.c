@@ -16,6 +16,8 @@
  */
 #include "qemu/osdep.h"
 #include "qobject/qdict.h"
+#include "qobject/qjson.h"
+#include "qapi/error.h"
 #include "libqos/fw_cfg.h"
 #include "viommu-test-env.h"
 
@@ -32,7 +34,8 @@ typedef struct Ir {
 
 static void ir_start(Ir *t, const char *opts, int ndma, bool eime, bool cfi)
 {
-    g_autofree char *o = g_strdup_printf(",intremap=on%s", opts ? opts : "");
+    g_autofree char *o = g_strdup_printf(",intremap=on,id=iommu0%s",
+                                         opts ? opts : "");
 
     vt_start(&t->e, vt_iommu_name(), o, ndma, 256, "-smp 2");
     t->g = &t->e.g;
@@ -75,6 +78,30 @@ static void check_ir_fault(Ir *t, uint8_t reason, uint16_t sid, int index)
         g_assert_cmphex(f.addr >> 48, ==, index);
     }
     vtd_fault_clear_all(t->g);
+}
+
+/* viommu-vtd's statistics: interrupt_remapping.<section>.<key> */
+static int64_t ir_stat(Ir *t, const char *section, const char *key)
+{
+    QDict *resp = qtest_qmp(t->e.qts, "{'execute': 'qom-get', 'arguments': "
+                            "{'path': '/machine/peripheral/iommu0', "
+                            "'property': 'stats'}}");
+    QDict *stats, *ir;
+    int64_t v;
+
+    g_assert(qdict_haskey(resp, "return"));
+    stats = qobject_to(QDict, qobject_from_json(qdict_get_str(resp, "return"),
+                                                &error_abort));
+    ir = qdict_get_qdict(stats, "interrupt_remapping");
+    g_assert(ir);
+    if (section) {
+        ir = qdict_get_qdict(ir, section);
+        g_assert(ir);
+    }
+    v = qdict_get_int(ir, key);
+    qobject_unref(stats);
+    qobject_unref(resp);
+    return v;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -149,6 +176,12 @@ static void test_remapped(void)
     g_assert_true(irr(&t, 0, 0x62));
     g_assert_false(irr(&t, 1, 0x62));
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    /* the engine remapped them (intel-iommu has no such statistics) */
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_stat(&t, "remappable", "remapped"), ==, 2);
+        g_assert_cmpint(ir_stat(&t, "remappable", "blocked"), ==, 0);
+        g_assert_cmpint(ir_stat(&t, "iec", "misses"), ==, 2);
+    }
     ir_stop(&t);
 }
 
@@ -318,6 +351,10 @@ static void test_ioapic_fault(void)
     g_assert_false(irr(&t, 0, 0x6b));
     g_assert_false(irr(&t, 1, 0x6b));
     check_ir_fault(&t, VTD_FR_IR_NOT_PRESENT, IOAPIC_SID, 14);
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_stat(&t, "blocked_by_reason",
+                                "ir_entry_not_present"), ==, 1);
+    }
     ir_stop(&t);
 }
 
