@@ -32,15 +32,22 @@ typedef struct Ir {
     uint64_t table;
 } Ir;
 
-static void ir_start(Ir *t, const char *opts, int ndma, bool eime, bool cfi)
+static void ir_start_extra(Ir *t, const char *opts, int ndma, bool eime,
+                           bool cfi, const char *extra)
 {
     g_autofree char *o = g_strdup_printf(",intremap=on,id=iommu0%s",
                                          opts ? opts : "");
+    g_autofree char *x = g_strdup_printf("-smp 2 %s", extra ? extra : "");
 
-    vt_start(&t->e, vt_iommu_name(), o, ndma, 256, "-smp 2");
+    vt_start(&t->e, vt_iommu_name(), o, ndma, 256, x);
     t->g = &t->e.g;
     vtd_qi_enable(t->g, 0);
     t->table = vtd_ir_enable(t->g, IR_S, eime, cfi);
+}
+
+static void ir_start(Ir *t, const char *opts, int ndma, bool eime, bool cfi)
+{
+    ir_start_extra(t, opts, ndma, eime, cfi, NULL);
 }
 
 static void ir_stop(Ir *t)
@@ -443,6 +450,36 @@ static void test_migration(void)
     ir_stop(&t);
 }
 
+/* viommu-vtd's trace points for a remapped and a blocked interrupt */
+static void test_traces(void)
+{
+    Ir t;
+    g_autofree char *log = g_strdup_printf("%s/viommu-ir-trace-%d.log",
+                                           g_get_tmp_dir(), getpid());
+    g_autofree char *extra = g_strdup_printf("-trace enable=viommu_vtd_ir_*,"
+                                             "file=%s", log);
+    g_autofree char *text = NULL;
+    g_autofree char *want = NULL;
+
+    ir_start_extra(&t, NULL, 1, false, false, extra);
+    vtd_irte_set(t.g, t.table, 5, irte_xapic(0x61, 1), 0);
+    msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
+    msi(&t, 0, VTD_MSI_REMAPPABLE(6, false), 0);
+    ir_stop(&t);
+    g_assert_true(g_file_get_contents(log, &text, NULL, NULL));
+    unlink(log);
+    want = g_strdup_printf("viommu_vtd_ir_remapped sid 0x%04x addr 0x%" PRIx64
+                           " data 0x0: IRTE 5 -> vector 0x61 dest 0x1",
+                           vt_sid(0), (uint64_t)VTD_MSI_REMAPPABLE(5, false));
+    g_assert_nonnull(strstr(text, want));
+    g_free(want);
+    want = g_strdup_printf("viommu_vtd_ir_blocked sid 0x%04x addr 0x%" PRIx64
+                           " data 0x0: blocked, index 6 fault reason 0x22 "
+                           "recordable 1", vt_sid(0),
+                           (uint64_t)VTD_MSI_REMAPPABLE(6, false));
+    g_assert_nonnull(strstr(text, want));
+}
+
 /* ---------------------------------------------------------------------- */
 
 typedef struct IrCase {
@@ -450,6 +487,8 @@ typedef struct IrCase {
     void (*fn)(void);
     /* intel-iommu: known deviation, the case must fail on it */
     const char *intel_deviation;
+    /* viommu-vtd only (its own trace points): not registered otherwise */
+    bool vtd_only;
 } IrCase;
 
 static const IrCase cases[] = {
@@ -471,6 +510,7 @@ static const IrCase cases[] = {
     { "ir/ioapic-source-id", test_ioapic_source_id,
       "D4: the IOAPIC's interrupts skip source-id validation" },
     { "ir/migration", test_migration },
+    { "ir/traces", test_traces, NULL, true },
 };
 
 static void run_case(const void *data)
@@ -510,6 +550,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < ARRAY_SIZE(cases); i++) {
         g_autofree char *path = g_strdup_printf("/viommu/%s/%s", iommu,
                                                 cases[i].path);
+        if (cases[i].vtd_only && strcmp(iommu, "viommu-vtd")) {
+            continue;
+        }
         if (intel && cases[i].intel_deviation) {
             qtest_add_data_func(path, &cases[i], run_deviation_case);
         } else {
