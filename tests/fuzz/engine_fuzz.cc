@@ -755,7 +755,7 @@ struct Host {
             VtdStateError r = vtd_engine_set_state(e, &st);
             VtdState after;
             vtd_engine_get_state(e, &after);
-            FUZZ_CHECK(r >= VTD_STATE_OK && r <= VTD_STATE_BAD_QUEUE, r);
+            FUZZ_CHECK(r >= VTD_STATE_OK && r <= VTD_STATE_BAD_INTERRUPT_REMAPPING, r);
             // Accepted: read back as given; refused: nothing changed.
             FUZZ_CHECK(!std::memcmp(&after, r == VTD_STATE_OK ? &st : &before, sizeof(st)), r);
             uint64_t iqh = rd(IQH, 8);
