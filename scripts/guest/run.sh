@@ -16,7 +16,9 @@
 #     --port N                host TCP port the guest reaches as 10.0.2.2:N
 #     --mib N                 payload size in MiB for the dma scenario (default 4)
 #     --edu                   QEMU's edu device (DMA target of the fault scenario)
-#     --intremap on|off       intel-iommu interrupt remapping (default on)
+#     --intremap on|off       interrupt remapping (default on for intel-iommu, off for viommu-vtd)
+#     --x2apic                x2APIC guest: two vCPUs, the second placed with -device at
+#                             APIC ID 256, both with x2apic; the IOMMU gets intremap=on,eim=on
 #     --iommu-opts OPTS       more properties for the IOMMU device (e.g. device-iotlb=on)
 #     --append ARGS           extra kernel command line
 #     --log FILE              console log (default build/guest-logs/<time>-<test>-<iommu>-<mode>.log)
@@ -28,8 +30,8 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 iommu=intel-iommu mode=lazy test=boot smp=2 mem=1024 timeout_s=300 qmp= hold=0
-disk= net=0 port= mib=4 edu=0 intremap=on iommu_opts= append= log= quiet=0
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+disk= net=0 port= mib=4 edu=0 intremap= x2apic=0 iommu_opts= append= log= quiet=0
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || die "run.sh: option $1 needs a value."; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
         --mib) need "$@"; mib=$2; shift 2 ;;
         --edu) edu=1; shift ;;
         --intremap) need "$@"; intremap=$2; shift 2 ;;
+        --x2apic) x2apic=1; shift ;;
         --iommu-opts) need "$@"; iommu_opts=$2; shift 2 ;;
         --append) need "$@"; append=$2; shift 2 ;;
         --log) need "$@"; log=$2; shift 2 ;;
@@ -58,7 +61,12 @@ while [ $# -gt 0 ]; do
 done
 case $iommu in none|intel-iommu|viommu-vtd) ;; *) die "run.sh: --iommu must be none, intel-iommu or viommu-vtd, not '$iommu'." ;; esac
 case $mode in lazy|strict) ;; *) die "run.sh: --mode must be lazy or strict, not '$mode'." ;; esac
-case $intremap in on|off) ;; *) die "run.sh: --intremap must be on or off." ;; esac
+case $intremap in on|off) ;; "") [ "$iommu" = intel-iommu ] && intremap=on || intremap=off ;; *) die "run.sh: --intremap must be on or off." ;; esac
+if [ "$x2apic" = 1 ]; then
+    [ "$iommu" != none ] || die "run.sh: --x2apic needs an IOMMU with interrupt remapping (eim=on)."
+    [ "$intremap" = on ] || die "run.sh: --x2apic needs interrupt remapping; drop --intremap off."
+    [ "$smp" = 2 ] || die "run.sh: --x2apic boots exactly two vCPUs; drop --smp."
+fi
 [[ $timeout_s =~ ^[0-9]+$ ]] || die "run.sh: --timeout takes whole seconds."
 [ "$hold" = 0 ] || [ -n "$qmp" ] || die "run.sh: --hold needs --qmp (QEMU is then stopped with a QMP 'quit')."
 [ -z "$disk" ] || [ -f "$disk" ] || die "run.sh: disk image '$disk' does not exist."
@@ -91,7 +99,19 @@ cmdline="console=ttyS0 panic=-1 no_timer_check viommu.test=$test viommu.mode=$mo
 [ -n "$append" ] && cmdline+=" $append"
 
 accel=$(bash "$TOP/scripts/accel.sh")
-args=(-accel "$accel" -M q35,kernel-irqchip=split -m "$mem" -smp "$smp"
+# --x2apic: APIC IDs are socket << (bits for the cores of a socket) | core,
+# so with 129 cores per socket (8 bits) socket 1's first core is APIC ID 256.
+# The topology offers 258 CPU slots; one boots, the second is placed in
+# socket 1 with -device, and nr_cpus=2 keeps the kernel from preparing
+# per-CPU state for the 256 empty slots.
+if [ "$x2apic" = 1 ]; then
+    smp_args=(-smp 1,sockets=2,cores=129,threads=1,maxcpus=258 -cpu qemu64,+x2apic
+              -device qemu64-x86_64-cpu,id=cpu1,socket-id=1,core-id=0,thread-id=0)
+    cmdline+=" nr_cpus=2"
+else
+    smp_args=(-smp "$smp")
+fi
+args=(-accel "$accel" -M q35,kernel-irqchip=split -m "$mem" "${smp_args[@]}"
       -nodefaults -display none -no-reboot
       -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu
       -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$cmdline")
@@ -106,9 +126,13 @@ if [ -n "$qmp" ]; then
 fi
 [ "$hold" = 1 ] && args+=(-no-shutdown)
 # The IOMMU comes first, before any PCI device it translates for.
+# viommu-vtd's own default (intremap=off) is left alone unless IR is wanted.
+ir_opts=
+if [ "$iommu" = intel-iommu ] || [ "$intremap" = on ]; then ir_opts="intremap=$intremap"; fi
+if [ "$x2apic" = 1 ]; then ir_opts+=",eim=on"; fi
 case $iommu in
-    intel-iommu) args+=(-device "intel-iommu,intremap=$intremap,id=iommu0${iommu_opts:+,$iommu_opts}") ;;
-    viommu-vtd)  args+=(-device "viommu-vtd,id=viommu0${iommu_opts:+,$iommu_opts}") ;;
+    intel-iommu) args+=(-device "intel-iommu,$ir_opts,id=iommu0${iommu_opts:+,$iommu_opts}") ;;
+    viommu-vtd)  args+=(-device "viommu-vtd,${ir_opts:+$ir_opts,}id=viommu0${iommu_opts:+,$iommu_opts}") ;;
 esac
 [ -n "$disk" ] && args+=(-drive "file=$disk,format=raw,if=none,id=disk0,cache=none,aio=threads"
                          -device "virtio-blk-pci,drive=disk0,iommu_platform=on,disable-legacy=on")

@@ -10,7 +10,13 @@
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
 #               DMAR fault; for viommu-vtd, its statistics over QMP.
-#   dma-strict  the same with iommu.strict=1 (DMA domains).
+#               Interrupt remapping on (intremap=on, xAPIC): the guest must
+#               report it enabled, the IO-APIC's pins and the devices' MSI-X
+#               vectors remapped; for viommu-vtd the statistics must show each
+#               device's interrupts remapped under its source-id.
+#   dma-strict  the same with iommu.strict=1 (DMA domains), and interrupt
+#               remapping in x2APIC mode (eim=on): the second vCPU has APIC
+#               ID 256, takes eth0's RX interrupt during the fetch.
 #   fault       QEMU's edu device DMAs from an unmapped IOVA: the guest's DMAR
 #               fault handler reports it, edu and QEMU keep working.
 #   vhost       two virtio-net NICs (iommu_platform=on) with vhost-user backends
@@ -64,10 +70,15 @@ BOOT_TIMEOUT=300
 
 # Everything a boot reports; "not reported" cases count as failures.
 DMA_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy blk_present iommu_group_blk blk_read blk_write blk_readback net_present iommu_group_net net_fetch net_upload no_dmar_faults"
+# Interrupt remapping, reported by the dma boots: xAPIC in dma-lazy, x2APIC
+# (eim=on, a vCPU at APIC ID 256) in dma-strict.
+IR_XAPIC_GUEST_CHECKS="ir_enabled ir_ioapic ir_msix_blk ir_msix_net"
+IR_X2APIC_GUEST_CHECKS="ir_enabled ir_ioapic x2apic_enabled cpu_high_apic ir_msix_blk irq_cpu1 ir_msix_net"
 DMA_HOST_CHECKS="scenario_completed blk_read_matches_host blk_write_matches_host net_fetch_matches_host net_upload_matches_host qemu_exit_clean"
 FAULT_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy edu_present iommu_group_edu edu_ident fault_reported fault_details edu_dma_done edu_alive_after_fault"
 FAULT_HOST_CHECKS="scenario_completed qemu_alive_after_fault qemu_exit_clean"
 DMA_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults"
+IR_STATS_CHECKS="stats_ir_config stats_ir_remapped stats_ir_sources stats_ir_iec"
 FAULT_STATS_CHECKS="stats_schema stats_fault_recorded"
 VHOST_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy vhost_nics iommu_group_net0 iommu_group_net1 ats_net0 ats_net1 vhost_ping vhost_transfer_1to0 vhost_transfer_0to1 no_dmar_faults"
 VHOST_HOST_CHECKS="scenario_completed backend_forwarded qemu_exit_clean"
@@ -75,10 +86,11 @@ VHOST_STATS_CHECKS="stats_schema stats_no_faults stats_vhost_translations stats_
 
 plan=0
 count_words() { set -- $1; echo $#; }
+ir_guest_checks() { [ "$1" = dma-lazy ] && echo "$IR_XAPIC_GUEST_CHECKS" || echo "$IR_X2APIC_GUEST_CHECKS"; }
 for b in dma-lazy dma-strict; do
     wants "$b" || continue
-    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $DMA_HOST_CHECKS")))
-    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS")))
+    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks "$b") $DMA_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $IR_STATS_CHECKS")))
 done
 if wants fault; then
     plan=$((plan + $(count_words "$FAULT_GUEST_CHECKS $FAULT_HOST_CHECKS")))
@@ -210,7 +222,7 @@ completed_check() {
 
 stats_checks() {  # stats_checks NAME KIND CHECKS...
     local name=$1 kind=$2 c line; shift 2
-    python3 "$TOP/tests/guest/stats_check.py" "$kind" "$work/$name.stats.json" > "$work/$name.stats.checks" 2>&1 || true
+    python3 "$TOP/tests/guest/stats_check.py" "$kind" "$work/$name.stats.json" "$work/$name.log" > "$work/$name.stats.checks" 2>&1 || true
     for c in "$@"; do
         line=$(grep -m1 "^[a-z]* $c - " "$work/$name.stats.checks" || true)
         case $line in
@@ -221,8 +233,8 @@ stats_checks() {  # stats_checks NAME KIND CHECKS...
     done
 }
 
-dma_boot() {  # dma_boot NAME MODE
-    local name=$1 mode=$2 d=$work/$1 port i want got
+dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic)
+    local name=$1 mode=$2 ir=$3 d=$work/$1 port i want got ir_args
     mkdir -p "$d/srv"
     head -c $((MIB << 20)) /dev/urandom > "$d/srv/payload.bin"
     truncate -s $((4 * MIB))M "$d/disk.img"
@@ -233,11 +245,13 @@ dma_boot() {  # dma_boot NAME MODE
     for ((i = 0; i < 100; i++)); do [ -s "$d/port" ] && break; sleep 0.1; done
     port=$(cat "$d/port" 2>/dev/null || true); [ -n "$port" ] || port=0
 
+    if [ "$ir" = x2apic ]; then ir_args=(--x2apic); else ir_args=(--intremap on); fi
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo dma || echo none)" \
-        --mode "$mode" --test dma --disk "$d/disk.img" --net --port "$port"
+        --mode "$mode" --test dma --disk "$d/disk.img" --net --port "$port" \
+        "${ir_args[@]}" --append "viommu.ir=$ir"
     stop_server
     local log=$work/$name.log
-    guest_checks "$name" $DMA_GUEST_CHECKS
+    guest_checks "$name" $DMA_GUEST_CHECKS $(ir_guest_checks "$name")
     completed_check "$name"
     got=$(datum "$log" blk_read_sha256)
     [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
@@ -254,7 +268,7 @@ dma_boot() {  # dma_boot NAME MODE
     [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: net_upload_matches_host" "host received what the guest sent: $want" \
         || tap fail "$name: net_upload_matches_host" "guest sent sha256 '${got:-none}', host received '${want:-nothing}'"
     exit_check "$name"
-    [ "$iommu" = viommu-vtd ] && stats_checks "$name" dma $DMA_STATS_CHECKS
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" "dma-$ir" $DMA_STATS_CHECKS $IR_STATS_CHECKS
     return 0
 }
 
@@ -341,8 +355,8 @@ vhost_boot() {
     return 0
 }
 
-wants dma-lazy && dma_boot dma-lazy lazy
-wants dma-strict && dma_boot dma-strict strict
+wants dma-lazy && dma_boot dma-lazy lazy xapic
+wants dma-strict && dma_boot dma-strict strict x2apic
 wants fault && fault_boot
 wants vhost && vhost_boot vhost 0
 wants vhost-ats && vhost_boot vhost-ats 1

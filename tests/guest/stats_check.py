@@ -2,11 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|fault|vhost-ats0|vhost-ats1 STATS.json
+  stats_check.py dma|dma-xapic|dma-x2apic|fault|vhost-ats0|vhost-ats1 STATS.json [GUEST.log]
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
        the invalidation queue), and no fault was recorded.
+dma-xapic, dma-x2apic: dma, and the guest ran with interrupt remapping
+       (eim off / on): the engine remapped interrupts and blocked none; for
+       each source the guest names in GUEST.log (VIOMMU-DATA blk_bdf and
+       blk_irqs, net_bdf and net_irqs, ioapic_irqs: the IO-APIC, source-id
+       ff:00.0) the engine remapped at least as many interrupts as the guest
+       had counted, and more than none (every interrupt the guest counts was
+       one remapped request; the engine may count more, those that came
+       after the guest looked or that the APIC merged); interrupt-entry-cache
+       invalidations arrived through the queue and the cache was used.
 fault: at least one fault was recorded, with reason "read" (0x6).
 vhost-ats0, vhost-ats1: the vhost-user scenario without / with ATS: page
        walks for the backend's IOTLB misses, no fault, and the backend's
@@ -25,8 +34,92 @@ def get(d, path):
     return d
 
 
+IOAPIC_SID = 0xFF00  # the DMAR table's IO-APIC scope on q35: bus 0xff, devfn 0
+
+
+def guest_data(path):
+    """The guest's VIOMMU-DATA key=value lines (the last of each key)."""
+    data = {}
+    if not path:
+        return data
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("VIOMMU-DATA: ") and "=" in line:
+                    k, v = line[len("VIOMMU-DATA: "):].rstrip("\r\n").split("=", 1)
+                    data[k] = v
+    except OSError:
+        pass
+    return data
+
+
+def sid_of_bdf(bdf):
+    """'0000:00:03.0' -> 0x0018 (bus << 8 | device << 3 | function)."""
+    try:
+        _, bus, devfn = bdf.split(":")
+        dev, fn = devfn.split(".")
+        return int(bus, 16) << 8 | int(dev, 16) << 3 | int(fn, 16)
+    except (AttributeError, ValueError):
+        return None
+
+
+def as_int(v):
+    if isinstance(v, int):
+        return v
+    try:
+        return int(v, 0)
+    except (TypeError, ValueError):
+        return None
+
+
+def ir_checks(s, eim, gdata, check):
+    cfg_ir, cfg_eim = get(s, "config.intremap"), get(s, "config.eim")
+    check("stats_ir_config", cfg_ir is True and cfg_eim is eim,
+          "config.intremap %s, config.eim %s (want true, %s)"
+          % (cfg_ir, cfg_eim, "true" if eim else "false"))
+    ir = get(s, "interrupt_remapping") or {}
+    remapped = get(ir, "remappable.remapped") or 0
+    blocked = (get(ir, "remappable.blocked") or 0) + (get(ir, "compatibility.blocked") or 0)
+    compat = get(ir, "compatibility.passed_through") or 0
+    reasons = {k: v for k, v in (get(ir, "blocked_by_reason") or {}).items() if v}
+    check("stats_ir_remapped", remapped > 0 and blocked == 0 and not reasons,
+          "interrupt_remapping: requests %d, remapped %d, blocked %d %s, compatibility "
+          "passed through %d, before IRES %d"
+          % (get(ir, "requests") or 0, remapped, blocked, reasons or "", compat,
+             get(ir, "disabled_pass_through") or 0))
+    sources = {}
+    for e in ir.get("sources") or []:
+        sid = as_int(e.get("sid"))
+        if sid is not None:
+            sources[sid] = e
+    ok, parts = True, []
+    for label, sid, key in (("virtio-blk", sid_of_bdf(gdata.get("blk_bdf")), "blk_irqs"),
+                            ("virtio-net", sid_of_bdf(gdata.get("net_bdf")), "net_irqs"),
+                            ("IO-APIC", IOAPIC_SID, "ioapic_irqs")):
+        guest = as_int(gdata.get(key))
+        if sid is None or guest is None:
+            ok = False
+            parts.append("%s: the guest reported no %s" % (label, "source" if sid is None else key))
+            continue
+        e = sources.get(sid, {})
+        n = as_int(e.get("remapped")) or 0
+        if not (n > 0 and n >= guest):
+            ok = False
+        parts.append("%s sid %02x:%02x.%d remapped %d (guest counted %d)"
+                     % (label, sid >> 8, (sid >> 3) & 0x1F, sid & 7, n, guest))
+    check("stats_ir_sources", ok, "; ".join(parts))
+    desc = get(s, "queue.descriptors.interrupt_entry_cache") or 0
+    inv = (get(ir, "iec.invalidations_global") or 0) + (get(ir, "iec.invalidations_index") or 0)
+    hits, misses = get(ir, "iec.hits") or 0, get(ir, "iec.misses") or 0
+    check("stats_ir_iec", desc > 0 and inv > 0 and hits > 0 and misses > 0,
+          "%d interrupt-entry-cache descriptors (%d global, %d index invalidations); "
+          "IEC hits %d, misses %d" % (desc, get(ir, "iec.invalidations_global") or 0,
+                                      get(ir, "iec.invalidations_index") or 0, hits, misses))
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
+    gdata = guest_data(sys.argv[3] if len(sys.argv) > 3 else None)
     try:
         with open(path) as f:
             s = json.load(f)
@@ -40,7 +133,7 @@ def main():
 
     schema = s.get("schema")
     check("stats_schema", schema == "viommu-vtd-stats/1", "schema %r" % schema)
-    if kind == "dma":
+    if kind in ("dma", "dma-xapic", "dma-x2apic"):
         req = get(s, "translate.requests") or 0
         walks = get(s, "translate.page_walks") or 0
         hits = get(s, "iotlb.hits") or 0
@@ -53,6 +146,8 @@ def main():
               "IOTLB invalidations %d (%d queued IOTLB descriptors), %d wait descriptors" % (inv, qi, waits))
         rec = get(s, "faults.recorded")
         check("stats_no_faults", rec == 0, "faults.recorded %s" % rec)
+        if kind != "dma":
+            ir_checks(s, kind == "dma-x2apic", gdata, check)
     elif kind == "fault":
         rec = get(s, "faults.recorded") or 0
         read = get(s, "faults.by_reason.read") or 0
