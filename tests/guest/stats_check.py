@@ -83,9 +83,10 @@ def ir_checks(s, eim, gdata, check):
     compat = get(ir, "compatibility.passed_through") or 0
     reasons = {k: v for k, v in (get(ir, "blocked_by_reason") or {}).items() if v}
     check("stats_ir_remapped", remapped > 0 and blocked == 0 and not reasons,
-          "interrupt_remapping: requests %d, remapped %d, blocked %d %s, compatibility "
+          "interrupt_remapping: requests %d, remapped %d, blocked %d%s, compatibility "
           "passed through %d, before IRES %d"
-          % (get(ir, "requests") or 0, remapped, blocked, reasons or "", compat,
+          % (get(ir, "requests") or 0, remapped, blocked,
+             " %s" % reasons if reasons else "", compat,
              get(ir, "disabled_pass_through") or 0))
     sources = {}
     for e in ir.get("sources") or []:
