@@ -61,7 +61,11 @@ while [ $# -gt 0 ]; do
 done
 case $iommu in none|intel-iommu|viommu-vtd) ;; *) die "run.sh: --iommu must be none, intel-iommu or viommu-vtd, not '$iommu'." ;; esac
 case $mode in lazy|strict) ;; *) die "run.sh: --mode must be lazy or strict, not '$mode'." ;; esac
-case $intremap in on|off) ;; "") [ "$iommu" = intel-iommu ] && intremap=on || intremap=off ;; *) die "run.sh: --intremap must be on or off." ;; esac
+case $intremap in
+    on|off) ;;
+    "") if [ "$iommu" = intel-iommu ] || [ "$x2apic" = 1 ]; then intremap=on; else intremap=off; fi ;;
+    *) die "run.sh: --intremap must be on or off." ;;
+esac
 if [ "$x2apic" = 1 ]; then
     [ "$iommu" != none ] || die "run.sh: --x2apic needs an IOMMU with interrupt remapping (eim=on)."
     [ "$intremap" = on ] || die "run.sh: --x2apic needs interrupt remapping; drop --intremap off."

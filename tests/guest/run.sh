@@ -186,7 +186,9 @@ boot() {
     fi
     wait "$boot_pid" || true
     boot_pid=
-    tr -d '\r' < "$log" > "$work/$name.log"
+    # run.sh may have refused its arguments before it made the console log.
+    tr -d '\r' < "$log" > "$work/$name.log" 2>/dev/null || : > "$work/$name.log"
+    [ -s "$work/$name.log" ] || tail -n 3 "$work/$name.run.out" 2>/dev/null | sed 's/^/# run.sh: /'
     echo "# $(grep -m1 '^VIOMMU-TEST: end' "$work/$name.log" || echo "no end line; last console lines:")"
     grep -q '^VIOMMU-TEST: end' "$work/$name.log" || tail -n 5 "$work/$name.log" | sed 's/^/#   /'
     # QEMU's own complaints (virtio_error, vtd_* reports) explain most failures.
