@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
