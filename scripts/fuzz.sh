@@ -4,20 +4,21 @@
 #
 #   engine  tests/fuzz/engine_fuzz.cc, libFuzzer, ASan+UBSan (build/fuzz)
 #   iova    tests/fuzz/iova_fuzz.cc, likewise
+#   trace   tests/fuzz/trace_fuzz.cc (the DMA trace parser and replay), likewise
 #   qemu    QEMU's generic-fuzz harness (qemu-fuzz-x86_64, build/qemu-fuzz)
 #           on a q35 machine with viommu-vtd, viommu-dma and a virtio-net NIC
 #           (iommu_platform=on) behind it: MMIO/PIO, PCI config, DMA and guest
 #           memory together
 #
 #   FUZZ_TIME=60                seconds per target
-#   FUZZ_TARGETS="engine iova qemu"
+#   FUZZ_TARGETS="engine iova trace qemu"
 # New inputs go to build/fuzz/corpus/<target>/, crashes and failed oracles to
 # build/fuzz/artifacts/<target>/; the script fails if a target left one.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 time=${FUZZ_TIME:-60}
-targets=${FUZZ_TARGETS:-engine iova qemu}
+targets=${FUZZ_TARGETS:-engine iova trace qemu}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # The generic-fuzz configuration (docs/fuzzing.rst).
@@ -51,7 +52,7 @@ run_libfuzzer() {  # run_libfuzzer NAME BINARY FIRST-ARG SEEDS [OPTION...]
 
 for t in $targets; do
     case $t in
-    engine|iova)
+    engine|iova|trace)
         if [ ! -f "$BUILD/fuzz/build.ninja" ]; then
             (cd "$TOP" && CC=clang CXX=clang++ meson setup "$BUILD/fuzz" . -Dfuzzing=true \
                 -Db_sanitize=address,undefined -Db_lundef=false >/dev/null)

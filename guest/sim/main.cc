@@ -15,6 +15,7 @@
 #include "params.hpp"
 #include "realthreads.hpp"
 #include "simulator.hpp"
+#include "trace_record.hpp"
 #include "workload.hpp"
 
 using namespace viommu::sim;
@@ -25,7 +26,7 @@ void usage(FILE *f)
 {
     std::fprintf(f,
                  "usage: viommu-sim [--case FILE|NAME [--config NAME]] [--PARAMETER VALUE]...\n"
-                 "                  [--json] [--real-threads]\n"
+                 "                  [--json] [--real-threads] [--record FILE]\n"
                  "       viommu-sim --list | --list-configs --case FILE | --cost-model | --help\n"
                  "\n"
                  "A setup comes from a case file (cases/NAME.json: its \"parameters\", then those\n"
@@ -34,7 +35,8 @@ void usage(FILE *f)
                  "against the same setup without an IOMMU), latency per operation, where every\n"
                  "CPU cycle went (spinning by lock and call site, polling, work, ...), allocator\n"
                  "retries, command-queue owner share and polling time.  --json prints one object\n"
-                 "per run (an array for a sweep).\n"
+                 "per run (an array for a sweep).  --record FILE writes the run's DMA trace;\n"
+                 "--workload trace --trace FILE replays one (docs/trace-format.rst).\n"
                  "\n"
                  "Parameters (--NAME VALUE or --NAME=VALUE; unit and default after each):\n");
     std::fputs(Params::help().c_str(), f);
@@ -49,6 +51,7 @@ void list()
         std::printf("\n");
     };
     show("workloads", Workload::names());
+    std::printf("  (and \"trace\": replay --trace FILE)\n");
     show("allocators", viommu::iova::Allocator::variants());
     std::printf("  (and \"none\": no IOMMU)\n");
     show("flush policies", viommu::iova::FlushPolicy::policies());
@@ -135,8 +138,17 @@ int main(int argc, char **argv)
     std::vector<std::pair<std::string, std::string>> flags;
     std::vector<std::string> cpus;
     bool json = false, real = false, list_configs = false;
+    std::string record;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
+        if (a == "--record" || a.rfind("--record=", 0) == 0) {
+            if (a == "--record" && i + 1 >= argc)
+                return die("--record: needs a file name");
+            record = a == "--record" ? argv[++i] : a.substr(9);
+            if (record.empty())
+                return die("--record: needs a file name");
+            continue;
+        }
         if (a == "--json") {
             json = true;
             continue;
@@ -222,6 +234,10 @@ int main(int argc, char **argv)
         runs.push_back(std::move(p));
     }
 
+    if (!record.empty() && (runs.size() > 1 || real || runs[0].allocator == "none"))
+        return die("--record " + record +
+                   ": records one simulated run with an IOMMU (no sweep, no --real-threads, "
+                   "no --allocator none)");
     if (json && runs.size() > 1)
         std::printf("[");
     for (size_t i = 0; i < runs.size(); i++) {
@@ -232,8 +248,12 @@ int main(int argc, char **argv)
                 return die(err);
             out = json ? r->json() : r->text();
         } else {
-            auto r = simulate(runs[i], CostModel::standard(), &err);
+            TraceRecorder recorder;
+            auto r = simulate(runs[i], CostModel::standard(), &err,
+                              record.empty() ? nullptr : &recorder);
             if (!r)
+                return die(err);
+            if (!record.empty() && !recorder.write(record, &err))
                 return die(err);
             if (!json) {
                 print_text(*r);

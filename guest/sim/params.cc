@@ -33,6 +33,8 @@ unsigned applies_to(std::string_view workload)
         return block;
     if (workload == "map-bench")
         return map_bench;
+    if (workload == "trace")
+        return all;  // a replay takes any parameter; those it uses: docs/trace-format.rst
     return nic_like;
 }
 
@@ -174,9 +176,19 @@ const std::vector<Info> &table()
          "block (fio-like random I/O: devices x queues x iodepth outstanding, one mapping per "
          "I/O), nic (a NIC stream: RX refill + TX per packet), forward (receive on one port, "
          "transmit on the next), map-bench (map+unmap loops, as dma_map_benchmark), memcached "
-         "and nginx (request/response over a NIC)",
+         "and nginx (request/response over a NIC), trace (replay --trace FILE)",
          choice_field(&Params::workload,
-                      {"block", "nic", "forward", "map-bench", "memcached", "nginx"})},
+                      {"block", "nic", "forward", "map-bench", "memcached", "nginx", "trace"})},
+        {"trace", "file", "none", all,
+         "--workload trace: the recorded DMA stream to replay (docs/trace-format.rst)",
+         [](Params &p, std::string_view v, std::string &e) {
+             if (v.empty()) {
+                 e = "needs a file name";
+                 return false;
+             }
+             p.trace = std::string(v);
+             return true;
+         }},
         {"cpus", "CPUs", "16", all,
          "CPUs of the machine (a list 4,16,32 on the command line "
          "runs a sweep)",
@@ -628,6 +640,9 @@ bool Params::validate(std::string *error) const
         return fail("--cmdq " + cmdq + ": applies to --iommu smmuv3 only");
     if (irq_affinity == "same" && given.count("irq-cpus"))
         return fail("--irq-cpus " + irq_cpus + ": needs --irq-affinity spread or single");
+    if ((workload == "trace") != !trace.empty())
+        return fail(trace.empty() ? "--workload trace: needs --trace FILE"
+                                  : "--trace " + trace + ": needs --workload trace");
     if (given.count("duration") && given.count("ops-per-cpu"))
         return fail("--duration: give either --duration or --ops-per-cpu, not both");
     if (given.count("duration") && duration_ns == 0)
@@ -672,6 +687,8 @@ std::string Params::json() const
         o += (o.size() > 1 ? "," : "") + quoted(k) + ":" + std::to_string(v);
     };
     str("workload", workload);
+    if (!trace.empty())
+        str("trace", trace);
     num("cpus", cpus);
     num("sockets", sockets);
     num("devices", devices);

@@ -57,6 +57,7 @@ struct Params {
     unsigned tx_window = 64;
     unsigned domains_per_device = 1;
     bool setup_fill = true;
+    std::string trace;  // --workload trace: the file replayed
     // the IOMMU side
     std::string allocator = "viommu-lab";  // a variant, or "none"
     std::string flush = "flush-queue";

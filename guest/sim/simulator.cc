@@ -137,8 +137,9 @@ public:
     void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
     void reset_counts() { failed_maps = work_ns = idle_ns = 0; }
     uint64_t failed_maps = 0;
-    Nanos work_ns = 0;  // non-IOMMU work executed
-    Nanos idle_ns = 0;  // waiting for a device to finish with a mapping
+    RunObserver *observer = nullptr;  // --record
+    Nanos work_ns = 0;                // non-IOMMU work executed
+    Nanos idle_ns = 0;                // waiting for a device to finish with a mapping
 
 private:
     static constexpr size_t stack_size = 512 * 1024;
@@ -157,7 +158,10 @@ private:
     void cpu_main(unsigned cpu)
     {
         for (;;) {
+            Nanos t0 = m_.now(cpu);
             env_.fire_due_timers(cpu);
+            if (observer && m_.now(cpu) > t0)
+                observer->op(RunObserver::flush, cpu, 0, 0, 0, t0, m_.now(cpu));
             if (pending_[cpu].empty()) {
                 if (!more_(cpu))
                     break;
@@ -172,8 +176,11 @@ private:
             Step s = pending_[cpu].front();
             pending_[cpu].pop_front();
             execute(cpu, s);
-            if (pending_[cpu].empty())
+            if (pending_[cpu].empty()) {
                 done_[cpu]++;
+                if (observer)
+                    observer->op(RunObserver::txn, cpu, 0, 0, 0, m_.now(cpu), m_.now(cpu));
+            }
             yield_if_behind(cpu);
         }
         co_[cpu].finished = true;
@@ -222,8 +229,11 @@ private:
     void unmap_now(unsigned cpu, Mapping &mp)
     {
         wait_ready(cpu, mp);
+        Nanos t0 = m_.now(cpu);
         if (mp.live && iommu_)
             iommu_->unmap(mp.device, mp.iova, mp.bytes);
+        if (mp.live && observer)
+            observer->op(RunObserver::unmap, cpu, mp.device, mp.iova, mp.bytes, t0, m_.now(cpu));
         mp.live = false;
     }
 
@@ -237,10 +247,13 @@ private:
         case VIOMMU_SIM_MAP: {
             Mapping &mp = slots_[cpu].at(s.arg);
             mp = {0, s.value, s.device, true, 0};
+            Nanos t0 = m_.now(cpu);
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 mp.live = false;
                 failed_maps++;
             }
+            if (mp.live && observer)
+                observer->op(RunObserver::map, cpu, s.device, mp.iova, s.value, t0, m_.now(cpu));
             mp.ready = book_device(cpu, s.device);
             break;
         }
@@ -256,10 +269,13 @@ private:
         }
         case VIOMMU_SIM_MAP_POST: {
             Mapping mp{0, s.value, s.device, true, 0};
+            Nanos t0 = m_.now(cpu);
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 failed_maps++;
                 break;
             }
+            if (observer)
+                observer->op(RunObserver::map, cpu, s.device, mp.iova, s.value, t0, m_.now(cpu));
             mp.ready = book_device(cpu, s.device);
             mailbox_.at(s.arg % n_).push_back(mp);
             break;
@@ -311,9 +327,13 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops, Nanos durati
     run.setup();
     run.reset_done();
     m.align_clocks();
+    if (run.observer)
+        run.observer->aligned(m.now(0));
     run.phase([&](unsigned cpu) { return run.done(cpu) < warmup; });
     run.reset_done();
     m.align_clocks();
+    if (run.observer)
+        run.observer->aligned(m.now(0));
     m.start_window();
     window_start();
     uint64_t started = 0;
@@ -337,7 +357,8 @@ std::span<const std::string_view> dma_modes()
     return dma_mode_names;
 }
 
-std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, std::string *error)
+std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, std::string *error,
+                                  RunObserver *observer)
 {
     auto fail = [&](std::string msg) -> std::optional<SimResult> {
         if (error)
@@ -400,7 +421,12 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     if (!iommu.ok())
         return fail("could not create allocator/flush policy/queue");
     Run run(cfg, *wl, m, env, &iommu);
+    run.observer = observer;
+    if (observer)
+        observer->begin(info);
     Measured r = drive(run, m, warmup, ops, duration, [&] {
+        if (observer)
+            observer->window_start();
         iommu.reset_stats();
         iommu.queue().reset_stats();
         env.reset_work();

@@ -80,9 +80,25 @@ struct SimResult {
     std::string json() const;
 };
 
+struct WorkloadInfo;
+
+// Sees the IOMMU operations of the run with an IOMMU (viommu-sim --record,
+// trace_record.hpp): each from its start to its end on the CPU's clock.
+class RunObserver {
+public:
+    enum Kind { map, unmap, flush, txn };
+    virtual ~RunObserver() = default;
+    virtual void begin(const WorkloadInfo &info) = 0;
+    virtual void op(Kind k, unsigned cpu, uint8_t dev, uint64_t iova, uint64_t bytes, Nanos start,
+                    Nanos end) = 0;
+    // every CPU's clock was moved to @now (the phases start together)
+    virtual void aligned(Nanos now) = 0;
+    virtual void window_start() = 0;
+};
+
 // Runs a simulation; nullopt (and @error set) on a bad configuration.
 std::optional<SimResult> simulate(const SimConfig &cfg,
                                   const CostModel &cost = CostModel::standard(),
-                                  std::string *error = nullptr);
+                                  std::string *error = nullptr, RunObserver *observer = nullptr);
 
 }  // namespace viommu::sim

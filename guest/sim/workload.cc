@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 
+#include "trace_workload.hpp"
+
 namespace viommu::sim {
 
 namespace {
@@ -208,6 +210,7 @@ private:
     bool mailbox_ = false;
 };
 
+// the modelled kinds; "trace" (a replay, trace_workload.hpp) needs a file
 constexpr std::array<std::string_view, 6> workload_names{"block",     "nic",       "forward",
                                                          "map-bench", "memcached", "nginx"};
 
@@ -239,6 +242,8 @@ std::unique_ptr<Workload> Workload::create(const Params &p, std::string *error)
             *error = e;
         return nullptr;
     }
+    if (p.workload == "trace")
+        return create_trace_workload(p, error);
     WorkloadInfo info;
     info.name = p.workload;
     info.unit = unit_of(p.workload);

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The Python trace library and converters (scripts/trace/): the samples in
+tests/sim/trace-samples/ (written by hand from the documented formats:
+Linux 6.1's iommu and intel_iommu tracepoints and kprobe output, QEMU's
+trace-events of viommu-vtd) convert to the expected events; bad traces are
+refused naming the file and the line; the Python reader and writer agree
+with the C++ ones through the files they both read (sim-trace)."""
+
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(TOP, "scripts", "trace"))
+
+import from_ftrace  # noqa: E402
+import from_qemu  # noqa: E402
+import vtrace  # noqa: E402
+
+SAMPLES = os.path.join(HERE, "trace-samples")
+CLI = os.path.join(TOP, "scripts", "trace", "viommu-trace")
+
+
+def convert(fn, sample, *extra):
+    out = io.StringIO()
+    with open(os.path.join(SAMPLES, sample)) as f:
+        result = fn(f, out, sample, *extra)
+    r = vtrace.Reader(io.StringIO(out.getvalue()), sample + ".vtrace")
+    events = list(r)
+    return r.header, events, result
+
+
+def lines(events):
+    return [e.format() for e in events]
+
+
+class Ftrace(unittest.TestCase):
+    def test_trace_cmd_report_with_kprobes(self):
+        h, ev, (counts, skipped, durations) = convert(from_ftrace.convert,
+                                                      "trace-cmd-report.txt")
+        self.assertEqual(h.source, "ftrace")
+        self.assertEqual(h.side, "cpu")
+        self.assertTrue(durations)
+        self.assertEqual(skipped, {"sched_switch": 1})
+        self.assertEqual(lines(ev), [
+            # dma_map entry at 100.2 us, its return at 101.4: the tracepoint's
+            # IOVA, paddr and size with the kprobe's device and duration
+            "0 0 map size=4096 dev=0000:00:03.0 iova=0xfffff000 pa=0x12345000 dur=1200",
+            "2800 1 unmap size=4096 dev=0000:00:03.0 iova=0xfffff000 dur=800",
+            "3800 0 map size=4096 dev=0000:00:03.0 iova=0xffffe000 pa=0x12346000 dur=700",
+            # the flush-queue timer, and qi_submit_sync inside it, with their
+            # queued descriptors: an IOTLB global invalidation and a wait
+            "9899800 1 flush dur=2500",
+            "9899900 1 sync dur=2000",
+            "9900000 1 inv g=global",
+            "9900100 1 wait",
+        ])
+
+    def test_masks_from_sysfs_list(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("# device bits\n0000:00:03.0 32\n")
+        try:
+            masks = from_ftrace.read_masks(f.name)
+        finally:
+            os.unlink(f.name)
+        _, ev, _ = convert(from_ftrace.convert, "trace-cmd-report.txt", masks)
+        self.assertEqual(ev[0].mask, 0xffffffff)
+        self.assertIsNone(ev[1].mask)  # a mask belongs to maps only
+
+    def test_perf_script_without_kprobes(self):
+        _, ev, (counts, _, durations) = convert(from_ftrace.convert, "perf-script.txt")
+        self.assertFalse(durations)
+        self.assertEqual(counts, {"map": 2, "unmap": 2, "inv": 1})
+        self.assertEqual(lines(ev), [
+            "0 2 map size=4096 iova=0xfffff000 pa=0x12345000",
+            "50000 2 map size=65536 iova=0xfff00000 pa=0x22340000",
+            "300000 3 unmap size=4096 iova=0xfffff000",
+            "400000 3 unmap size=4096 iova=0xeeee0000",
+            # a page-selective IOTLB invalidation: address 0xfff00000, AM 4
+            "800000 2 inv size=65536 iova=0xfff00000 g=page",
+        ])
+
+    def test_raw_trace_file_both_map_formats(self):
+        _, ev, _ = convert(from_ftrace.convert, "raw-trace.txt")
+        self.assertEqual(lines(ev), [
+            "0 0 map size=4096 iova=0xfffff000 pa=0x12345000",
+            "100000 0 map size=4096 iova=0xffffe000 pa=0x12346000",
+            "199100 1 unmap size=4096 iova=0xfffff000",
+        ])
+
+    def test_no_iommu_events_is_an_error(self):
+        with self.assertRaises(from_ftrace.ConvertError) as c:
+            from_ftrace.convert(io.StringIO("  bash-1 [000] 1.000000: sched_switch: x=1\n"),
+                                io.StringIO(), "empty.txt")
+        self.assertIn("empty.txt: no iommu map or unmap events", str(c.exception))
+
+    def test_unreadable_event_names_the_line(self):
+        text = "  bash-1 [000] 1.000000: map: IOMMU: iova=0xzz paddr=0x0 size=4096\n"
+        with self.assertRaises(from_ftrace.ConvertError) as c:
+            from_ftrace.convert(io.StringIO(text), io.StringIO(), "bad.txt")
+        self.assertTrue(str(c.exception).startswith("bad.txt:1: map: cannot read"),
+                        str(c.exception))
+
+
+class Qemu(unittest.TestCase):
+    def test_viommu_vtd_trace_events(self):
+        h, ev, (counts, timed) = convert(from_qemu.convert, "qemu-trace.log")
+        self.assertEqual(h.side, "device")
+        self.assertEqual(h.source, "viommu-vtd")
+        self.assertTrue(timed)
+        self.assertEqual(lines(ev), [
+            "0 - xlate size=4096 iova=0xfffff000 pa=0x12345000 sid=0x18",
+            # a leaf at level 2: a 2 MiB page; the faulting walk is no translation
+            "50000 - xlate size=2097152 iova=0x200000 pa=0x40000000 sid=0x20",
+            "201000 - inv size=4096 iova=0xfffff000 g=page",
+            "202000 - wait",
+            "300000 - inv g=domain",
+            "301000 - inv sid=0x20 g=context-device",
+            "302000 - inv size=2097152 iova=0x200000 sid=0x20 g=device-iotlb",
+        ])
+
+    def test_without_timestamps_events_are_numbered(self):
+        text = ("viommu_vtd_qi_wait status write 1 addr 0x7e000 data 0x1 failed 0 "
+                "interrupt none fence 0\n") * 2
+        out = io.StringIO()
+        counts, timed = from_qemu.convert(io.StringIO(text), out, "plain.log")
+        self.assertFalse(timed)
+        self.assertEqual(out.getvalue().splitlines()[1:],
+                         ["1 - wait", "2 - wait", "end 2"])
+
+
+class Format(unittest.TestCase):
+    def bad(self, text):
+        with self.assertRaises(vtrace.TraceError) as c:
+            list(vtrace.Reader(io.StringIO(text), "t.vtrace"))
+        return str(c.exception)
+
+    def test_bad_input_names_the_file_and_the_line(self):
+        # the same cases, the same messages as tests/sim/trace_test.cc
+        cases = [
+            ("", "t.vtrace:0: empty file"),
+            ("hello\n", "t.vtrace:1: not a viommu-lab trace"),
+            ("viommu-trace 2\nend 0\n", "t.vtrace:1: format version 2 is not supported"),
+            ("viommu-trace 1\n0 0 map size=4096 iova=0x1000\n5 0 unm", "t.vtrace:3: truncated"),
+            ("viommu-trace 1\n0 0 map size=4096 iova=0x1000\n",
+             "t.vtrace:2: truncated: no end record"),
+            ("viommu-trace 1\n0 0 map size=4096 iova=0x1000\nend 2\n",
+             "t.vtrace:3: end record counts 2"),
+            ("viommu-trace 1\n0 0 map iova=0x1000\nend 1\n", "t.vtrace:2: map without size="),
+            ("viommu-trace 1\n0 0 frob\nend 1\n", "t.vtrace:2: unknown operation 'frob'"),
+            ("viommu-trace 1\n0 0 map size=1 size=2\nend 1\n", "t.vtrace:2: key size given twice"),
+            ("viommu-trace 1\n0 - txn\nend 1\n", "t.vtrace:2: CPU '-' (device side)"),
+            ("viommu-trace 1\n10 0 txn\n5 1 txn\n9 0 txn\nend 3\n",
+             "t.vtrace:4: out of order: timestamp 9 before the previous event of CPU 0 at 10"),
+        ]
+        for text, want in cases:
+            got = self.bad(text)
+            self.assertTrue(got.startswith(want), "got %r, want %r" % (got, want))
+
+    def test_round_trip(self):
+        out = io.StringIO()
+        w = vtrace.Writer(out, vtrace.Header(source="test", unit="transactions", window=3))
+        w.write(vtrace.Event(5, 0, "map", size=4096, dev="dev0", mask=0xffffffff,
+                             iova=0x1000, pa=0x2000, dur=7))
+        w.write(vtrace.Event(9, 0, "txn"))
+        w.finish()
+        r = vtrace.Reader(io.StringIO(out.getvalue()), "rt")
+        ev = list(r)
+        self.assertEqual(r.header.window, 3)
+        self.assertEqual(lines(ev), ["5 0 map size=4096 dev=dev0 mask=0xffffffff iova=0x1000 "
+                                     "pa=0x2000 dur=7", "9 0 txn"])
+        with self.assertRaises(ValueError):
+            w.write(vtrace.Event(1, 0, "txn"))
+
+
+class Cli(unittest.TestCase):
+    def run_cli(self, *args):
+        return subprocess.run([sys.executable, CLI] + list(args), capture_output=True,
+                              text=True)
+
+    def test_convert_check_stats(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.vtrace")
+            r = self.run_cli("from-ftrace", os.path.join(SAMPLES, "trace-cmd-report.txt"), out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = self.run_cli("check", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("7 events: ok", r.stdout)
+            r = self.run_cli("stats", "--json", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            import json
+            s = json.loads(r.stdout)
+            self.assertEqual(s["ops"]["map"], 2)
+            self.assertEqual(s["per_cpu"]["1"]["unmap"], 1)
+            with open(out) as f:
+                text = f.read()
+            with open(out, "w") as f:
+                f.write(text[:-8])  # cut short
+            r = self.run_cli("check", out)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(out + ":", r.stderr)
+            self.assertIn("truncated", r.stderr)
+            # a failed conversion leaves no output file behind
+            bad = os.path.join(d, "none.vtrace")
+            r = self.run_cli("from-qemu", os.path.join(SAMPLES, "perf-script.txt"), bad)
+            self.assertEqual(r.returncode, 1)
+            self.assertFalse(os.path.exists(bad))
+            self.assertFalse(os.path.exists(bad + ".part"))
+
+
+@unittest.skipUnless(os.environ.get("VIOMMU_SIM"), "needs VIOMMU_SIM (meson sets it)")
+class Replay(unittest.TestCase):
+    def test_converted_traces_replay_in_the_simulator(self):
+        sim = os.environ["VIOMMU_SIM"]
+        with tempfile.TemporaryDirectory() as d:
+            for sample in ("trace-cmd-report.txt", "perf-script.txt", "raw-trace.txt"):
+                out = os.path.join(d, sample + ".vtrace")
+                with open(os.path.join(SAMPLES, sample)) as f, open(out, "w") as o:
+                    from_ftrace.convert(f, o, sample)
+                for cpus in ("1", "3", "8"):
+                    r = subprocess.run([sim, "--workload", "trace", "--trace", out, "--cpus", cpus,
+                                        "--json"], capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 0, sample + ": " + r.stderr)
+                    import json
+                    res = json.loads(r.stdout)
+                    self.assertEqual(res["unit"], "maps")
+                    self.assertGreater(res["transactions"], 0)
+                    self.assertGreater(res["maps"], 0)
+            # the device side is refused with a reason, naming the file
+            out = os.path.join(d, "qemu.vtrace")
+            with open(os.path.join(SAMPLES, "qemu-trace.log")) as f, open(out, "w") as o:
+                from_qemu.convert(f, o, "qemu-trace.log")
+            r = subprocess.run([sim, "--workload", "trace", "--trace", out], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(out + ": a device-side trace", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

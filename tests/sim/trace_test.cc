@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The trace format (reader/writer, bad input), the replay workload and the
+// method check: a trace recorded from a modelled workload, replayed, gives
+// that workload's figures (docs/trace-format.rst).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "params.hpp"
+#include "simulator.hpp"
+#include "trace_format.hpp"
+#include "trace_record.hpp"
+#include "trace_workload.hpp"
+
+using namespace viommu::sim;
+using trace::Event;
+using trace::Op;
+
+namespace {
+
+std::string write_temp(const std::string &name, const std::string &text)
+{
+    std::string path = ::testing::TempDir() + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+}
+
+std::string parse_error(const std::string &text)
+{
+    std::string err;
+    auto t = trace::parse(text, "t.vtrace", &err);
+    EXPECT_FALSE(t) << "accepted:\n" << text;
+    return err;
+}
+
+const char *good = "viommu-trace 1 source=test unit=transactions\n"
+                   "# a comment\n"
+                   "0 0 map size=4096 dev=0000:00:03.0 mask=0xffffffff iova=0xfffff000 pa=0x1000 "
+                   "dur=100\n"
+                   "1100 0 unmap size=4096 dev=0000:00:03.0 iova=0xfffff000 dur=50\n"
+                   "1150 0 txn\n"
+                   "\n"
+                   "1200 1 flush dur=10\n"
+                   "end 4\n";
+
+}  // namespace
+
+TEST(TraceFormat, ReadsWhatItWrites)
+{
+    std::string err;
+    auto t = trace::parse(good, "good", &err);
+    ASSERT_TRUE(t) << err;
+    EXPECT_EQ(t->header.source, "test");
+    EXPECT_EQ(t->header.unit, "transactions");
+    ASSERT_EQ(t->events.size(), 4u);
+    const Event &m = t->events[0];
+    EXPECT_EQ(m.op, Op::map);
+    EXPECT_EQ(m.size, 4096u);
+    EXPECT_EQ(m.dev, "0000:00:03.0");
+    EXPECT_EQ(m.mask, 0xffffffffu);
+    EXPECT_EQ(m.iova, 0xfffff000u);
+    EXPECT_EQ(m.pa, 0x1000u);
+    EXPECT_EQ(m.dur, 100u);
+    EXPECT_EQ(m.line, 3u);
+    EXPECT_EQ(t->events[3].cpu, 1);
+    EXPECT_EQ(t->events[3].op, Op::flush);
+
+    std::ostringstream out;
+    trace::Writer w(out, t->header);
+    for (const Event &e : t->events)
+        w.write(e);
+    w.finish();
+    auto again = trace::parse(out.str(), "again", &err);
+    ASSERT_TRUE(again) << err << "\n" << out.str();
+    ASSERT_EQ(again->events.size(), t->events.size());
+    for (size_t i = 0; i < t->events.size(); i++)
+        EXPECT_EQ(trace::format_event(again->events[i]), trace::format_event(t->events[i]));
+}
+
+TEST(TraceFormat, BadInputNamesTheFileAndTheLine)
+{
+    struct Case {
+        std::string text, want;
+    } cases[] = {
+        {"", "t.vtrace:0: empty file"},
+        {"hello\n", "t.vtrace:1: not a viommu-lab trace"},
+        {"viommu-trace 2\nend 0\n", "t.vtrace:1: format version 2 is not supported"},
+        {"viommu-trace x\n", "t.vtrace:1: header: needs a version"},
+        {"viommu-trace 1 colour=blue\nend 0\n", "t.vtrace:1: unknown header key"},
+        // truncated: in a line, at a line boundary
+        {"viommu-trace 1\n0 0 map size=4096 iova=0x1000\n5 0 unm", "t.vtrace:3: truncated"},
+        {"viommu-trace 1\n0 0 map size=4096 iova=0x1000\n", "t.vtrace:2: truncated: no end record"},
+        {"viommu-trace 1\n0 0 map size=4096 iova=0x1000\nend 2\n",
+         "t.vtrace:3: end record counts 2"},
+        {"viommu-trace 1\nend 0\n0 0 txn\n", "t.vtrace:3: record after the end"},
+        // corrupt records
+        {"viommu-trace 1\n0 0 map iova=0x1000\nend 1\n", "t.vtrace:2: map without size="},
+        {"viommu-trace 1\n0 0 unmap iova=0x1000\nend 1\n", "t.vtrace:2: unmap without size="},
+        {"viommu-trace 1\n0 0 map size=0 iova=0x1000\nend 1\n", "t.vtrace:2: size='0'"},
+        {"viommu-trace 1\n0 0 frob\nend 1\n", "t.vtrace:2: unknown operation 'frob'"},
+        {"viommu-trace 1\n0 0 txn colour=1\nend 1\n", "t.vtrace:2: unknown key 'colour'"},
+        {"viommu-trace 1\n0 0 map size=1 size=2\nend 1\n", "t.vtrace:2: key size given twice"},
+        {"viommu-trace 1\n0 0 map size=4096 iova=1000\nend 1\n", "t.vtrace:2: iova='1000'"},
+        {"viommu-trace 1\nx 0 txn\nend 1\n", "t.vtrace:2: timestamp 'x'"},
+        {"viommu-trace 1\n0 99999 txn\nend 1\n", "t.vtrace:2: CPU '99999'"},
+        {"viommu-trace 1\n0 - txn\nend 1\n", "t.vtrace:2: CPU '-' (device side)"},
+        {"viommu-trace 1\n0 0\nend 1\n", "t.vtrace:2: an event needs"},
+        {"viommu-trace 1\n0 0 txn\0x\nend 1\n", "t.vtrace:2: NUL byte"},
+        {"viommu-trace 1 side=device\n0 - map size=1\nend 1\n", "t.vtrace:2: map in a device-side"},
+        {"viommu-trace 1\n0 0 xlate\nend 1\n", "t.vtrace:2: xlate in a trace of side=cpu"},
+        {"viommu-trace 1\n18446744073709551615 0 txn dur=1\nend 1\n",
+         "t.vtrace:2: timestamp + dur"},
+        // out of order within one CPU (other CPUs may interleave)
+        {"viommu-trace 1\n10 0 txn\n5 1 txn\n9 0 txn\nend 3\n",
+         "t.vtrace:4: out of order: timestamp 9 before the previous event of CPU 0 at 10"},
+    };
+    for (const Case &c : cases) {
+        std::string text = c.text;
+        if (c.want.find("NUL") != std::string::npos)
+            text = std::string("viommu-trace 1\n0 0 txn\0x\nend 1\n", 31);
+        std::string err = parse_error(text);
+        EXPECT_EQ(err.rfind(c.want, 0), 0u) << "got: " << err << "\nwant: " << c.want;
+    }
+    std::string err;
+    EXPECT_FALSE(trace::read_file(::testing::TempDir() + "/no-such.vtrace", &err));
+    EXPECT_NE(err.find("no-such.vtrace: cannot open"), std::string::npos) << err;
+    std::string long_line = "viommu-trace 1\n0 0 txn " + std::string(5000, 'x') + "\nend 1\n";
+    EXPECT_EQ(parse_error(long_line).rfind("t.vtrace:2: line longer", 0), 0u);
+}
+
+namespace {
+
+Params trace_params(const std::string &path, unsigned cpus)
+{
+    Params p;
+    std::string err;
+    EXPECT_TRUE(p.set("workload", "trace", &err)) << err;
+    EXPECT_TRUE(p.set("trace", path, &err)) << err;
+    EXPECT_TRUE(p.set("cpus", std::to_string(cpus), &err)) << err;
+    return p;
+}
+
+std::string replay_error(const std::string &text)
+{
+    std::string path = write_temp("bad.vtrace", text);
+    std::string err;
+    EXPECT_FALSE(create_trace_workload(trace_params(path, 1), &err)) << text;
+    return err;
+}
+
+std::string steps_text(Workload &w, unsigned cpu, unsigned txns)
+{
+    std::string s;
+    for (unsigned i = 0; i < txns; i++) {
+        std::vector<Step> out;
+        w.next(cpu, out);
+        for (const Step &st : out) {
+            static const char *k[] = {"W", "M", "U", "MP", "UMB", "UP"};
+            s += std::string(k[st.kind]) + ":" + std::to_string(st.arg) + ":" +
+                 std::to_string(st.value) + " ";
+        }
+        s += "| ";
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST(TraceReplay, RefusesWhatItCannotReplayAndSaysWhere)
+{
+    EXPECT_NE(replay_error("viommu-trace 1\n0 0 map size=4096\nend 1\n")
+                  .find("bad.vtrace:2: map without iova="),
+              std::string::npos);
+    EXPECT_NE(replay_error("viommu-trace 1\n0 0 map size=8192 iova=0x1000\n"
+                           "5 1 map size=4096 iova=0x2000\nend 2\n")
+                  .find("bad.vtrace:3: map overlaps a live mapping (line 2"),
+              std::string::npos);
+    EXPECT_NE(replay_error("viommu-trace 1\n0 0 map size=8192 iova=0x1000\n"
+                           "5 1 unmap size=4096 iova=0x2000\nend 2\n")
+                  .find("bad.vtrace:3: unmap cuts a mapping (line 2)"),
+              std::string::npos);
+    EXPECT_NE(replay_error("viommu-trace 1 side=device\n0 - inv g=global\nend 1\n")
+                  .find("bad.vtrace: a device-side trace"),
+              std::string::npos);
+    EXPECT_NE(replay_error("viommu-trace 1\n0 0 txn\nend 1\n").find("no map or unmap records"),
+              std::string::npos);
+    std::string err;
+    Params p;
+    ASSERT_TRUE(p.set("workload", "trace", &err));
+    EXPECT_FALSE(p.validate(&err));
+    EXPECT_EQ(err, "--workload trace: needs --trace FILE");
+    Params q;
+    ASSERT_TRUE(q.set("trace", "x.vtrace", &err));
+    EXPECT_FALSE(q.validate(&err));
+    EXPECT_EQ(err, "--trace x.vtrace: needs --workload trace");
+}
+
+// The work between operations is the recording's time outside them: the
+// durations of maps, unmaps and flushes are taken out.
+TEST(TraceReplay, WorkIsTheTimeOutsideTheIommu)
+{
+    std::string path = write_temp("work.vtrace", "viommu-trace 1 unit=transactions\n"
+                                                 "0 0 map size=4096 iova=0x1000 dur=100\n"
+                                                 "1100 0 unmap size=4096 iova=0x1000 dur=50\n"
+                                                 "1200 0 flush dur=300\n"
+                                                 "1600 0 txn\n"
+                                                 "2000 0 map size=8192 iova=0x4000 dur=100\n"
+                                                 "2100 0 txn\n"
+                                                 "end 6\n");
+    std::string err;
+    auto w = create_trace_workload(trace_params(path, 1), &err);
+    ASSERT_TRUE(w) << err;
+    EXPECT_EQ(w->info().unit, "transactions");
+    EXPECT_EQ(w->info().slots_per_cpu, 1u);
+    // 1000 ns of work before the unmap, 50 after it, 100 after the flush,
+    // 400 before the second map; the first transaction runs once, the rest
+    // over and over, and a slot still mapped where the stream starts over
+    // is completed before it is mapped again
+    EXPECT_EQ(steps_text(*w, 0, 3), "M:0:4096 W:0:1000 U:0:0 W:0:50 W:0:100 | "
+                                    "W:0:400 M:0:8192 | W:0:400 U:0:0 M:0:8192 | ");
+}
+
+// A mapping completed by another CPU is posted to it; with fewer CPUs
+// than recorded, or in a partial replica, the mapping CPU unmaps it itself
+// at the recorded time.
+TEST(TraceReplay, CpusScaleByReplicasKeepingEachStreamsOrder)
+{
+    std::string path = write_temp("two.vtrace", "viommu-trace 1 unit=packets\n"
+                                                "0 0 map size=2048 iova=0x1000 dur=10\n"
+                                                "100 0 txn\n"
+                                                "150 1 unmap size=2048 iova=0x1000 dur=10\n"
+                                                "300 0 map size=2048 iova=0x2000 dur=10\n"
+                                                "400 0 txn\n"
+                                                "450 1 unmap size=2048 iova=0x2000 dur=10\n"
+                                                "460 1 txn\n"
+                                                "end 7\n");
+    std::string err;
+    auto two = create_trace_workload(trace_params(path, 2), &err);
+    ASSERT_TRUE(two) << err;
+    EXPECT_EQ(steps_text(*two, 0, 2), "MP:1:2048 W:0:90 | W:0:200 MP:1:2048 W:0:90 | ");
+    EXPECT_EQ(steps_text(*two, 1, 1), "UMB:0:1 W:0:290 UMB:0:1 | ");
+    auto one = create_trace_workload(trace_params(path, 1), &err);
+    ASSERT_TRUE(one) << err;
+    EXPECT_EQ(steps_text(*one, 0, 2), "M:0:2048 W:0:90 | U:0:0 W:0:200 M:0:2048 W:0:90 U:0:0 | ");
+    // 5 CPUs: replicas 0 and 1 whole (CPUs 0-3), CPU 4 replays stream 0 alone
+    auto five = create_trace_workload(trace_params(path, 5), &err);
+    ASSERT_TRUE(five) << err;
+    EXPECT_EQ(steps_text(*five, 2, 1), "MP:3:2048 W:0:90 | ");  // replica 1 posts to CPU 3
+    // CPU 4 (replica 2, stream 0 alone) unmaps its own mappings at the
+    // recorded times of their unmaps
+    EXPECT_EQ(steps_text(*five, 4, 2), "M:0:2048 W:0:90 | U:0:0 W:0:200 M:0:2048 W:0:90 U:0:0 | ");
+}
+
+namespace {
+
+struct Figures {
+    double throughput, relative, spin_share;
+};
+
+Figures run(Params p)
+{
+    std::string err;
+    auto r = simulate(p, CostModel::standard(), &err);
+    EXPECT_TRUE(r) << err;
+    if (!r)
+        return {};
+    return {r->throughput, r->relative, r->spin_share};
+}
+
+}  // namespace
+
+// The method check (issue 18, item 5): the trace of the memcached case
+// replayed on the same and on other CPU counts gives what the modelled
+// workload gives there, within a few percent.
+TEST(TraceReplay, RecordedMemcachedReplaysToTheModelsFigures)
+{
+    Params model;
+    std::string err;
+    ASSERT_TRUE(load_case("memcached-16cpu-xl710", "magazines", model, &err)) << err;
+    TraceRecorder rec;
+    auto recorded = simulate(model, CostModel::standard(), &err, &rec);
+    ASSERT_TRUE(recorded) << err;
+    std::string path = ::testing::TempDir() + "/memcached.vtrace";
+    ASSERT_TRUE(rec.write(path, &err)) << err;
+    EXPECT_EQ(rec.trace().header.window, 601u);  // the ring fill and 600 warm-up transactions
+
+    for (unsigned cpus : {16u, 4u, 64u}) {
+        Params m = model;
+        ASSERT_TRUE(m.set("cpus", std::to_string(cpus), &err));
+        Figures want = run(m);
+        Params p = trace_params(path, cpus);
+        ASSERT_TRUE(p.set("allocator", model.allocator, &err));
+        ASSERT_TRUE(p.set("flush", model.flush, &err));
+        Figures got = run(p);
+        SCOPED_TRACE("cpus " + std::to_string(cpus));
+        EXPECT_NEAR(got.throughput / want.throughput, 1.0, 0.03);
+        EXPECT_NEAR(got.relative / want.relative, 1.0, 0.03);
+        EXPECT_NEAR(got.spin_share, want.spin_share, 0.03);
+    }
+}
