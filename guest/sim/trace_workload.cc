@@ -430,6 +430,9 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, const trace::Tr
             ops++;
         }
     }
+    if (p.given.count("duration") && work == 0)
+        return fail(name + ": no time passes between the operations of any stream, so "
+                           "--duration would never end: give --ops-per-cpu");
     info.warmup_per_cpu = warmup;
     if (p.given.count("ops-per-cpu") || p.given.count("duration"))
         info.measure_per_cpu = p.ops_per_cpu;

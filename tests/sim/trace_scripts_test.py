@@ -240,6 +240,37 @@ class Replay(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn(out + ": a device-side trace", r.stderr)
 
+    def test_record_and_trace_options_say_what_is_wrong(self):
+        sim = os.environ["VIOMMU_SIM"]
+
+        def run(*args):
+            return subprocess.run([sim] + list(args), capture_output=True, text=True)
+        with tempfile.TemporaryDirectory() as d:
+            r = run("--workload", "trace", "--trace", os.path.join(d, "none.vtrace"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("none.vtrace: cannot open the trace", r.stderr)
+            r = run("--workload", "trace")
+            self.assertIn("--workload trace: needs --trace FILE", r.stderr)
+            r = run("--workload", "nic", "--cpus", "2,4", "--record", os.path.join(d, "x"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("no sweep", r.stderr)
+            r = run("--workload", "nic", "--cpus", "2", "--record", os.path.join(d, "no", "x"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("cannot write the file", r.stderr)
+            r = run("--record")
+            self.assertIn("--record: needs a file name", r.stderr)
+            # a recording of a small run replays, and all of it reads back
+            rec = os.path.join(d, "nic.vtrace")
+            r = run("--workload", "nic", "--cpus", "2", "--ops-per-cpu", "50", "--record", rec)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            header, events = vtrace.read(rec)
+            self.assertEqual(header.source, "sim")
+            self.assertEqual(header.unit, "packets")
+            self.assertGreater(sum(e.op == "txn" for e in events), 100)
+            r = run("--workload", "trace", "--trace", rec, "--cpus", "6")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("trace on 6 CPUs", r.stdout)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

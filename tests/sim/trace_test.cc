@@ -187,6 +187,12 @@ TEST(TraceReplay, RefusesWhatItCannotReplayAndSaysWhere)
     EXPECT_NE(replay_error("viommu-trace 1\n0 0 txn\nend 1\n").find("no map or unmap records"),
               std::string::npos);
     std::string err;
+    Params d = trace_params(write_temp("still.vtrace", "viommu-trace 1\n0 0 map size=4096 "
+                                                       "iova=0x1000\n0 0 txn\nend 2\n"),
+                            1);
+    ASSERT_TRUE(d.set("duration", "1ms", &err));
+    EXPECT_FALSE(create_trace_workload(d, &err));
+    EXPECT_NE(err.find("still.vtrace: no time passes"), std::string::npos) << err;
     Params p;
     ASSERT_TRUE(p.set("workload", "trace", &err));
     EXPECT_FALSE(p.validate(&err));
