@@ -128,7 +128,7 @@ depmod -b "$work/kernel" "$kver" || die "profile image: depmod failed for $kver.
 over=$work/overlay
 # usr/lib, not lib: the root is merged-/usr and /lib must stay a symlink.
 mkdir -p "$over/usr/lib/modules/$kver"
-for m in virtio_pci virtio_net; do
+for m in virtio_pci virtio_net virtio_blk; do
     modprobe -d "$work/kernel" -S "$kver" --show-depends "$m" || die "profile image: kernel $kver has no module $m."
 done | awk '$1=="insmod" {print $2}' | sort -u | while read -r path; do
     rel=${path#"$work/kernel/lib/modules/$kver/"}

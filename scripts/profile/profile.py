@@ -42,6 +42,9 @@ WORKLOADS = ("memcached", "nginx")
 IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
 DEFAULT_COMPARE = "none:lazy,intel-iommu:lazy,intel-iommu:strict,viommu-vtd:lazy,viommu-vtd:strict"
+# The default load (docs/profiling.rst, "Saturating the guest").
+DEFAULT_CONNS = 8
+DEFAULT_LINK = "dgram"
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
 
 # Kernel symbols by path (matched as prefixes / exact names).
@@ -363,6 +366,95 @@ def console_has(path, needle):
         return False
 
 
+_FTRACE_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+):\s+(\w+):\s*(.*)$")
+
+
+def summarize_ftrace(text):
+    """The guest's own counts in the ftrace text of a recording: events by name,
+    by CPU, the sizes of iommu:map/unmap, and the time span they cover."""
+    events, per_cpu, sizes, first, last = {}, {}, {}, None, None
+    for line in text.splitlines():
+        m = _FTRACE_LINE.match(line)
+        if not m:
+            continue
+        cpu, ts, name, rest = int(m.group(3)), float(m.group(4)), m.group(5), m.group(6)
+        events[name] = events.get(name, 0) + 1
+        pc = per_cpu.setdefault(cpu, {})
+        pc[name] = pc.get(name, 0) + 1
+        if name in ("map", "unmap"):
+            mm = re.search(r"size=(\d+)", rest)
+            if mm:
+                d = sizes.setdefault(name, {})
+                d[int(mm.group(1))] = d.get(int(mm.group(1)), 0) + 1
+        first = ts if first is None else min(first, ts)
+        last = ts if last is None else max(last, ts)
+    return {"events": events, "per_cpu": per_cpu, "sizes": sizes,
+            "span_s": (last - first) if first is not None else 0.0}
+
+
+def convert_recording(raw, target):
+    """The trace helper's converter: ftrace text -> the trace format at target."""
+    conv = os.path.join(TOP, "scripts", "trace", "viommu-trace")
+    out = {}
+    with open(raw, errors="replace") as f:
+        out["guest_counts"] = summarize_ftrace(f.read())
+    if not os.path.exists(conv):
+        out["convert_error"] = "no trace converter at %s; the ftrace text is kept" % conv
+        return out
+    try:
+        r = subprocess.run([sys.executable, conv, "from-ftrace", raw, target],
+                           capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        out["convert_error"] = "the trace converter ran for over 10 minutes"
+        return out
+    if r.returncode != 0:
+        out["convert_error"] = "the trace converter failed: %s" % (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+        return out
+    out["trace"] = target
+    return out
+
+
+def netns_setup(ns):
+    """A network namespace with a bridge and two taps (vpa, vpb) for --link tap|vhost."""
+    steps = [["ip", "netns", "add", ns],
+             ["ip", "-n", ns, "link", "add", "vpbr", "type", "bridge"],
+             ["ip", "-n", ns, "link", "set", "vpbr", "up"]]
+    for t in ("vpa", "vpb"):
+        steps += [["ip", "-n", ns, "tuntap", "add", "dev", t, "mode", "tap"],
+                  ["ip", "-n", ns, "link", "set", t, "master", "vpbr"],
+                  ["ip", "-n", ns, "link", "set", t, "up"]]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            netns_remove(ns)
+            raise Failure("'%s' failed: %s (--link tap and vhost need root and network "
+                          "namespaces; --link dgram needs neither)" % (" ".join(cmd), r.stderr.strip()))
+
+
+def netns_remove(ns):
+    subprocess.run(["ip", "netns", "delete", ns], capture_output=True, timeout=30)
+
+
+def probe_link(link):
+    """The link the host can offer: vhost needs /dev/vhost-net, tap and vhost a
+    network namespace and /dev/net/tun; otherwise fall back with a message."""
+    if link == "vhost" and not os.access("/dev/vhost-net", os.R_OK | os.W_OK):
+        say("note: --link vhost: this host has no usable /dev/vhost-net (modprobe vhost_net); "
+            "using --link tap (the same taps, QEMU's own virtio-net back end)")
+        link = "tap"
+    if link == "tap":
+        ns = "viommu-prof-probe-%d" % os.getpid()
+        r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0 or not os.access("/dev/net/tun", os.R_OK | os.W_OK):
+            if r.returncode == 0:
+                netns_remove(ns)
+            say("note: --link tap: cannot create a network namespace or open /dev/net/tun (%s); "
+                "using --link dgram" % (r.stderr.strip() or "no /dev/net/tun"))
+            return "dgram"
+        netns_remove(ns)
+    return link
+
+
 # ---------------------------------------------------------------- one run
 
 class Run:
@@ -373,6 +465,10 @@ class Run:
         self.qmp = os.path.join(outdir, "qmp.sock")
         self.stderr = os.path.join(outdir, "qemu.stderr")
         self.sockdir = None
+        # Only the IOMMU runs of a comparison record (a run without one has
+        # no iommu_map() calls to trace).
+        self.record = bool(args.record) and iommu != "none"
+        self.disk = os.path.join(outdir, "trace.disk")
 
     def cmdline(self):
         a = self.a
@@ -380,7 +476,13 @@ class Run:
         k = ["console=ttyS0", "panic=-1", "no_timer_check", "quiet", "loglevel=4",
              "prof.workload=%s" % a.workload, "prof.duration=%d" % a.duration,
              "prof.conns=%d" % a.conns, "prof.perf=%d" % (0 if a.no_perf else 1),
-             "prof.freq=%d" % a.freq, "prof.events=%d" % (1 if a.events else 0)]
+             "prof.freq=%d" % a.freq, "prof.events=%d" % (1 if a.events else 0),
+             "prof.threads=%d" % a.threads]
+        if a.ramp:
+            k += ["prof.ramp=%s" % ",".join(str(c) for c in a.ramp),
+                  "prof.rampdur=%d" % a.ramp_duration]
+        if self.record:
+            k += ["prof.record=1", "prof.tracekb=%d" % a.trace_kb]
         if self.iommu != "none":
             k.append("intel_iommu=on")
         if self.policy == "strict":
@@ -408,6 +510,10 @@ class Run:
                                   ("nb", "52:54:00:00:bb:02", "b", "a")):
             if a.link == "hub":
                 nd_opts = "hubport,id=%s,hubid=0" % nd
+            elif a.link in ("tap", "vhost"):
+                # Two taps on a bridge in this run's own network namespace.
+                nd_opts = "tap,id=%s,ifname=vp%s,script=no,downscript=no%s" % (
+                    nd, me, ",vhost=on" if a.link == "vhost" else "")
             else:  # a pair of unix datagram sockets, private to this run
                 nd_opts = ("dgram,id=%s,local.type=unix,local.path=%s/%s.sock,"
                            "remote.type=unix,remote.path=%s/%s.sock" % (nd, self.sockdir, me,
@@ -417,6 +523,11 @@ class Run:
                      "disable-legacy=on,packed=%s,romfile=%s" % (
                          nd, mac, "on" if a.ring == "packed" else "off",
                          "," + a.nic_opts if a.nic_opts else "")]
+        if self.record:
+            # The recording's way out: a sparse raw disk without
+            # iommu_platform (its own DMA never reaches iommu_map()).
+            args += ["-drive", "if=none,id=trc0,format=raw,file=" + self.disk,
+                     "-device", "virtio-blk-pci,drive=trc0,serial=trace,disable-legacy=on"]
         return args + a.qemu_arg
 
     def execute(self, qemu, progress=True):
@@ -428,7 +539,14 @@ class Run:
             os.unlink(self.qmp)
         # Unix socket paths are limited to 108 bytes: keep them short.
         self.sockdir = tempfile.mkdtemp(prefix="viommu-prof-")
+        if self.record:
+            with open(self.disk, "wb") as f:
+                f.truncate(self.a.trace_kb * 1024 * self.a.vcpus * 2 + (64 << 20))
         args = self.qemu_args(qemu)
+        netns = None
+        if a.link in ("tap", "vhost"):
+            netns = "viommu-prof-%d" % os.getpid()
+            args = ["ip", "netns", "exec", netns] + args
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
         timeout = a.timeout or (300 + 3 * a.duration)
@@ -437,8 +555,15 @@ class Run:
         snaps = {}
         start = time.monotonic()
         err = open(self.stderr, "w")
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                start_new_session=True)
+        if netns:
+            netns_setup(netns)
+        try:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                    start_new_session=True)
+        except OSError:
+            if netns:
+                netns_remove(netns)
+            raise
         seen, pos, buf, done, error = set(), 0, "", None, None
         last_console_check = 0.0
         try:
@@ -459,6 +584,8 @@ class Run:
                     word = line.split()[0]
                     if word == "@@BOOTED" and progress:
                         say("  guest up after %.0f s (%s)" % (time.monotonic() - start, line[9:]))
+                    elif word == "@@RAMP" and progress:
+                        say("  ramp: %s connections for %d s" % (line[7:].strip(), a.ramp_duration))
                     elif word == "@@READY" and progress:
                         say("  server answering, warm-up done; measuring for %d s" % a.duration)
                     elif word in ("@@LOAD-START", "@@LOAD-END"):
@@ -506,6 +633,8 @@ class Run:
                     proc.wait(timeout=15)
             err.close()
             shutil.rmtree(self.sockdir, ignore_errors=True)
+            if netns:
+                netns_remove(netns)
         res["wall_s"] = round(time.monotonic() - start, 1)
         with open(self.data, errors="replace") as f:
             text = f.read().replace("\r", "")
@@ -530,6 +659,19 @@ class Run:
                                      sec.get("server-stats-after"))
         res["guest_iommu_events"] = parse_iommu_events(sec.get("iommu-events"))
         res["guest_cpu"] = parse_cpu_idle(sec.get("cpu-stat-before"), sec.get("cpu-stat-after"))
+        res["load"]["conns"], res["load"]["threads"] = a.conns, min(a.threads, a.conns)
+        res["ramp"] = []
+        for c in a.ramp or ():
+            if "ramp-%d-loadgen" % c not in sec:
+                continue
+            lg = sec["ramp-%d-loadgen" % c]
+            ld = parse_memcaslap(lg) if a.workload == "memcached" else parse_wrk(lg)
+            cpu = parse_cpu_idle(sec.get("ramp-%d-cpu-before" % c), sec.get("ramp-%d-cpu-after" % c))
+            res["ramp"].append({"conns": c, "ops_per_s": ld.get("ops_per_s"),
+                                "lat_avg_us": ld.get("lat_avg_us"),
+                                "idle": cpu["idle"] if cpu else None})
+        if self.record:
+            res["record"] = self.fetch_recording(sec, error)
         res["iommu_setup"] = sec.get("iommu", "").splitlines()
         rows, samples = parse_perf_report(sec.get("perf-report"))
         res["perf"] = {"samples": samples, "paths": classify(rows) if rows else None,
@@ -538,6 +680,46 @@ class Run:
         # vIOMMU statistics: deltas over the load window.
         res["viommu"] = self.viommu_delta(snaps)
         return res
+
+    def fetch_recording(self, sec, error):
+        """The ftrace text the guest wrote to the trace disk -> <record>.ftrace.txt,
+        then converted to the trace format; returns what the report shows."""
+        out = {"setup": sec.get("trace-setup", "").splitlines(), "per_cpu": {}}
+        for line in sec.get("trace-stats", "").splitlines():
+            f = line.split()
+            if f and f[0].startswith("cpu"):
+                kv = dict(zip(f[1::2], f[2::2]))
+                out["per_cpu"][f[0]] = {k.rstrip(":"): int(v) for k, v in kv.items() if v.isdigit()}
+        out["overrun"] = sum(v.get("overrun", 0) for v in out["per_cpu"].values())
+        try:
+            with open(self.disk, "rb") as f:
+                head = f.readline(64)
+                m = re.match(rb"@@TRACE (\d+)\n$", head)
+                if not m:
+                    out["error"] = "the guest wrote no recording to %s%s" % (
+                        self.disk, "" if error else " (no @@TRACE header)")
+                    return out
+                n = int(m.group(1))
+                text = f.read(n)
+        except OSError as e:
+            out["error"] = "cannot read the recording disk %s: %s" % (self.disk, e)
+            return out
+        if len(text) != n:
+            out["error"] = "the recording on %s is truncated (%d of %d bytes)" % (self.disk, len(text), n)
+            return out
+        os.unlink(self.disk)
+        target = self.a.record
+        if self.a.compare or self.a.repeat > 1:
+            base, ext = os.path.splitext(target)
+            target = "%s-%s-%s%s" % (base, self.iommu, self.policy, ext) if len(self.a.configs) > 1 else target
+        raw = target + ".ftrace.txt"
+        os.makedirs(os.path.dirname(os.path.abspath(raw)), exist_ok=True)
+        with open(raw, "wb") as f:
+            f.write(text)
+        out["ftrace"] = raw
+        out["ftrace_bytes"] = n
+        out.update(convert_recording(raw, target))
+        return out
 
     @staticmethod
     def viommu_delta(snaps):
@@ -635,6 +817,8 @@ def report(res):
     if ld.get("lat_percentiles_note"):
         L.append("   (percentiles: %s)" % ld["lat_percentiles_note"])
     L.append("   server saw       %s requests" % fmt(a["server"].get("requests")))
+    if ld.get("conns"):
+        L.append("   load             %d connections, %d client thread(s)" % (ld["conns"], ld.get("threads") or 1))
     gc = a.get("guest_cpu")
     if gc:
         L.append("   guest idle       %s of the vCPUs' time during the load (%s)" % (
@@ -642,6 +826,34 @@ def report(res):
                                                  for c, v in sorted(gc["per_cpu"].items()))))
     else:
         L.append("   guest idle       n/a (no /proc/stat snapshots)")
+    if a.get("ramp"):
+        L.append("-- concurrency ramp (%s), each step alone:" % ld.get("tool"))
+        prev = None
+        for st in a["ramp"]:
+            gain = ""
+            if prev and st["ops_per_s"] and prev:
+                gain = "  %+.1f%% over the step before" % (100.0 * (st["ops_per_s"] / prev - 1))
+            L.append("   %5d conns  %10s ops/s  avg %10s us  idle %s%s" % (
+                st["conns"], fmt(st["ops_per_s"]), fmt(st["lat_avg_us"]),
+                fmt(100 * st["idle"], "%") if st["idle"] is not None else "n/a", gain))
+            prev = st["ops_per_s"]
+    rec = a.get("record")
+    if rec:
+        L.append("-- recording (ftrace over the load window)")
+        for line in rec.get("setup", []):
+            L.append("   " + line)
+        if rec.get("error"):
+            L.append("   FAILED: " + rec["error"])
+        else:
+            gc = rec.get("guest_counts") or {}
+            L.append("   %s bytes of ftrace text in %s; ring-buffer overruns %d" % (
+                fmt(rec.get("ftrace_bytes")), rec.get("ftrace"), rec.get("overrun", 0)))
+            L.append("   events: %s over %.2f s" % (", ".join("%s %d" % kv for kv in sorted(
+                gc.get("events", {}).items())), gc.get("span_s", 0.0)))
+            if rec.get("trace"):
+                L.append("   trace: %s" % rec["trace"])
+            if rec.get("convert_error"):
+                L.append("   not converted: " + rec["convert_error"])
     ev = a.get("guest_iommu_events") or {}
     if ev:
         L.append("-- guest DMA API (ftrace, tracepoints iommu:map/unmap)")
@@ -792,12 +1004,27 @@ def parse_args(argv):
     ap.add_argument("--vcpus", type=int, default=2)
     ap.add_argument("--mem", type=int, default=2048, help="guest RAM in MiB (default 2048)")
     ap.add_argument("--duration", type=int, default=10, help="seconds of measured load (default 10)")
-    ap.add_argument("--conns", type=int, default=8, help="client connections (default 8)")
+    ap.add_argument("--conns", type=int, default=DEFAULT_CONNS,
+                    help="client connections (default %d; see docs/profiling.rst, 'Saturating the guest')" % DEFAULT_CONNS)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="load generator threads (default: the vCPU count)")
+    ap.add_argument("--ramp", metavar="C1,C2,...",
+                    help="before the measured load, run the load at each of these client "
+                    "concurrencies (--ramp-duration s each) and report throughput and idle share")
+    ap.add_argument("--ramp-duration", type=int, default=3, help="seconds per ramp step (default 3)")
+    ap.add_argument("--record", metavar="FILE",
+                    help="record the guest kernel's iommu map/unmap tracepoints and dma-iommu/"
+                    "flush-queue kprobe events with ftrace over the load window into FILE "
+                    "(the trace format; the ftrace text stays in FILE.ftrace.txt)")
+    ap.add_argument("--trace-kb", type=int, default=16384,
+                    help="ftrace buffer per vCPU in KiB for --record (default 16384)")
     ap.add_argument("--kernel", help="another guest kernel (bzImage) to boot; it needs "
                     "virtio_pci/virtio_net built in or modules matching the image")
-    ap.add_argument("--link", default="dgram", choices=("dgram", "hub"),
+    ap.add_argument("--link", default=DEFAULT_LINK, choices=("dgram", "hub", "tap", "vhost"),
                     help="how the two NICs are joined: dgram (a pair of unix datagram "
-                    "sockets, default) or hub (a QEMU hub)")
+                    "sockets), hub (a QEMU hub), tap (two taps on a bridge in a network "
+                    "namespace of the run's own) or vhost (the same with vhost-net); "
+                    "default %s (docs/profiling.rst, 'Saturating the guest')" % DEFAULT_LINK)
     ap.add_argument("--ring", default="split", choices=("packed", "split"),
                     help="virtqueue layout of the NICs (default split, as Linux drivers use)")
     ap.add_argument("--nic-opts", default="", help="extra virtio-net-pci properties for both NICs "
@@ -829,9 +1056,23 @@ def parse_args(argv):
         ap.error("unknown policy '%s' (use lazy or strict)" % a.policy)
     for name, v, lo, hi in (("--vcpus", a.vcpus, 1, 64), ("--duration", a.duration, 1, 3600),
                             ("--conns", a.conns, 1, 4096), ("--mem", a.mem, 768, 65536),
-                            ("--freq", a.freq, 1, 10000), ("--repeat", a.repeat, 1, 20)):
+                            ("--freq", a.freq, 1, 10000), ("--repeat", a.repeat, 1, 20),
+                            ("--threads", a.threads, 0, 256), ("--ramp-duration", a.ramp_duration, 1, 600),
+                            ("--trace-kb", a.trace_kb, 1024, 1 << 20)):
         if not lo <= v <= hi:
             ap.error("%s must be between %d and %d" % (name, lo, hi))
+    if not a.threads:
+        a.threads = a.vcpus
+    ramp = []
+    for c in (a.ramp or "").split(","):
+        if not c.strip():
+            continue
+        if not c.strip().isdigit() or not 1 <= int(c) <= 4096:
+            ap.error("--ramp: '%s' is not a number of connections between 1 and 4096" % c.strip())
+        ramp.append(int(c))
+    a.ramp = ramp
+    if a.record and os.path.isdir(a.record):
+        ap.error("--record %s: is a directory; give a file name" % a.record)
     if a.kernel and not os.path.isfile(a.kernel):
         ap.error("--kernel %s: no such file" % a.kernel)
     configs = [(a.iommu, a.policy)]
@@ -845,6 +1086,7 @@ def parse_args(argv):
                          "POLICY lazy or strict)" % (c, ", ".join(IOMMUS)))
             configs.append((i, p))
     a.configs = configs
+    a.link = probe_link(a.link)
     return a
 
 
