@@ -43,7 +43,7 @@ IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
 DEFAULT_COMPARE = "none:lazy,intel-iommu:lazy,intel-iommu:strict,viommu-vtd:lazy,viommu-vtd:strict"
 # The default load (docs/profiling.rst, "Saturating the guest").
-DEFAULT_CONNS = 8
+DEFAULT_CONNS = 64
 DEFAULT_LINK = "dgram"
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
 
@@ -414,6 +414,47 @@ def convert_recording(raw, target):
     return out
 
 
+def host_snapshot(pid):
+    """QEMU's threads' CPU ticks (by thread name), the host's CPU ticks and load."""
+    snap = {"t": time.monotonic(), "threads": {}, "host": None, "loadavg": None}
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                    name = f.read().strip()
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                # fields 14 and 15 (utime, stime) are 12 and 13 after the comm
+                snap["threads"][name] = snap["threads"].get(name, 0) + int(st[11]) + int(st[12])
+            except (OSError, IndexError, ValueError):
+                pass
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+            snap["host"] = (v[3] + v[4], sum(v))
+        with open("/proc/loadavg") as f:
+            snap["loadavg"] = float(f.read().split()[0])
+    except (OSError, ValueError):
+        pass
+    return snap
+
+
+def host_usage(s0, s1):
+    """What the host gave QEMU over the load window: each thread's share of one
+    host core, the host's idle share and its load average at the end."""
+    if not s0 or not s1:
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    dt = max(s1["t"] - s0["t"], 1e-3)
+    thr = {n: (s1["threads"][n] - s0["threads"].get(n, 0)) / hz / dt for n in s1["threads"]}
+    out = {"window_s": round(dt, 2), "threads": {n: round(v, 3) for n, v in thr.items() if v > 0.005},
+           "qemu_cores": round(sum(thr.values()), 3),
+           "vcpu_cores": round(sum(v for n, v in thr.items() if n.startswith("CPU ")), 3),
+           "loadavg": s1["loadavg"], "cores": os.cpu_count()}
+    if s0["host"] and s1["host"] and s1["host"][1] > s0["host"][1]:
+        out["host_idle"] = round((s1["host"][0] - s0["host"][0]) / (s1["host"][1] - s0["host"][1]), 3)
+    return out
+
+
 def netns_setup(ns):
     """A network namespace with a bridge and two taps (vpa, vpb) for --link tap|vhost."""
     steps = [["ip", "netns", "add", ns],
@@ -494,7 +535,8 @@ class Run:
     def qemu_args(self, qemu):
         a = self.a
         kernel = a.kernel or os.path.join(self.image, "vmlinuz")
-        args = [qemu, "-accel", a.accel, "-M", "q35,kernel-irqchip=split", "-m", str(a.mem),
+        args = [qemu, "-name", "viommu-prof,debug-threads=on",
+                "-accel", a.accel, "-M", "q35,kernel-irqchip=split", "-m", str(a.mem),
                 "-smp", str(a.vcpus), "-nodefaults", "-display", "none", "-no-reboot"] + FIRMWARE
         args += ["-kernel", kernel, "-initrd", os.path.join(self.image, "initrd.img"),
                  "-append", self.cmdline(),
@@ -552,7 +594,7 @@ class Run:
         timeout = a.timeout or (300 + 3 * a.duration)
         res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload, "ring": a.ring,
                "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
-        snaps = {}
+        snaps, hostsnaps = {}, {}
         start = time.monotonic()
         err = open(self.stderr, "w")
         if netns:
@@ -589,6 +631,7 @@ class Run:
                     elif word == "@@READY" and progress:
                         say("  server answering, warm-up done; measuring for %d s" % a.duration)
                     elif word in ("@@LOAD-START", "@@LOAD-END"):
+                        hostsnaps[word] = host_snapshot(proc.pid)
                         t = time.monotonic()
                         if self.iommu == "viommu-vtd":
                             doc, why = viommu_stats(self.qmp)
@@ -660,6 +703,8 @@ class Run:
         res["guest_iommu_events"] = parse_iommu_events(sec.get("iommu-events"))
         res["guest_cpu"] = parse_cpu_idle(sec.get("cpu-stat-before"), sec.get("cpu-stat-after"))
         res["load"]["conns"], res["load"]["threads"] = a.conns, min(a.threads, a.conns)
+        res["load"]["link"] = a.link
+        res["host"] = host_usage(hostsnaps.get("@@LOAD-START"), hostsnaps.get("@@LOAD-END"))
         res["ramp"] = []
         for c in a.ramp or ():
             if "ramp-%d-loadgen" % c not in sec:
@@ -826,6 +871,13 @@ def report(res):
                                                  for c, v in sorted(gc["per_cpu"].items()))))
     else:
         L.append("   guest idle       n/a (no /proc/stat snapshots)")
+    h = a.get("host")
+    if h:
+        L.append("   host             load average %s on %d cores, host idle %s; QEMU used %.2f cores "
+                 "(vCPU threads %.2f: %s)" % (
+                     fmt(h.get("loadavg"), "", 1), h["cores"], fmt(100 * h["host_idle"], "%")
+                     if "host_idle" in h else "n/a", h["qemu_cores"], h["vcpu_cores"],
+                     ", ".join("%s %.0f%%" % (n, 100 * v) for n, v in sorted(h["threads"].items()))))
     if a.get("ramp"):
         L.append("-- concurrency ramp (%s), each step alone:" % ld.get("tool"))
         prev = None
@@ -923,7 +975,8 @@ def aggregate(results):
 
 def compare_table(results):
     base = next((r for r in results if r["iommu"] == "none" and not r.get("error")), None)
-    hdr = ["config", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio", "idle%",
+    hdr = ["config", "conns", "ops/s", "ratio", "avg us", "p99 us", "p99 ratio", "idle%", "vCPU thr",
+           "hostload",
            "iova%", "unmap%", "inval%", "xlat/s", "inv/s", "waits/s", "IOTLB hit", "<4GiB"]
     rows = []
     for r in results:
@@ -943,8 +996,11 @@ def compare_table(results):
             rows.append([name, "FAILED"] + [""] * (len(hdr) - 2))
             continue
         idle = (r.get("guest_cpu") or {}).get("idle")
-        rows.append([name, fmt(ops), fmt(ratio, "x", 2), fmt(ld.get("lat_avg_us")), fmt(p99),
-                     fmt(pr, "x", 2), fmt(100 * idle, "%", 1) if idle is not None else "n/a"]
+        h = r.get("host") or {}
+        rows.append([name, fmt(ld.get("conns")), fmt(ops), fmt(ratio, "x", 2), fmt(ld.get("lat_avg_us")), fmt(p99),
+                     fmt(pr, "x", 2), fmt(100 * idle, "%", 1) if idle is not None else "n/a",
+                     "%.0f%%" % (100 * h["vcpu_cores"] / r["vcpus"]) if h else "n/a",
+                     fmt(h.get("loadavg"), "", 1)]
                     + [fmt(paths[k]["incl_pct"], "%", 1) if k in paths else "n/a"
                        for k in ("iova_alloc", "unmap_flush", "invalidation")]
                     + [fmt(s["translations_per_s"], "", 0) if s else "n/a",
@@ -959,6 +1015,8 @@ def compare_table(results):
         out.append("  ".join(c.rjust(x) if i else c.ljust(x) for i, (c, x) in enumerate(zip(r, w))))
     out.append("ratio = throughput / throughput of none:lazy; p99 ratio likewise (lower is better);"
                " idle% = the guest's idle share of vCPU time during the load (/proc/stat);"
+               " vCPU thr = host CPU time QEMU's vCPU threads got over the load window, per vCPU"
+               " (100% = each a host core of its own); hostload = the host's load average then;"
                " iova/unmap/inval% = share of guest perf samples under those kernel paths "
                "(inclusive, largest entry point); xlat/s (DMA translations), inv/s (IOTLB "
                "invalidations), waits/s (wait descriptors), IOTLB hit and <4GiB (share of page walks at IOVAs below 4 GiB) from viommu-vtd's statistics.")

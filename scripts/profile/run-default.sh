@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The default short profile comparison (make run): memcached, lazy
 # invalidation, no IOMMU versus $IOMMU (default viommu-vtd), one table with
-# ratios to "none" and an SVG plot under build/profile/.
+# ratios to "none" and an SVG plot under build/profile/; then a recording of
+# the $IOMMU run's DMA stream replayed by viommu-sim at 2, 16 and 64 CPUs.
 #
 #   run-default.sh            DURATION=S seconds of load per run (default 10)
 #                             IOMMU=viommu-vtd|intel-iommu|none
@@ -24,9 +25,34 @@ case $IOMMU in
 esac
 accel=$(bash "$TOP/scripts/accel.sh")
 
+# After the comparison, one more boot records the $IOMMU run's DMA stream
+# (a run of its own, so that tracing does not slow the compared run) and
+# viommu-sim replays it at 2, 16 and 64 CPUs (scripts/profile/replay.py).
+record=0
+if [ "$IOMMU" != none ]; then
+    if [ -x "$TOP/scripts/trace/viommu-trace" ]; then
+        record=1 boots=$((boots + 1))
+    else
+        say "note: no trace tools (scripts/trace/viommu-trace) in this tree: no recording and replay."
+    fi
+fi
 per=$((60 + DURATION + 40))
 first=""
 ls "$CACHE"/profile/rootfs/*.cpio >/dev/null 2>&1 || first=" plus about 4 minutes once to build the guest image"
-say "profile: memcached, ${configs/,/ vs }: $boots guest boot(s) under ${accel^^}, about $(( (boots * per + 59) / 60 )) minutes${first}."
-exec python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION" \
-    --accel "$accel" --compare "$configs" "$@"
+say "profile: memcached, ${configs/,/ vs }$([ $record = 1 ] && echo ", then a recording of the $IOMMU run replayed at 2, 16 and 64 CPUs"): $boots guest boot(s) under ${accel^^}, about $(( (boots * per + 59) / 60 )) minutes${first}."
+out=$BUILD/profile/$(date +%Y%m%d-%H%M%S)-memcached-compare
+python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION" \
+    --accel "$accel" --compare "$configs" --out "$out" "$@"
+[ $record = 1 ] || exit 0
+say "recording $IOMMU's DMA stream: memcached for $DURATION s with the guest kernel's iommu tracepoints and kprobes (one more boot)"
+python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU" --duration "$DURATION" \
+    --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record" --quiet "$@" \
+    > "$out/record.log" 2>&1 || { sed 's/^/    /' "$out/record.log" | tail -n 20; die "the recording run failed (its report: $out/record/report.txt)."; }
+sed -n '/^-- recording/,/^-- /p' "$out/record/report.txt" | sed '$d'
+[ -s "$out/memcached.trace" ] || die "the recording run wrote no trace (its report: $out/record/report.txt)."
+say "replaying $out/memcached.trace with viommu-sim at 2, 16 and 64 CPUs"
+python3 "$TOP/scripts/profile/replay.py" "$out/memcached.trace" --cpus 2,16,64 \
+    --svg "$out/replay.svg" --json "$out/replay.json" \
+    --title "memcached recorded behind $IOMMU (2 vCPU, TCG), replayed by viommu-sim" | tee "$out/replay.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || die "the replay failed (messages above)."
+say "replay table: $out/replay.txt  plot: $out/replay.svg"

@@ -30,7 +30,9 @@ iommu=viommu-vtd policy=lazy label=viommu-vtd
 if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q 'name "viommu-vtd"'; then
     iommu=intel-iommu policy=lazy label="intel-iommu (viommu-vtd not in this QEMU yet)"
 fi
-if [ "$iommu" = viommu-vtd ]; then echo "1..11"; else echo "1..10"; fi
+# The recording checks (profile.py --record, scripts/profile/replay.py).
+NREC=9
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((11 + NREC))"; else echo "1..$((10 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -50,7 +52,8 @@ echo "# profiling memcached behind $iommu for ${DURATION}s (one guest boot under
 rm -rf "$out"; mkdir -p "$BUILD/profile"
 rc=0
 python3 "$prof" --workload memcached --iommu "$iommu" --policy "$policy" --vcpus 2 \
-    --duration "$DURATION" --freq 100 --out "$out" --quiet > "$out.log" 2>&1 || rc=$?
+    --duration "$DURATION" --freq 100 --out "$out" --record "$out/memcached.trace" \
+    --trace-kb 8192 --quiet > "$out.log" 2>&1 || rc=$?
 sed 's/^/# /' "$out.log"
 res=$out/result.json
 get() {  # get PYTHON-EXPRESSION-ON-r -> value or empty
@@ -88,6 +91,46 @@ else
 fi
 check "$label: perf sampled the guest kernel and the report was classified" \
     "samples: $(get "r['perf'].get('samples')")" gt0 "r['perf'].get('samples') if r['perf'].get('paths') else 0"
+
+
+# The recording: the guest's ftrace of its DMA map/unmap stream, converted to
+# the trace format, then replayed by viommu-sim at the guest's vCPU count
+# (it must agree with the guest's own counts and viommu-vtd's) and at 64 CPUs.
+skip() {  # skip COUNT REASON
+    local i
+    for ((i = 0; i < $1; i++)); do n=$((n + 1)); echo "ok $n - recording check # SKIP $2"; done
+}
+rec_err=$(get "(r.get('record') or {}).get('error') or (r.get('record') or {}).get('convert_error')")
+
+if [ ! -x "$TOP/scripts/trace/viommu-trace" ]; then
+    skip $NREC "no trace converter (scripts/trace/viommu-trace) in this tree"
+elif [ "$iommu" != viommu-vtd ]; then
+    skip $NREC "the checks compare with viommu-vtd's statistics"
+else
+    check "recording: the guest's ftrace was fetched and converted to a trace" "${rec_err:-no trace}" \
+        test -s "$out/memcached.trace"
+    crc=0
+    python3 "$TOP/scripts/profile/replay.py" --check "$res" --json "$out/replay-check.json" \
+        > "$out/replay-check.log" 2>&1 || crc=$?
+    sed 's/^/# /' "$out/replay-check.log"
+    if [ -s "$out/replay-check.json" ]; then
+        while IFS='|' read -r okv name detail; do
+            if [ "$okv" = 1 ]; then ok "recording: $name"; else notok "recording: $name" "$detail"; fi
+        done < <(python3 -c "
+import json, sys
+for c in json.load(open(sys.argv[1]))['checks']:
+    print('%d|%s|%s' % (c['ok'], c['name'], ', '.join('%s %s' % (k, v) for k, v in c.items() if k not in ('name', 'ok'))))
+" "$out/replay-check.json")
+    else
+        for ((i = 0; i < NREC - 2; i++)); do notok "recording: replay checks" "replay.py --check exited $crc: $(tail -n 1 "$out/replay-check.log")"; done
+    fi
+    rrc=0
+    python3 "$TOP/scripts/profile/replay.py" "$out/memcached.trace" --cpus 64 --allocators linux-5.13 \
+        --json "$out/replay-64.json" > "$out/replay-64.log" 2>&1 || rrc=$?
+    sed 's/^/# /' "$out/replay-64.log"
+    check "recording: its replay at 64 simulated CPUs ran and moved DMA" "replay.py exited $rrc" \
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r and (r[0]['ops_per_s'] or 0) > 0 else 1)" "$out/replay-64.json"
+fi
 
 echo "# $((n - failed)) passed, $failed failed" >&2
 [ "$failed" = 0 ]

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Replay a DMA trace recorded in a guest (profile.py --record) at more CPUs.
+
+  replay.py TRACE [--cpus 2,16,64] [--allocators linux-5.13,linux-4.7,viommu-lab]
+            [--svg FILE] [--json FILE] [--title TEXT]
+  replay.py --check RESULT.json [--json FILE]
+
+The first form runs viommu-sim --workload trace --trace TRACE for every
+allocator and CPU count and prints one table: replayed throughput (maps/s)
+and its ratio to the same replay without an IOMMU; --svg draws it with
+scripts/report/svgplot.py.  linux-5.13 is the allocator variant whose logic
+the profiling guest's Debian 6.1 kernel runs (docs/profiling.rst,
+"Replaying the recording").
+
+--check compares a recording (the result.json of a profile.py --record run)
+with its replay at the guest's vCPU count: maps and unmaps (count and per
+second), their sizes, their spread over CPUs, and the invalidations the
+recording saw against viommu-vtd's own statistics.  It prints one line per
+comparison and writes them as JSON ({"checks": [{"name", "ok", "guest",
+"trace", ...}]}); the exit status is 0 when all agree.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
+sys.path.insert(0, os.path.join(TOP, "scripts", "report"))
+import svgplot  # noqa: E402
+
+# The variant whose logic Linux 6.1 runs: 6.1's drivers/iommu/iova.c is the
+# 5.13 allocator (restart from iova_find_limit(), rcache with depot flush on
+# failure); 6.7 changed the depot.  See docs/iova.rst for each variant.
+GUEST_61 = "linux-5.13"
+DEFAULT_ALLOCATORS = (GUEST_61, "linux-4.7", "viommu-lab")
+# Counts agree when they differ by at most this share: the recording and the
+# device's statistics close their windows a few operations apart.
+TOLERANCE = 0.05
+
+
+class Failure(Exception):
+    pass
+
+
+def say(msg):
+    print("[viommu-lab] replay: " + msg, flush=True)
+
+
+def sim_binary():
+    sim = os.environ.get("VIOMMU_SIM", os.path.join(BUILD, "standalone", "guest", "sim", "viommu-sim"))
+    if not os.access(sim, os.X_OK):
+        r = subprocess.run(["bash", os.path.join(TOP, "scripts", "build-standalone.sh")],
+                           stdout=sys.stderr, stderr=sys.stderr)
+        if r.returncode != 0 or not os.access(sim, os.X_OK):
+            raise Failure("no viommu-sim at %s (scripts/build-standalone.sh failed)" % sim)
+    r = subprocess.run([sim, "--help"], capture_output=True, text=True, timeout=60)
+    if "--trace" not in r.stdout + r.stderr:
+        raise Failure("%s cannot replay traces (no --workload trace)" % sim)
+    return sim
+
+
+def replay(sim, trace, cpus, allocator):
+    """One viommu-sim replay -> its JSON object."""
+    cmd = [sim, "--workload", "trace", "--trace", trace, "--cpus", str(cpus),
+           "--allocator", allocator, "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise Failure("'%s' failed: %s" % (" ".join(cmd), (r.stderr.strip().splitlines() or
+                                                         ["exit %d" % r.returncode])[-1]))
+    try:
+        return json.loads(r.stdout)
+    except ValueError as e:
+        raise Failure("'%s' printed invalid JSON: %s" % (" ".join(cmd), e))
+
+
+def trace_stats(trace):
+    tool = os.path.join(TOP, "scripts", "trace", "viommu-trace")
+    r = subprocess.run([sys.executable, tool, "stats", "--json", trace], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        raise Failure("viommu-trace stats %s failed: %s" % (trace, r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def table(trace, cpus, allocators, svg=None, title=None):
+    sim = sim_binary()
+    rows = []
+    for al in allocators:
+        for n in cpus:
+            j = replay(sim, trace, n, al)
+            rows.append({"allocator": al, "cpus": n, "ops_per_s": j.get("ops_per_s"),
+                         "relative": j.get("relative_to_no_iommu"), "unit": j.get("unit"),
+                         "spin_share": j.get("spin_share")})
+    unit = next((r["unit"] for r in rows if r.get("unit")), "ops")
+    L = ["%-12s %s" % ("allocator", "".join("%22s" % ("%d CPUs" % n) for n in cpus))]
+    for al in allocators:
+        cells = []
+        for n in cpus:
+            r = next(x for x in rows if x["allocator"] == al and x["cpus"] == n)
+            cells.append("%22s" % ("%.0f %s/s (%.1f%%)" % (r["ops_per_s"], unit.split("/")[0],
+                                                           100 * r["relative"])
+                                   if r["ops_per_s"] is not None and r["relative"] is not None else "n/a"))
+        L.append("%-12s %s" % (al + ("*" if al == GUEST_61 else ""), "".join(cells)))
+    L.append("replayed throughput of %s with viommu-sim --workload trace (percent: against the same "
+             "replay without an IOMMU); * = the variant whose logic the guest's 6.1 kernel runs"
+             % os.path.basename(trace))
+    if svg:
+        groups = [("%d CPUs" % n, [(al, next(x["relative"] for x in rows
+                                              if x["allocator"] == al and x["cpus"] == n))
+                                    for al in allocators]) for n in cpus]
+        svgplot.bar_chart(svg, title or "replay of %s" % os.path.basename(trace),
+                          [("replayed throughput relative to no IOMMU (higher is better)", groups,
+                            1.1, lambda v: "%.0f%%" % (100 * v))], legend=list(allocators))
+    return rows, "\n".join(L)
+
+
+def _share(d):
+    tot = sum(d.values())
+    return {k: v / tot for k, v in d.items()} if tot else {}
+
+
+def check(result_path):
+    """The recording against the guest's own counts and viommu-vtd's."""
+    with open(result_path) as f:
+        res = json.load(f)
+    rec = res.get("record") or {}
+    if rec.get("error") or not rec.get("trace"):
+        raise Failure("%s holds no converted recording (%s)" % (
+            result_path, rec.get("error") or rec.get("convert_error") or "no 'record'"))
+    g = rec["guest_counts"]
+    trace = rec["trace"]
+    ts = trace_stats(trace)
+    sim = sim_binary()
+    vcpus = res["vcpus"]
+    rp = replay(sim, trace, vcpus, GUEST_61)
+    checks = []
+
+    def close(a, b, tol=TOLERANCE):
+        return a is not None and b is not None and abs(a - b) <= tol * max(abs(a), abs(b), 1)
+
+    def add(name, ok, **kv):
+        checks.append(dict(name=name, ok=bool(ok), **kv))
+
+    gm, gu = g["events"].get("map", 0), g["events"].get("unmap", 0)
+    tm, tu = ts["ops"].get("map", 0), ts["ops"].get("unmap", 0)
+    add("maps: the trace holds the guest's iommu:map events", gm > 0 and tm == gm, guest=gm, trace=tm)
+    add("unmaps: the trace holds the guest's iommu:unmap events", gu > 0 and tu == gu, guest=gu, trace=tu)
+    # The replay at the guest's vCPU count maps what the guest mapped, at its rate.
+    add("replay at %d CPUs maps as many times as the guest, within 1%%" % vcpus,
+        close(gm, rp.get("maps"), 0.01), guest=gm, replay=rp.get("maps"))
+    span = g.get("span_s") or 0
+    g_rate = gm / span if span else None
+    r_rate = rp.get("ops_per_s") if (rp.get("unit") or "").startswith("map") else None
+    if r_rate is None and rp.get("elapsed_ns"):
+        r_rate = rp.get("maps", 0) / (rp["elapsed_ns"] / 1e9)
+    add("replay at %d CPUs: maps per second within %d%% of the guest's" % (vcpus, 100 * TOLERANCE),
+        close(g_rate, r_rate), guest=g_rate, replay=r_rate)
+    gs = {int(k): v for k, v in g["sizes"].get("map", {}).items()}
+    tsz = {int(k): v for k, v in ts.get("sizes", {}).items()}
+    add("map sizes: the trace's distribution is the guest's", gs and gs == tsz, guest=gs, trace=tsz)
+    gcpu = {int(c): v.get("map", 0) for c, v in g["per_cpu"].items()}
+    tcpu = {int(c): v.get("map", 0) for c, v in ts.get("per_cpu", {}).items()}
+    add("spread over CPUs: the trace's maps per CPU are the guest's", gcpu and gcpu == tcpu,
+        guest=gcpu, trace=tcpu)
+    # Invalidations: each flush-queue flush or strict unmap ends in one
+    # qi_submit_sync with a wait descriptor; viommu-vtd counts the waits.
+    v = (res.get("viommu") or {}).get("delta") or {}
+    waits = v.get("queue.waits.total")
+    syncs = g["events"].get("qi_sync")
+    add("invalidation waits: the recording's qi_submit_sync calls match viommu-vtd's wait "
+        "descriptors within %d%%" % (100 * TOLERANCE), close(syncs, waits), guest=syncs, viommu=waits)
+    return checks, rp
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="replay.py", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="See docs/profiling.rst.")
+    ap.add_argument("trace", nargs="?")
+    ap.add_argument("--cpus", default="2,16,64")
+    ap.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS))
+    ap.add_argument("--svg")
+    ap.add_argument("--title")
+    ap.add_argument("--json")
+    ap.add_argument("--check", metavar="RESULT.json")
+    a = ap.parse_args(argv)
+    try:
+        if a.check:
+            checks, rp = check(a.check)
+            for c in checks:
+                print("%s %s  (%s)" % ("agree   " if c["ok"] else "DISAGREE", c["name"],
+                                       ", ".join("%s %s" % (k, v) for k, v in c.items()
+                                                 if k not in ("name", "ok"))))
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump({"checks": checks, "replay": rp}, f, indent=1)
+            return 0 if all(c["ok"] for c in checks) else 1
+        if not a.trace:
+            ap.error("give a TRACE or --check RESULT.json")
+        try:
+            cpus = [int(c) for c in a.cpus.split(",") if c.strip()]
+        except ValueError:
+            ap.error("--cpus: '%s' is not a list of CPU counts" % a.cpus)
+        if not cpus or any(not 1 <= c <= 1024 for c in cpus):
+            ap.error("--cpus: CPU counts between 1 and 1024")
+        if not os.path.isfile(a.trace):
+            ap.error("%s: no such trace file" % a.trace)
+        rows, text = table(a.trace, cpus, [x for x in a.allocators.split(",") if x], a.svg, a.title)
+        print(text, flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 0
+    except Failure as e:
+        print("[viommu-lab] replay: error: %s." % str(e).rstrip("."), file=sys.stderr)
+        return 1
+    except (OSError, ValueError, KeyError) as e:
+        print("[viommu-lab] replay: error: %s." % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
