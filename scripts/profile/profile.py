@@ -1144,6 +1144,9 @@ def parse_args(argv):
                          "POLICY lazy or strict)" % (c, ", ".join(IOMMUS)))
             configs.append((i, p))
     a.configs = configs
+    if a.record and all(i == "none" for i, _ in configs):
+        ap.error("--record needs a run behind an IOMMU (without one the guest never calls "
+                 "iommu_map(), so there is nothing to record)")
     a.link = probe_link(a.link)
     return a
 

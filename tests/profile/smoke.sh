@@ -32,7 +32,7 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
 NREC=9
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((11 + NREC))"; else echo "1..$((10 + NREC))"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((13 + NREC))"; else echo "1..$((12 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -47,6 +47,10 @@ check "unknown option is refused" "no error for --frobnicate" \
     bad "unrecognized arguments: --frobnicate" --frobnicate
 check "unknown IOMMU in --compare is refused" "no error for smmu" \
     bad "bad configuration 'smmu:lazy'" --compare none:lazy,smmu:lazy
+check "a ramp step that is not a number is refused" "no error naming 'x'" \
+    bad "--ramp: 'x' is not a number" --ramp 8,x
+check "--record without an IOMMU is refused" "no error for --record with --iommu none" \
+    bad "--record needs a run behind an IOMMU" --iommu none --record /tmp/never.trace
 
 echo "# profiling memcached behind $iommu for ${DURATION}s (one guest boot under TCG, about 2 minutes)" >&2
 rm -rf "$out"; mkdir -p "$BUILD/profile"
