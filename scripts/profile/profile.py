@@ -1020,6 +1020,16 @@ def compare_table(results):
                " iova/unmap/inval% = share of guest perf samples under those kernel paths "
                "(inclusive, largest entry point); xlat/s (DMA translations), inv/s (IOTLB "
                "invalidations), waits/s (wait descriptors), IOTLB hit and <4GiB (share of page walks at IOVAs below 4 GiB) from viommu-vtd's statistics.")
+    for r in results:
+        idle = (r.get("guest_cpu") or {}).get("idle")
+        h = r.get("host") or {}
+        if not r.get("error") and idle is not None and idle >= 0.10:
+            out.append("note: %s:%s: the guest was %.0f%% idle during the load, not saturated%s; "
+                       "see docs/profiling.rst, 'Saturating the guest'" % (
+                           r["iommu"], r["policy"], 100 * idle,
+                           " (the host gave its vCPU threads %.0f%% of a core each at a load average "
+                           "of %.1f on %d cores)" % (100 * h["vcpu_cores"] / r["vcpus"], h.get("loadavg") or 0,
+                                                     h.get("cores") or 0) if h else ""))
     if not base:
         out.append("(no successful 'none' run: ratios are n/a)")
     for r in results:
@@ -1209,8 +1219,9 @@ def main(argv):
         if a.compare:
             results = aggregate(results)
             table = compare_table(results)
-            title = "%s, %d vCPU, %d s per run (TCG: compare ratios, not absolute numbers)" % (
-                a.workload, a.vcpus, a.duration)
+            title = ("%s, %d vCPU, %d connections from %d client thread(s) over --link %s, %d s per run "
+                     "(TCG: compare ratios, not absolute numbers)" % (
+                         a.workload, a.vcpus, a.conns, min(a.threads, a.conns), a.link, a.duration))
             with open(os.path.join(top, "compare.txt"), "w") as f:
                 f.write(title + "\n" + table + "\n")
             svg = os.path.join(top, "compare.svg")
