@@ -583,7 +583,7 @@ class Run:
         self.sockdir = tempfile.mkdtemp(prefix="viommu-prof-")
         if self.record:
             with open(self.disk, "wb") as f:
-                f.truncate(self.a.trace_kb * 1024 * self.a.vcpus * 2 + (64 << 20))
+                f.truncate(self.a.trace_kb * 1024 * self.a.vcpus * 4 + (64 << 20))  # text is larger than the ring
         args = self.qemu_args(qemu)
         netns = None
         if a.link in ("tap", "vhost"):
@@ -591,7 +591,7 @@ class Run:
             args = ["ip", "netns", "exec", netns] + args
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
-        timeout = a.timeout or (300 + 3 * a.duration)
+        timeout = a.timeout or (420 + 3 * a.duration + len(a.ramp) * (2 * a.ramp_duration + 60))
         res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload, "ring": a.ring,
                "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
         snaps, hostsnaps = {}, {}
@@ -1110,7 +1110,8 @@ def parse_args(argv):
     ap.add_argument("--repeat", type=int, default=1, help="run every configuration N times, "
                     "interleaved; the table shows the median-throughput run of each (default 1)")
     ap.add_argument("--out", help="result directory (default build/profile/<time>-...)")
-    ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 300 + 3 x duration)")
+    ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 420 + 3 x duration, plus "
+                    "2 x ramp duration + 60 per ramp step)")
     ap.add_argument("--append", default="", help="extra guest kernel command line")
     ap.add_argument("--qemu-arg", action="append", default=[], help="extra QEMU argument (repeatable)")
     ap.add_argument("--json", action="store_true", help="also print the result as JSON")
