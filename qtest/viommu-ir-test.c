@@ -480,6 +480,118 @@ static void test_traces(void)
     g_assert_nonnull(strstr(text, want));
 }
 
+/*
+ * SIRTP latches the IRTA written before it, and only then: the IEC holds
+ * nothing from the old table afterwards (no IEC invalidation in between).
+ */
+static void test_sirtp_drops_iec(void)
+{
+    Ir t;
+    uint64_t other;
+    int64_t sirtp = 0;
+
+    ir_start(&t, NULL, 1, false, false);
+    vtd_irte_set(t.g, t.table, 5, irte_xapic(0x71, 1), 0);
+    msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
+    g_assert_true(irr(&t, 1, 0x71));
+
+    other = vtd_alloc(t.g, 2ULL << IR_S << 4, 4096);
+    vtd_irte_set(t.g, other, 5, irte_xapic(0x72, 0), 0);
+    /* an IRTA write alone changes nothing */
+    vtd_writeq(t.g, VTD_IRTA, other | IR_S);
+    msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
+    g_assert_false(irr(&t, 0, 0x72));
+    if (vt_iommu_is("viommu-vtd")) {
+        sirtp = ir_stat(&t, "iec", "invalidations_sirtp");
+        g_assert_cmpint(ir_stat(&t, "iec", "hits"), >=, 1);
+    }
+    g_assert_true(vtd_gcmd(t.g, VTD_GCMD_SIRTP, true));
+    g_assert_cmphex(vtd_readl(t.g, VTD_GSTS) &
+                    (VTD_GCMD_IRE | VTD_GCMD_SIRTP), ==,
+                    VTD_GCMD_IRE | VTD_GCMD_SIRTP);
+    msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
+    g_assert_true(irr(&t, 0, 0x72));
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_stat(&t, "iec", "invalidations_sirtp"), ==,
+                        sirtp + 1);
+    }
+    ir_stop(&t);
+}
+
+/* A table the unit cannot read: 23h, recorded with the index; no abort */
+static void check_table_fault(uint64_t irta)
+{
+    Ir t;
+
+    ir_start(&t, NULL, 1, false, false);
+    vtd_writeq(t.g, VTD_IRTA, irta | IR_S);
+    g_assert_true(vtd_gcmd(t.g, VTD_GCMD_SIRTP, true));
+    msi(&t, 0, VTD_MSI_REMAPPABLE(9, false), 0x55);
+    g_assert_false(irr(&t, 0, 0x55));
+    g_assert_false(irr(&t, 1, 0x55));
+    check_ir_fault(&t, VTD_FR_IR_TABLE, vt_sid(0), 9);
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_stat(&t, "remappable", "blocked"), ==, 1);
+    }
+    /* the unit still answers, and a good table works again */
+    vtd_irte_set(t.g, t.table, 9, irte_xapic(0x56, 1), 0);
+    vtd_writeq(t.g, VTD_IRTA, t.table | IR_S);
+    g_assert_true(vtd_gcmd(t.g, VTD_GCMD_SIRTP, true));
+    msi(&t, 0, VTD_MSI_REMAPPABLE(9, false), 0);
+    g_assert_true(irr(&t, 1, 0x56));
+    ir_stop(&t);
+}
+
+/* far above the guest's 256 MiB */
+static void test_table_outside_ram(void)
+{
+    check_table_fault(0x7f00000000ULL);
+}
+
+/* the unit's own registers: MMIO, not memory */
+static void test_table_in_mmio(void)
+{
+    check_table_fault(VTD_BASE);
+}
+
+/*
+ * Interrupt requests are DWORD writes: a device's plain DMA write of four
+ * bytes into the window is one (remapped like an MSI), a narrower one is
+ * not, and reaches no APIC, records nothing and fails at the device.
+ */
+static void test_dword_writes_only(void)
+{
+    Ir t;
+    uint64_t addr = VTD_MSI_REMAPPABLE(5, false);
+    uint32_t res;
+    int64_t requests = 0;
+
+    ir_start(&t, NULL, 1, false, false);
+    vtd_irte_set(t.g, t.table, 5, irte_xapic(0x73, 1), 0);
+    if (vt_iommu_is("viommu-vtd")) {
+        requests = ir_stat(&t, NULL, "requests");
+    }
+    for (uint32_t len = 1; len < 4; len++) {
+        g_assert_cmphex(vdma_fill(&t.e.dma[0], addr, len, 0, &res), ==,
+                        VIOMMU_DMA_ST_WRITE_FAULT);
+        g_assert_false(irr(&t, 1, 0x73));
+    }
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_stat(&t, NULL, "requests"), ==, requests);
+        g_assert_cmpint(ir_stat(&t, NULL, "not_interrupt"), ==, 0);
+    }
+    g_assert_cmphex(vdma_fill(&t.e.dma[0], addr, 4, 0, &res), ==,
+                    VIOMMU_DMA_ST_OK);
+    g_assert_true(irr(&t, 1, 0x73));
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_stat(&t, NULL, "requests"), ==, requests + 1);
+    }
+    ir_stop(&t);
+}
+
 /* ---------------------------------------------------------------------- */
 
 typedef struct IrCase {
@@ -511,6 +623,10 @@ static const IrCase cases[] = {
       "D4: the IOAPIC's interrupts skip source-id validation" },
     { "ir/migration", test_migration },
     { "ir/traces", test_traces, NULL, true },
+    { "ir/sirtp-drops-iec", test_sirtp_drops_iec },
+    { "ir/table-outside-ram", test_table_outside_ram },
+    { "ir/table-in-mmio", test_table_in_mmio },
+    { "ir/dword-writes-only", test_dword_writes_only },
 };
 
 static void run_case(const void *data)
