@@ -17,6 +17,7 @@
 #include "qemu/osdep.h"
 #include "qobject/qdict.h"
 #include "qobject/qjson.h"
+#include "qobject/qlist.h"
 #include "qapi/error.h"
 #include "libqos/fw_cfg.h"
 #include "viommu-test-env.h"
@@ -106,6 +107,36 @@ static int64_t ir_stat(Ir *t, const char *section, const char *key)
         g_assert(ir);
     }
     v = qdict_get_int(ir, key);
+    qobject_unref(stats);
+    qobject_unref(resp);
+    return v;
+}
+
+/* viommu-vtd's per-source counts: interrupt_remapping.sources[sid].<key> */
+static int64_t ir_source_stat(Ir *t, uint16_t sid, const char *key)
+{
+    QDict *resp = qtest_qmp(t->e.qts, "{'execute': 'qom-get', 'arguments': "
+                            "{'path': '/machine/peripheral/iommu0', "
+                            "'property': 'stats'}}");
+    QDict *stats, *ir;
+    QList *sources;
+    QListEntry *entry;
+    int64_t v = -1;
+
+    g_assert(qdict_haskey(resp, "return"));
+    stats = qobject_to(QDict, qobject_from_json(qdict_get_str(resp, "return"),
+                                                &error_abort));
+    ir = qdict_get_qdict(stats, "interrupt_remapping");
+    g_assert(ir);
+    sources = qdict_get_qlist(ir, "sources");
+    g_assert(sources);
+    QLIST_FOREACH_ENTRY(sources, entry) {
+        QDict *src = qobject_to(QDict, qlist_entry_obj(entry));
+
+        if (qdict_get_int(src, "sid") == sid) {
+            v = qdict_get_int(src, key);
+        }
+    }
     qobject_unref(stats);
     qobject_unref(resp);
     return v;
@@ -296,6 +327,16 @@ static void test_source_id(void)
     msi(&t, 0, VTD_MSI_REMAPPABLE(10, false), 0);
     g_assert_false(irr(&t, 1, 0x69));
     check_ir_fault(&t, VTD_FR_IR_SID, sid0, 10);
+    /* each source's outcomes, counted apart */
+    if (vt_iommu_is("viommu-vtd")) {
+        g_assert_cmpint(ir_source_stat(&t, sid0, "remapped"), ==, 2);
+        g_assert_cmpint(ir_source_stat(&t, sid0, "blocked"), ==, 1);
+        g_assert_cmpint(ir_source_stat(&t, sid1, "remapped"), ==, 1);
+        g_assert_cmpint(ir_source_stat(&t, sid1, "blocked"), ==, 2);
+        g_assert_cmpint(ir_source_stat(&t, sid1, "passed_through"), ==, 0);
+        g_assert_cmpint(ir_stat(&t, "blocked_by_reason", "ir_source_id"), ==,
+                        3);
+    }
     ir_stop(&t);
 }
 
