@@ -9,6 +9,7 @@
 #
 #   build-qemu-fuzz.sh [NINJA-TARGET...]   default: qemu-fuzz-x86_64
 #   NINJA_JOBS=2                           parallel jobs (a shared 2-core machine)
+#   NICE=10                                niceness of the build
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -21,12 +22,20 @@ obj=$BUILD/qemu-fuzz
 [ -d "$src" ] || die "no QEMU source in build/qemu-src; run scripts/fetch-qemu.sh first."
 command -v clang >/dev/null || die "clang is missing; run scripts/setup-host.sh fuzz."
 
+# The shared ccache as in build-qemu.sh: paths relative to the checkout, so a
+# rebuild in another worktree or a fresh clone hits the same cache.
+export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
+export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1
+as_root mkdir -p "$CCACHE_DIR"
+ccache_wrap=""
+command -v ccache >/dev/null && ccache_wrap="ccache "
+
 # The same lean feature set as build-qemu.sh, with clang, libFuzzer and the sanitizers.
-config_line="--target-list=x86_64-softmmu --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3 --cc=clang --cxx=clang++ --enable-fuzzing --enable-asan --enable-ubsan"
+config_line="--target-list=x86_64-softmmu --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3 --enable-fuzzing --enable-asan --enable-ubsan"
 if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.viommu-lab-config" 2>/dev/null)" != "$config_line" ]; then
     say "configuring QEMU for fuzzing (clang, libFuzzer, ASan+UBSan) in build/qemu-fuzz"
     rm -rf "$obj"; mkdir -p "$obj"
-    (cd "$obj" && "$src/configure" $config_line >configure.log 2>&1) \
+    (cd "$obj" && CC="${ccache_wrap}clang" CXX="${ccache_wrap}clang++" "$src/configure" $config_line >configure.log 2>&1) \
         || { tail -20 "$obj/configure.log" >&2; die "QEMU configure failed; the full log is build/qemu-fuzz/configure.log."; }
     echo "$config_line" > "$obj/.viommu-lab-config"
 fi
@@ -34,6 +43,6 @@ fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(qemu-fuzz-x86_64)
 [ -f "$obj/qemu-fuzz-x86_64" ] || say "building ${targets[*]} in build/qemu-fuzz (a first build takes 30 minutes or more on 2 cores)"
-nice -n 10 ninja -j "${NINJA_JOBS:-2}" -C "$obj" "${targets[@]}" > "$obj/ninja.log" 2>&1 \
+nice -n "${NICE:-10}" ninja -j "${NINJA_JOBS:-2}" -C "$obj" "${targets[@]}" > "$obj/ninja.log" 2>&1 \
     || { grep -E 'error|Error' -m 20 "$obj/ninja.log" >&2 || tail -20 "$obj/ninja.log" >&2; die "QEMU fuzz build failed; the full log is build/qemu-fuzz/ninja.log."; }
 say "QEMU fuzz build ready: build/qemu-fuzz (${targets[*]})"
