@@ -59,6 +59,12 @@ uint32_t FaultRecorder::fsts() const
     return fsts_locked();
 }
 
+uint32_t FaultRecorder::status() const
+{
+    std::lock_guard guard(lock_);
+    return status_;
+}
+
 // An interrupt condition arises only when no status was pending before.
 void FaultRecorder::raise_locked(bool was_pending, Msi &msi)
 {

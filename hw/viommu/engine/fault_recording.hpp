@@ -29,6 +29,10 @@ public:
     // Set FSTS status bits (IQE, ICE, ITE) on behalf of the invalidation queue.
     void set_status(uint32_t bits);
     uint32_t fsts() const;
+    // FSTS's status bits (PFO, IQE, ICE, ITE) alone: what the invalidation
+    // queue asks before each slice.  Unlike fsts() it does not scan the
+    // fault records for PPF/FRI.
+    uint32_t status() const;
 
     struct State {
         uint32_t fsts = 0, fectl = 0, fedata = 0, feaddr = 0, feuaddr = 0;

@@ -157,7 +157,7 @@ void InvalidationQueue::set_enabled(bool on)
 
 bool InvalidationQueue::pending() const
 {
-    return enabled_ && iqh_ != iqt_ && !(faults_.fsts() & fsts::IQE);
+    return enabled_ && iqh_ != iqt_ && !(faults_.status() & fsts::IQE);
 }
 
 static_assert(VTD_QUEUE_SLICE_PROBES > Iotlb::MAX_PAGE_PROBES);
@@ -170,7 +170,7 @@ void InvalidationQueue::error(QueueErrorInfo why)
 
 bool InvalidationQueue::process()
 {
-    if (!enabled_ || (faults_.fsts() & fsts::IQE))
+    if (!enabled_ || (faults_.status() & fsts::IQE))
         return false;
     const uint64_t n = entries();
     const unsigned shift = desc_shift();

@@ -114,9 +114,9 @@ void Engine::write32(uint32_t offset, uint32_t value)
         return;
     }
     if (faults_.handles(offset)) {
-        bool iqe_before = faults_.fsts() & fsts::IQE;
+        bool iqe_before = faults_.status() & fsts::IQE;
         faults_.write32(offset, value);
-        if (iqe_before && !(faults_.fsts() & fsts::IQE))
+        if (iqe_before && !(faults_.status() & fsts::IQE))
             queue_.process();  // the queue resumes at IQH
         return;
     }
