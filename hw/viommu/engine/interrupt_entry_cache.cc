@@ -27,6 +27,7 @@ InterruptEntryCache::Insert InterruptEntryCache::insert(uint16_t index, const Ir
 {
     Set &s = set_of(index);
     std::lock_guard guard(s.lock);
+    filled_.store(true, std::memory_order_seq_cst);
     if (gen_.load(std::memory_order_seq_cst) != token)
         return {};  // an invalidation started after the entry was read
     // The entry itself (a concurrent filler got here first), else a free
@@ -71,7 +72,10 @@ size_t InterruptEntryCache::drop_if(Set &s, uint32_t first, uint32_t last)
 
 size_t InterruptEntryCache::invalidate_all()
 {
+    std::lock_guard serialized(full_invalidation_);
     gen_.fetch_add(1, std::memory_order_seq_cst);
+    if (!filled_.exchange(false, std::memory_order_seq_cst))
+        return 0;
     size_t n = 0;
     for (uint32_t i = 0; i < nsets_; i++)
         n += drop_if(sets_[i], 0, UINT16_MAX);

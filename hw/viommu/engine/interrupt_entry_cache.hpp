@@ -70,6 +70,16 @@ private:
     std::unique_ptr<Set[]> sets_;
     std::atomic<uint64_t> gen_{0};
     std::atomic<size_t> size_{0};
+    // Set by every insert before it checks its token; cleared by the
+    // invalidate_all() that then scans the sets.  Clear: no entry was
+    // inserted since the last full scan, so a reset or global invalidation
+    // of an empty cache (the common case) locks no set.  Both sides are
+    // sequentially consistent: an insert either sees the new generation
+    // (and gives up) or is seen here (and its set is scanned).  Full
+    // invalidations are serialized, so that one that finds the flag clear
+    // never returns while another's scan is still dropping entries.
+    std::atomic<bool> filled_{false};
+    std::mutex full_invalidation_;
 };
 
 }  // namespace viommu::vtd
