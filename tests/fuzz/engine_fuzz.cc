@@ -62,10 +62,14 @@ enum : uint32_t {
     IQA = 0x90,
     ICS = 0x9c,
     IECTL = 0xa0,
+    IRTA = 0xb8,
     IVA = 0x100,
     IOTLB = 0x108,
 };
 constexpr uint32_t TE = 1u << 31, SRTP = 1u << 30, QIE = 1u << 26;
+constexpr uint32_t IRE = 1u << 25, SIRTP = 1u << 24,
+                   CFI = 1u << 23;  // GCMD; GSTS: IRES, IRTPS, CFIS
+constexpr uint64_t IRTA_EIME = 1u << 11;
 constexpr uint32_t FSTS_QUEUE_ERRORS = 0x70;  // IQE, ICE, ITE
 
 // What a walk of the guest's tables as they are now gives (the reference
@@ -124,7 +128,7 @@ struct Model {
         uint64_t dsi, psi0;
     };
     struct Inv {
-        uint8_t kind;  // 1 context global, 2 IOTLB global, 3 domain, 4 page
+        uint8_t kind;  // 1 context global, 2 IOTLB global, 3 domain, 4 page, 5 IEC global
         bool ih;
         uint16_t did;
         uint64_t lo, hi, seq;
@@ -132,6 +136,11 @@ struct Model {
     static constexpr size_t MAX_LEAVES = 512, MAX_RECS = 256;
 
     uint64_t now = 0, first_activity = 0, srtp = 0, gcc = 0, giotlb = 0;
+    // Interrupt remapping: the table latched by the last SIRTP (unknown
+    // after a damaged migration state) and when the interrupt entry cache
+    // was last emptied (SIRTP, reset, a completed global IEC invalidation).
+    bool ir_known = true;
+    uint64_t irt_base = 0, irt_entries = 0, iec = 0;
     uint64_t root = 0;
     bool root_clean = true, root_known = true, overflow = false;
     std::vector<uint32_t> mod = std::vector<uint32_t>(RAM_WORDS);
@@ -150,6 +159,8 @@ struct Model {
     {
         now = first_activity = srtp = gcc = giotlb = root = 0;
         root_clean = root_known = true;
+        ir_known = true;
+        irt_base = irt_entries = iec = 0;
         overflow = false;
         for (uint32_t d = dirty; d; d &= d - 1)
             std::memset(mod.data() + std::countr_zero(d) * (PAGE / 8), 0,
@@ -180,7 +191,7 @@ struct Model {
     // A full flush: reset, as the device does.
     void flushed_all()
     {
-        gcc = giotlb = tick();
+        gcc = giotlb = iec = tick();
         leaves.clear();
         overflow = false;
         pending.clear();
@@ -205,6 +216,9 @@ struct Model {
         switch (v.kind) {
         case 1:
             gcc = std::max(gcc, v.seq);
+            break;
+        case 5:
+            iec = std::max(iec, v.seq);
             break;
         case 2:
             giotlb = std::max(giotlb, v.seq);
@@ -440,6 +454,8 @@ struct Host {
         Model::Inv v{0, false, did, 0, 0, 0};
         if (type == 1 && g == 1 && !(lo & 0xfffc'0000'0000'ffc0ull) && !hi) {
             v.kind = 1;
+        } else if (lo == 4 && !hi) {
+            v.kind = 5;  // global interrupt entry cache invalidation
         } else if (type == 2 && g && !(lo & 0xffff'ffff'0000'ff00ull) && !(hi & 0xf80)) {
             if (g == 1) {
                 v.kind = 2;
@@ -549,7 +565,7 @@ struct Host {
             FUZZ_CHECK(iqh % 16 == 0 && iqh / 16 < queue_entries, iqh, queue_entries);
         }
         uint32_t gsts = rd(GSTS, 4);
-        FUZZ_CHECK(!(gsts & ~(TE | SRTP | QIE)), gsts);
+        FUZZ_CHECK(!(gsts & ~(TE | SRTP | QIE | (cfg.intremap ? IRE | SIRTP | CFI : 0))), gsts);
         registered(off, value, size);
     }
 
@@ -559,6 +575,12 @@ struct Host {
         bool valid = (size == 4 || size == 8) && off < 0x1000 && off % size == 0;
         if (!valid)
             return;
+        if (off == GCMD && (value & SIRTP) && cfg.intremap) {
+            uint64_t irta = rd(IRTA, 8);
+            m.irt_base = irta & ~0xfffull;
+            m.irt_entries = uint64_t{2} << (irta & 0xf);
+            m.iec = m.tick();
+        }
         if (off == GCMD && (value & SRTP)) {
             uint64_t rta = rd(RTADDR, 8);
             m.root = rta & ~0xfffull;
@@ -782,6 +804,48 @@ struct Host {
             m.cached(ref.did, ref.lo, ref.hi, s);  // a leaf that denied the access; CM: not-present
     }
 
+    // An interrupt request.  Oracles: the outcome is one of the four and
+    // a fault comes only with BLOCKED; an address outside 0xFEExxxxx is
+    // not an interrupt and every other is; without ECAP.IR or with
+    // GSTS.IRES clear the request passes through unchanged; asking again
+    // gives the same answer; and a remappable request remapped through a
+    // remapped-format IRTE of the latched table that was not written since
+    // the cache was last emptied gets that IRTE's vector (what the guest
+    // reads in its table is what the unit uses, once it has invalidated).
+    void remap(uint16_t sid, uint64_t addr, uint32_t data, bool record)
+    {
+        bool ires = rd(GSTS, 4) & IRE;
+        VtdInterrupt o{};
+        VtdIrResult r = vtd_engine_remap_interrupt(e, sid, addr, data, record, &o);
+        FUZZ_CHECK(r >= VTD_IR_REMAPPED && r <= VTD_IR_NOT_INTERRUPT, r);
+        FUZZ_CHECK((r == VTD_IR_BLOCKED) == (o.fault != VTD_FR_NONE), r, o.fault);
+        bool interrupt = (addr >> 20) == 0xfee;
+        FUZZ_CHECK((r == VTD_IR_NOT_INTERRUPT) == !interrupt, r, addr);
+        if (interrupt && (!cfg.intremap || !ires))
+            FUZZ_CHECK(r == VTD_IR_PASS_THROUGH, r, addr);
+        if (r == VTD_IR_PASS_THROUGH)
+            FUZZ_CHECK(o.addr == addr && o.data == data, o.addr, o.data);
+        VtdInterrupt o2{};
+        VtdIrResult r2 = vtd_engine_remap_interrupt(e, sid, addr, data, false, &o2);
+        FUZZ_CHECK(r2 == r && o2.addr == o.addr && o2.data == o.data && o2.vector == o.vector &&
+                       o2.dest == o.dest && o2.fault == o.fault,
+                   r, r2);
+        if (r != VTD_IR_REMAPPED || !(addr & 0x10) || !m.ir_known)
+            return;
+        uint64_t index = ((addr >> 5) & 0x7fff) | ((addr >> 2) & 1) << 15;
+        if (addr & 8)
+            index += data & 0xffff;  // SHV: the subhandle is added
+        if (index >= m.irt_entries || m.irt_base >= RAM_SIZE ||
+            index * 16 > RAM_SIZE - 16 - m.irt_base)
+            return;
+        uint64_t a = m.irt_base + index * 16, lo;
+        word(a, lo);
+        uint64_t w0 = m.mod[a / 8], w1 = m.mod[a / 8 + 1];
+        if ((lo & 0x8000) || (w0 && w0 >= m.iec) || (w1 && w1 >= m.iec))
+            return;  // posted format, or written since the cache was emptied
+        FUZZ_CHECK(o.vector == ((lo >> 16) & 0xff), o.vector, lo);
+    }
+
     struct WalkCtx {
         Host *h;
         uint64_t start, end, leaves;
@@ -837,6 +901,7 @@ struct Host {
             FUZZ_CHECK(iqh % 16 == 0 && iqh <= 0x7fff0, iqh);
             // Whatever root table the damaged state named: the model stops.
             m.root_known = false;
+            m.ir_known = false;
             m.pending.clear();
         }
     }
@@ -894,7 +959,7 @@ uint64_t config_key(const VtdConfig &c)
     return uint64_t{c.aw_bits} | uint64_t{c.pass_through} << 8 | uint64_t{c.caching_mode} << 9 |
            uint64_t{c.device_iotlb} << 10 | uint64_t{c.superpage_1g} << 11 |
            uint64_t{c.fault_records} << 12 | uint64_t{c.context_entries} << 24 |
-           uint64_t{c.iotlb_entries} << 44;
+           uint64_t{c.iotlb_entries} << 44 | uint64_t{c.intremap} << 62 | uint64_t{c.eim} << 63;
 }
 
 VtdEngine *engine_for(Host &h)
@@ -941,6 +1006,92 @@ Host &host()
     return h;
 }
 
+// Interrupt remapping, behind opcode 18: the table pointer and its latch,
+// IRE and CFI, IRTEs in guest RAM, IEC invalidation descriptors, and
+// interrupt requests in remappable, compatibility and arbitrary formats.
+void ir_op(Host &h, fuzz::Input &in, uint32_t &gcmd, uint64_t q_base, uint64_t &q_tail,
+           unsigned q_qs)
+{
+    switch (in.u8() % 8) {
+    case 0: {  // IRTA: table, size, EIME, reserved bits now and then
+        uint64_t v = h.pointer(in) & ~0xfffull;
+        uint8_t b = in.u8();
+        v |= (b & 0xf) | (b & 0x10 ? IRTA_EIME : 0) | (b & 0x20 ? uint64_t{b} << 4 : 0);
+        h.wr(IRTA, v, 8);
+        break;
+    }
+    case 1:  // latch it
+        h.wr(GCMD, gcmd | SIRTP, 4);
+        break;
+    case 2: {  // IRE and CFI on or off
+        uint8_t b = in.u8();
+        gcmd = (b & 1) ? gcmd | IRE : gcmd & ~IRE;
+        gcmd = (b & 2) ? gcmd | CFI : gcmd & ~CFI;
+        h.wr(GCMD, gcmd, 4);
+        break;
+    }
+    case 3: {  // an IRTE in the latched (or the programmed) table
+        uint64_t base = in.flag() ? h.m.irt_base : h.rd(IRTA, 8) & ~0xfffull;
+        uint64_t a = base + uint64_t(in.u16() & 0x3ff) * 16;
+        uint8_t how = in.u8();
+        uint64_t lo, hi;
+        if (how & 1) {
+            lo = in.u64();
+            hi = in.u64();
+        } else {
+            // One read per statement: g++ and clang must see the same.
+            uint64_t dest = (how & 2) ? uint64_t{in.u32()} : uint64_t{in.u8()} << 8;
+            lo = 1 | (in.u8() & 0x3e);         // P, FPD, DM, RH, TM
+            lo |= uint64_t(in.u8() & 7) << 5;  // DLM
+            lo |= uint64_t{in.u8()} << 16;     // vector
+            lo |= dest << 32;
+            hi = 0;
+            if (how & 4) {
+                hi = in.u16();                        // SID
+                hi |= uint64_t(in.u8() & 0xf) << 16;  // SQ, SVT
+            }
+        }
+        h.put64(a, lo);
+        h.put64(a + 8, hi);
+        break;
+    }
+    case 4: {  // an IEC invalidation at the queue's tail: global or by index
+        uint64_t lo = 4;
+        if (in.flag()) {
+            lo |= 16 | uint64_t(in.u8() & 0x1f) << 27;  // IM
+            lo |= uint64_t{in.u16()} << 32;             // IIDX
+        }
+        uint64_t n = uint64_t{256} << q_qs;
+        h.put64(q_base + q_tail * 16, lo);
+        h.put64(q_base + q_tail * 16 + 8, 0);
+        q_tail = (q_tail + 1) % n;
+        h.wr(IQT, q_tail << 4, 4);
+        break;
+    }
+    default: {  // an interrupt request
+        uint16_t sid = in.flag() ? in.u16() : in.u8();
+        uint8_t how = in.u8();
+        uint64_t addr;
+        uint32_t data;
+        if ((how & 3) == 0) {
+            addr = in.u64();
+            data = in.u32();
+        } else if ((how & 3) == 1) {  // compatibility format
+            addr = 0xfee00000 | uint64_t{in.u8()} << 12;
+            addr |= in.u8() & 0xc;
+            data = in.u16();
+        } else {  // remappable format, handle in bits 19:5 and 2, SHV in 3
+            uint16_t handle = in.u16() & 0x3ff;
+            addr = 0xfee00000 | uint64_t(handle & 0x7fff) << 5 | 0x10 | (how & 4 ? 8 : 0) |
+                   ((handle >> 15) & 1) << 2;
+            data = (how & 8) ? in.u32() : in.u8() & 3;
+        }
+        h.remap(sid, addr, data, how & 0x10);
+        break;
+    }
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -951,6 +1102,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t c0 = in.u8(), c1 = in.u8();
     vtd_config_default(&h.cfg);
     h.cfg.aw_bits = (c0 & 3) == 0 ? 39 : (c0 & 3) == 1 ? 48 : (c0 & 3) == 2 ? 57 : 48;
+    // Interrupt remapping with the fourth address-width value (48 again),
+    // x2APIC destinations with half of those.
+    h.cfg.intremap = (c0 & 3) == 3;
+    h.cfg.eim = h.cfg.intremap && (c1 & 0x80);
     h.cfg.pass_through = c0 & 4;
     h.cfg.caching_mode = c0 & 8;
     h.cfg.device_iotlb = c0 & 16;
@@ -1125,6 +1280,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 h.m.flushed_all();
                 h.m.root = 0;
                 h.m.root_clean = h.m.root_known = true;
+                h.m.ir_known = true;
+                h.m.irt_base = h.m.irt_entries = 0;
                 gcmd = 0;
                 break;
             case 0x5b:
@@ -1132,6 +1289,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
             case 0x5c:
                 vtd_engine_count_notify(h.e, VTD_NOTIFY_UNMAP, 1);
+                break;
+            default:
+                ir_op(h, in, gcmd, q_base, q_tail, q_qs);
                 break;
             }
             break;
