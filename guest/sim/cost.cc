@@ -12,13 +12,16 @@ CostModel CostModel::standard()
         .tree_update = 80,
         .mag_op = 5,
         .lock_local = 20,
-        .line_transfer = 70,
+        .line_transfer = 32,
+        .line_transfer_socket = 114,
+        .atomic = 8,
         .handoff_lines = 3,
         .pte_update = 60,
         .inv_submit = 150,
         .inv_hw_fetch = 500,
         .inv_hw_desc = 300,
         .inv_poll = 30,
+        .smmu_hw_desc = 1500,
     };
 }
 
@@ -35,12 +38,15 @@ std::string CostModel::json() const
     field("mag_op", mag_op);
     field("lock_local", lock_local);
     field("line_transfer", line_transfer);
+    field("line_transfer_socket", line_transfer_socket);
+    field("atomic", atomic);
     field("handoff_lines", handoff_lines);
     field("pte_update", pte_update);
     field("inv_submit", inv_submit);
     field("inv_hw_fetch", inv_hw_fetch);
     field("inv_hw_desc", inv_hw_desc);
     field("inv_poll", inv_poll);
+    field("smmu_hw_desc", smmu_hw_desc);
     return out + "}";
 }
 

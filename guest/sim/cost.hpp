@@ -18,8 +18,10 @@ struct CostModel {
     Nanos tree_update = 0;  // one rbtree insert or erase, with struct iova alloc/free
     Nanos mag_op = 0;       // one magazine push/pop/swap
     // locks and shared cache lines
-    Nanos lock_local = 0;        // acquire + release, lock line already in this CPU's cache
-    Nanos line_transfer = 0;     // one cache line fetched from another core
+    Nanos lock_local = 0;            // acquire + release, lock line already in this CPU's cache
+    Nanos line_transfer = 0;         // one cache line fetched from another core on the same socket
+    Nanos line_transfer_socket = 0;  // ... from a core on another socket
+    Nanos atomic = 0;            // one atomic read-modify-write, line already in this CPU's cache
     unsigned handoff_lines = 0;  // lines a critical section pulls from the previous holder
     // IOMMU mapping and invalidation
     Nanos pte_update = 0;    // IOMMU page-table write for one map or unmap
@@ -27,10 +29,17 @@ struct CostModel {
     Nanos inv_hw_fetch = 0;  // hardware: fetch after a tail/prod write, before the first descriptor
     Nanos inv_hw_desc = 0;   // hardware processing of one descriptor (invalidation or wait/sync)
     Nanos inv_poll = 0;      // one poll of a completion word, between polls
+    // Arm SMMUv3: hardware time per command (TLBI or CMD_SYNC) in a gathered list
+    Nanos smmu_hw_desc = 0;
 
     static CostModel standard();
     // Cost of taking a lock whose line (and data) were last used by another CPU.
     Nanos remote_handoff() const { return line_transfer * handoff_lines; }
+    // One line moved between two cores, on the same socket or not.
+    Nanos transfer(bool same_socket) const
+    {
+        return same_socket ? line_transfer : line_transfer_socket;
+    }
     std::string json() const;
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <deque>
 
 namespace viommu::sim {
 
@@ -20,6 +22,26 @@ double InvStats::mean_issue_ns(bool owner) const
     return n ? double(t) / double(n) : 0;
 }
 
+namespace {
+std::string per_cpu_list(const std::vector<InvStats::PerCpu> &v)
+{
+    if (v.empty())
+        return {};
+    std::string o = ",\"per_cpu\":[";
+    for (size_t i = 0; i < v.size(); i++)
+        o += std::string(i ? "," : "") + "{\"owners\":" + std::to_string(v[i].owners) +
+             ",\"nonowners\":" + std::to_string(v[i].nonowners) +
+             ",\"owner_poll_ns\":" + std::to_string(v[i].owner_poll_ns) +
+             ",\"nonowner_poll_ns\":" + std::to_string(v[i].nonowner_poll_ns) + "}";
+    return o + "]";
+}
+}  // namespace
+
+std::string InvStats::per_cpu_json() const
+{
+    return per_cpu_list(per_cpu);
+}
+
 std::string InvStats::json() const
 {
     return "{\"submissions\":" + std::to_string(submissions) +
@@ -29,7 +51,10 @@ std::string InvStats::json() const
            ",\"nonowner_poll_ns\":" + std::to_string(nonowner_poll_ns) +
            ",\"owner_wait_ns\":" + std::to_string(owner_wait_ns) +
            ",\"busy_ns\":" + std::to_string(busy_ns) +
-           ",\"owner_busy_ns\":" + std::to_string(owner_busy_ns) + "}";
+           ",\"owner_busy_ns\":" + std::to_string(owner_busy_ns) +
+           ",\"reservations\":" + std::to_string(reservations) +
+           ",\"cmpxchg_retries\":" + std::to_string(cmpxchg_retries) +
+           ",\"reserve_ns\":" + std::to_string(reserve_ns) + per_cpu_json() + "}";
 }
 
 void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
@@ -54,9 +79,13 @@ Nanos InvQueue::consume(Nanos published, unsigned descs, bool fetch)
     Nanos start = std::max(published, hw_free_at_);
     if (fetch)
         last_fetch_ = start;
-    hw_free_at_ =
-        start + (fetch ? m_.cost().inv_hw_fetch : 0) + Nanos{descs} * m_.cost().inv_hw_desc;
+    hw_free_at_ = start + (fetch ? m_.cost().inv_hw_fetch : 0) + Nanos{descs} * desc_ns();
     return hw_free_at_;
+}
+
+Nanos InvQueue::desc_ns() const
+{
+    return kind_ == "vtd" ? m_.cost().inv_hw_desc : m_.cost().smmu_hw_desc;
 }
 
 Nanos InvQueue::poll_until(unsigned cpu, Nanos done)
@@ -103,52 +132,167 @@ private:
     bool poll_locked_;
 };
 
+// One contended cache line (a word several CPUs update with atomics): the
+// atomics on it take effect one after the other; each pays the transfer
+// of the line from the CPU that last wrote it.
+class ContendedLine {
+public:
+    // An atomic by @cpu ready at @t; returns when it completes.
+    Nanos rmw(Machine &m, unsigned cpu, Nanos t)
+    {
+        Nanos start = std::max(t, free_at_);
+        Nanos xfer = last_cpu_ >= 0 && last_cpu_ != static_cast<int>(cpu)
+                         ? m.transfer(static_cast<unsigned>(last_cpu_), cpu)
+                         : 0;
+        free_at_ = start + xfer + m.cost().atomic;
+        last_cpu_ = static_cast<int>(cpu);
+        return free_at_;
+    }
+    // A plain read by @cpu at @t (shared: it does not hold the line up).
+    Nanos read(const Machine &m, unsigned cpu, Nanos t) const
+    {
+        return t + (last_cpu_ >= 0 && last_cpu_ != static_cast<int>(cpu)
+                        ? m.transfer(static_cast<unsigned>(last_cpu_), cpu)
+                        : 0);
+    }
+    Nanos free_at() const { return free_at_; }
+
+private:
+    Nanos free_at_ = 0;
+    int last_cpu_ = -1;
+};
+
+// arm_smmu_cmdq_issue_cmdlist() (drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.c,
+// 5.5-6.1).  Submissions are entered in virtual-time order of their start
+// (Machine::sync_point) and computed to completion: the shared state below
+// (the words' lines, the current owner's window, the last publication)
+// only ever moves forward in time.
 class LockFreeQueue final : public InvQueue {
 public:
-    LockFreeQueue(Machine &m)
-        : InvQueue("smmu-lockfree", m), prod_(m.make_lock("smmu-lockfree.prod"))
+    LockFreeQueue(Machine &m, bool cmpxchg)
+        : InvQueue(cmpxchg ? "smmu-lockfree" : "smmu-fetch-add", m), cmpxchg_(cmpxchg)
     {
+        stats_.per_cpu.resize(m.ncpus());
     }
 
 private:
     void submit(unsigned cpu, unsigned descs) override
     {
         const CostModel &c = m_.cost();
-        // cmpxchg on the shared {prod, cons, OWNED} word: a one-line
-        // critical section in the cost model
-        m_.atomic_rmw(prod_, cpu, "reserve");
-        bool owner = m_.now(cpu) >= open_until_;
-        // write the commands to the reserved slots, set their valid bits
-        m_.advance(cpu, c.inv_submit / 2 + c.line_transfer);
+        m_.sync_point(cpu);
+        Nanos t0 = m_.now(cpu);
+        bool gathered = false;
+        Nanos t = reserve(cpu, t0, gathered);
+        stats_.reserve_ns += t - t0;
+        stats_.reservations++;
+        // OWNED was clear in the value our atomic replaced: we own the
+        // next batch and set OWNED for everyone after us.
+        bool owner = !gathered;
+        // write the commands (16 bytes each: the slots' lines come from
+        // whoever used them a revolution ago), then the shared side of
+        // cmdq->lock and the valid bits, each an atomic on a shared line
+        unsigned lines = (descs + 1 + 3) / 4;
+        t += lines * m_.transfer_from_any(cpu);
+        t = lock_.rmw(m_, cpu, t);
+        t = valid_.rmw(m_, cpu, t);
+        InvStats::PerCpu &pc = stats_.per_cpu.at(cpu);
+        Nanos done;
         if (owner) {
             stats_.owners++;
             stats_.batches++;
-            Nanos ready = m_.now(cpu);
-            // wait for the previous owner to publish, then clear OWNED
-            // (another atomic on the producer word): everything reserved
-            // before that is ours to publish
-            m_.advance_to(cpu, published_);
-            stats_.owner_wait_ns += m_.now(cpu) - ready;
-            open_until_ = m_.now(cpu) + c.line_transfer + c.lock_local;
-            // (not queued on prod_: reservations simulated after this
-            // operation may precede it in virtual time)
-            m_.advance(cpu, 2 * c.line_transfer + c.lock_local + c.inv_submit / 2);
-            published_ = m_.now(cpu);
-            Nanos done = consume(published_, descs + 1, true);
-            stats_.owner_poll_ns += poll_until(cpu, done);
+            pc.owners++;
+            // a. wait for the previous owner's owner_prod
+            Nanos ready = t;
+            t = std::max(t, published_);
+            stats_.owner_wait_ns += t - ready;
+            // b. stop gathering: fetch_andnot(OWNED) on the reservation
+            // word.  It queues behind every reservation that reaches the
+            // line before it; those are entered later (they start later)
+            // and push it back (reserve()).  Booked on the line when the
+            // first reservation after it arrives.
+            clear_ready_ = t;
+            clear_cpu_ = cpu;
+            clear_pending_ = true;
+            clear_at_ = std::max(t, word_.free_at()) + c.line_transfer + c.atomic;
+            // c. poll the valid bitmap over the gathered range, d. write the
+            // producer register (an uncached MMIO write), e. owner_prod
+            published_ = publish_time();
+            t = published_;
+            done = consume(published_, descs + 1, true);
         } else {
-            // published by the current owner; our commands follow its list
-            Nanos done = consume(std::max(published_, m_.now(cpu)), descs + 1, false);
-            stats_.nonowner_poll_ns += poll_until(cpu, done);
+            pc.nonowners++;
+            // our slots follow the current owner's; the hardware reaches
+            // them once it published and our valid bits are set
+            done = consume(std::max(published_, t), descs + 1, false);
         }
+        m_.advance_to(cpu, t);
+        Nanos poll = poll_until(cpu, done);
+        (owner ? stats_.owner_poll_ns : stats_.nonowner_poll_ns) += poll;
+        (owner ? pc.owner_poll_ns : pc.nonowner_poll_ns) += poll;
+        // drop the shared lock (atomic_dec; the last holder also writes
+        // cons).  Charged, not queued on the line: it happens after the
+        // poll, later than the reservations the other CPUs enter next.
+        m_.advance(cpu, lock_.read(m_, cpu, 0) + c.atomic);
     }
 
-    VirtualLock &prod_;
-    Nanos open_until_ = 0;  // the current owner stops gathering at this time
-    Nanos published_ = 0;   // the last owner's producer-register write
+    // Step 1: reserve slots on the {prod | OWNED, cons} word.  cmpxchg: read
+    // the word, compute the new prod, cmpxchg; every reservation that lands
+    // between our read and our cmpxchg makes it fail (it returns the new
+    // value) and we try again.  Reservations still in flight when we read
+    // the word all land before our cmpxchg (the line serves them first),
+    // so each costs us one failed attempt, and each failed attempt holds
+    // the line like a successful one: the line's time per reservation
+    // grows with the CPUs contending for it.  fetch-add: one atomic.
+    // @gathered: the atomic landed while OWNED was set (before the current
+    // owner's fetch_andnot), so this CPU is not an owner.
+    Nanos reserve(unsigned cpu, Nanos t, bool &gathered)
+    {
+        unsigned retries = 0;
+        if (cmpxchg_) {
+            Nanos snapshot = word_.read(m_, cpu, t);
+            while (!landed_.empty() && landed_.front() <= snapshot)
+                landed_.pop_front();
+            retries = static_cast<unsigned>(landed_.size());
+            t = snapshot;
+        }
+        // the owner's fetch_andnot is ahead of us on the line if it was
+        // ready before our first attempt could start
+        gathered = clear_pending_ && std::max(t, word_.free_at()) < clear_ready_;
+        if (clear_pending_ && !gathered) {
+            word_.rmw(m_, clear_cpu_, clear_ready_);
+            clear_pending_ = false;
+        }
+        for (unsigned i = 0; i <= retries; i++)
+            t = word_.rmw(m_, cpu, t);
+        stats_.cmpxchg_retries += retries;
+        landed_.push_back(t);
+        if (gathered) {
+            // the owner clears OWNED after us, publishes later
+            clear_at_ = std::max(clear_at_, t) + m_.cost().line_transfer + m_.cost().atomic;
+            published_ = std::max(published_, publish_time());
+        }
+        return t;
+    }
+
+    Nanos publish_time() const
+    {
+        return valid_.read(m_, clear_cpu_, clear_at_) + m_.cost().inv_submit;
+    }
+
+    bool cmpxchg_;
+    ContendedLine word_;          // cmdq->q.llq: prod | OWNED, cons
+    ContendedLine lock_;          // cmdq->lock (shared/exclusive)
+    ContendedLine valid_;         // cmdq->valid_map
+    std::deque<Nanos> landed_;    // completion times of recent reservations
+    bool clear_pending_ = false;  // the current owner's fetch_andnot is not on the line yet
+    Nanos clear_ready_ = 0;       // ... it is issued at this time
+    Nanos clear_at_ = 0;          // ... and completes at this time (so far)
+    unsigned clear_cpu_ = 0;
+    Nanos published_ = 0;  // the last owner's producer-register write
 };
 
-constexpr std::array<std::string_view, 3> kind_names{"vtd", "smmu-spinlock", "smmu-lockfree"};
+constexpr std::array<std::string_view, 4> kind_names{"vtd", "smmu-spinlock", "smmu-lockfree",
+                                                     "smmu-fetch-add"};
 
 }  // namespace
 
@@ -164,7 +308,9 @@ std::unique_ptr<InvQueue> InvQueue::create(std::string_view kind, Machine &m)
     if (kind == "smmu-spinlock")
         return std::make_unique<LockedQueue>(kind, m, true);
     if (kind == "smmu-lockfree")
-        return std::make_unique<LockFreeQueue>(m);
+        return std::make_unique<LockFreeQueue>(m, true);
+    if (kind == "smmu-fetch-add")
+        return std::make_unique<LockFreeQueue>(m, false);
     return nullptr;
 }
 

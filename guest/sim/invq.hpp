@@ -6,12 +6,23 @@
 //                  release, then spin on the wait descriptor's status.
 //   smmu-spinlock  SMMUv3 before 5.4 with polled CMD_SYNC: the queue lock
 //                  is held while the CPU polls the consumer index.
-//   smmu-lockfree  SMMUv3 from 5.4 (nvme-smmuv3-cmdq): slots reserved by an atomic
-//                  on the shared producer word; the CPU that finds the
-//                  OWNED flag clear becomes the owner, waits for the
-//                  previous owner to publish, gathers every list reserved
-//                  until then and writes the producer register once; every
-//                  CPU polls for its own CMD_SYNC.
+//   smmu-lockfree  SMMUv3 from 5.4, arm_smmu_cmdq_issue_cmdlist() as in 5.5
+//                  to 6.1 (nvme-smmuv3-cmdq): slots reserved by a cmpxchg
+//                  loop on the shared {prod | OWNED, cons} word, retried
+//                  whenever another CPU's reservation landed since the
+//                  value was read; the CPU that finds OWNED clear is the
+//                  owner.  Every CPU writes its commands, takes the
+//                  shared side of cmdq->lock (an atomic increment) and
+//                  marks its slots valid (an atomic on the valid bitmap).
+//                  The owner waits for the previous owner's owner_prod,
+//                  clears OWNED (fetch_andnot on the same word: it queues
+//                  behind the reservations in flight, so the gather window
+//                  grows with contention), polls the valid bitmap for what
+//                  it gathered, writes the producer register once and
+//                  publishes owner_prod.  Every CPU then polls its own
+//                  CMD_SYNC's MSI word and drops the shared lock.
+//   smmu-fetch-add the same queue with the slots reserved by one fetch-add
+//                  (no retry: what a single atomic would give).
 //
 // The hardware fetches what a tail/prod register write published
 // (CostModel::inv_hw_fetch), then consumes the descriptors one after the
@@ -26,16 +37,25 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "machine.hpp"
 
 namespace viommu::sim {
 
 struct InvStats {
+    struct PerCpu {
+        uint64_t owners = 0, nonowners = 0;
+        Nanos owner_poll_ns = 0, nonowner_poll_ns = 0;
+    };
     uint64_t submissions = 0;
-    uint64_t descriptors = 0;                       // invalidation descriptors, without waits/syncs
-    uint64_t owners = 0;                            // smmu-lockfree: submissions that were owners
-    uint64_t batches = 0;                           // producer-register writes
+    uint64_t reservations = 0;     // smmu lock-free queues: successful reservations
+    uint64_t cmpxchg_retries = 0;  // ... failed cmpxchg attempts before them
+    Nanos reserve_ns = 0;          // ... time from the first read to the successful atomic
+    std::vector<PerCpu> per_cpu;   // smmu lock-free queues, by CPU
+    uint64_t descriptors = 0;      // invalidation descriptors, without waits/syncs
+    uint64_t owners = 0;           // smmu-lockfree: submissions that were owners
+    uint64_t batches = 0;          // producer-register writes
     Nanos owner_poll_ns = 0, nonowner_poll_ns = 0;  // waiting for the sync/wait descriptor
     Nanos owner_wait_ns = 0;                        // owner waiting for the previous owner
     Nanos busy_ns = 0;                              // CPU time inside submit_and_wait
@@ -46,7 +66,12 @@ struct InvStats {
 
     double owner_share() const { return submissions ? double(owners) / double(submissions) : 0; }
     double mean_poll_ns(bool owner) const;
+    double retries_per_reservation() const
+    {
+        return reservations ? double(cmpxchg_retries) / double(reservations) : 0;
+    }
     std::string json() const;
+    std::string per_cpu_json() const;  // ",\"per_cpu\":[...]" or empty
 };
 
 class InvQueue {
@@ -59,7 +84,12 @@ public:
     // returns when the hardware has completed them; advances its clock.
     void submit_and_wait(unsigned cpu, unsigned descs);
     const InvStats &stats() const { return stats_; }
-    void reset_stats() { stats_ = {}; }
+    void reset_stats()
+    {
+        size_t n = stats_.per_cpu.size();
+        stats_ = {};
+        stats_.per_cpu.resize(n);
+    }
     std::string_view kind() const { return kind_; }
 
 protected:
@@ -68,6 +98,8 @@ protected:
     // Hardware: start at max(@published, previous end), fetching first if
     // @fetch (a new tail/prod write); returns when @descs are done.
     Nanos consume(Nanos published, unsigned descs, bool fetch);
+    // hardware time per descriptor of this queue's IOMMU
+    Nanos desc_ns() const;
     // Poll until @done; returns the time spent polling.
     Nanos poll_until(unsigned cpu, Nanos done);
 

@@ -7,9 +7,29 @@
 
 namespace viommu::sim {
 
-Machine::Machine(unsigned ncpus, const CostModel &cost)
-    : cost_(cost), clocks_(std::max(ncpus, 1u), 0), window_start_(clocks_.size(), 0)
+Machine::Machine(unsigned ncpus, const CostModel &cost, unsigned sockets)
+    : cost_(cost), sockets_(std::clamp(sockets, 1u, std::max(ncpus, 1u))),
+      clocks_(std::max(ncpus, 1u), 0), window_start_(clocks_.size(), 0)
 {
+}
+
+unsigned Machine::socket_of(unsigned cpu) const
+{
+    return static_cast<unsigned>(uint64_t{cpu} * sockets_ / clocks_.size());
+}
+
+Nanos Machine::transfer_from_any(unsigned to) const
+{
+    size_t n = clocks_.size();
+    if (n < 2)
+        return cost_.line_transfer;
+    // other CPUs on @to's socket and on the others
+    uint64_t same = 0;
+    for (unsigned c = 0; c < n; c++)
+        same += c != to && socket_of(c) == socket_of(to);
+    uint64_t other = n - 1 - same;
+    return (same * cost_.line_transfer + other * cost_.line_transfer_socket + (n - 2) / 2) /
+           (n - 1);
 }
 
 unsigned Machine::next_cpu() const
@@ -37,9 +57,10 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
     }
     bool waited = blocked || l.free_at_ > start;
     bool remote = l.last_cpu_ >= 0 && l.last_cpu_ != static_cast<int>(cpu);
+    Nanos xfer = remote ? transfer(static_cast<unsigned>(l.last_cpu_), cpu) : 0;
     advance_to(cpu, l.free_at_);
     // The lock word comes over in the lock function ...
-    clocks_[cpu] += cost_.lock_local + (remote ? cost_.line_transfer : 0);
+    clocks_[cpu] += cost_.lock_local + xfer;
     auto it = l.sites_.find(site);
     if (it == l.sites_.end())
         it = l.sites_.emplace(std::string(site), SpinRecord{}).first;
@@ -53,7 +74,7 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
     l.held_since_ = clocks_[cpu];
     // ... the data it protects is pulled in inside the critical section.
     if (remote && lines > 1)
-        clocks_[cpu] += cost_.line_transfer * (lines - 1);
+        clocks_[cpu] += xfer * (lines - 1);
     return waited;
 }
 

@@ -69,9 +69,22 @@ public:
 
 class Machine {
 public:
-    Machine(unsigned ncpus, const CostModel &cost);
+    // @sockets: the CPUs are numbered socket by socket (CPU c is on socket
+    // c * sockets / ncpus), as the kernel numbers the cores of a
+    // multi-socket machine without SMT.
+    Machine(unsigned ncpus, const CostModel &cost, unsigned sockets = 1);
 
     unsigned ncpus() const { return static_cast<unsigned>(clocks_.size()); }
+    unsigned sockets() const { return sockets_; }
+    unsigned socket_of(unsigned cpu) const;
+    // One cache line moved from @from's cache to @to's.
+    Nanos transfer(unsigned from, unsigned to) const
+    {
+        return cost_.transfer(socket_of(from) == socket_of(to));
+    }
+    // A line last written by some other CPU, not a known one: the mean over
+    // the other CPUs of the machine.
+    Nanos transfer_from_any(unsigned to) const;
     const CostModel &cost() const { return cost_; }
     Nanos now(unsigned cpu) const { return clocks_[cpu]; }
     void advance(unsigned cpu, Nanos d) { clocks_[cpu] += d; }
@@ -85,6 +98,13 @@ public:
 
     // nullptr: no suspension, attempts ordered by their step's start.
     void set_yielder(Yielder *y) { yielder_ = y; }
+    // Let every CPU with a smaller clock run first (a model that keeps its
+    // own shared state enters it in virtual-time order).
+    void sync_point(unsigned cpu)
+    {
+        if (yielder_)
+            yielder_->before_attempt(cpu);
+    }
     // Locks live as long as the Machine; the reference stays valid.
     VirtualLock &make_lock(std::string name);
     // Returns true if @cpu had to wait for another holder.
@@ -116,6 +136,7 @@ public:
 
 private:
     CostModel cost_;
+    unsigned sockets_ = 1;
     std::vector<Nanos> clocks_;
     std::vector<Nanos> window_start_;
     std::deque<VirtualLock> locks_;

@@ -194,8 +194,8 @@ const std::vector<Info> &table()
          "runs a sweep)",
          uint_field(&Params::cpus, 1, 256)},
         {"sockets", "sockets", "1", all,
-         "sockets the CPUs are spread over (recorded; the cost model charges every transfer as "
-         "same-socket)",
+         "sockets the CPUs are spread over, numbered socket by socket (a cache line moved "
+         "between sockets costs line_transfer_socket)",
          uint_field(&Params::sockets, 1, 16)},
         {"devices", "devices", "1", all, "devices (NVMe drives, NIC ports) doing DMA",
          uint_field(&Params::devices, 1, 255)},
@@ -530,7 +530,9 @@ std::string Params::invq() const
 {
     if (iommu == "vtd")
         return "vtd";
-    return cmdq == "spinlock" ? "smmu-spinlock" : "smmu-lockfree";
+    if (cmdq == "spinlock")
+        return "smmu-spinlock";
+    return cmdq == "fetch-add" ? "smmu-fetch-add" : "smmu-lockfree";
 }
 
 std::vector<unsigned> Params::irq_cpu_list(std::string *error) const

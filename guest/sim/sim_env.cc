@@ -107,7 +107,7 @@ void SimEnv::charge(iova::Work w, uint64_t n)
         break;
     // an atomic on a word other CPUs write: its line comes from another core
     case iova::Work::shared_atomic:
-        unit = c.line_transfer;
+        unit = m_.transfer_from_any(cpu_) + c.atomic;
         break;
     // invalidations are timed by the simulator's own queue model
     case iova::Work::invalidate:
@@ -117,6 +117,7 @@ void SimEnv::charge(iova::Work w, uint64_t n)
         break;
     }
     work_[static_cast<unsigned>(w)] += n;
+    work_ns_[static_cast<unsigned>(w)] += unit * n;
     m_.advance(cpu_, unit * n);
 }
 

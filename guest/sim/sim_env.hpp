@@ -42,7 +42,13 @@ public:
     void fire_due_timers(unsigned cpu);
 
     uint64_t work_units(iova::Work w) const { return work_[static_cast<unsigned>(w)]; }
-    void reset_work() { work_ = {}; }
+    // CPU time charged for @w
+    Nanos work_ns(iova::Work w) const { return work_ns_[static_cast<unsigned>(w)]; }
+    void reset_work()
+    {
+        work_ = {};
+        work_ns_ = {};
+    }
     // A kernel-global lock class: one virtual lock per (class, instance)
     // whatever domain's policy takes it.
     static bool shared_class(std::string_view name);
@@ -59,6 +65,7 @@ private:
     std::multimap<std::pair<Nanos, uint64_t>, Armed> timers_;  // (deadline, arm order)
     uint64_t arm_seq_ = 0;
     std::array<uint64_t, static_cast<unsigned>(iova::Work::count_)> work_{};
+    std::array<Nanos, static_cast<unsigned>(iova::Work::count_)> work_ns_{};
 };
 
 }  // namespace viommu::sim

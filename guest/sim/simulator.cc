@@ -389,7 +389,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     // the same workload without an IOMMU
     {
         auto bwl = make_wl();
-        Machine m(info.cpus, cost);
+        Machine m(info.cpus, cost, cfg.sockets);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
         Measured b = drive(run, m, warmup, ops, duration, [] {});
@@ -415,7 +415,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         }
     }
 
-    Machine m(info.cpus, cost);
+    Machine m(info.cpus, cost, cfg.sockets);
     SimEnv env(m);
     DmaDomains iommu(cfg, info, m, env);
     if (!iommu.ok())
@@ -500,10 +500,8 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     take("invalidation-wait", "", "", res.inv.owner_poll_ns + res.inv.nonowner_poll_ns);
     take("work", "", "", run.work_ns);
     take("device-wait", "", "", run.idle_ns);
-    Nanos alloc_work = env.work_units(iova::Work::node_visit) * cost.node_visit +
-                       env.work_units(iova::Work::tree_update) * cost.tree_update +
-                       env.work_units(iova::Work::mag_op) * cost.mag_op +
-                       env.work_units(iova::Work::shared_atomic) * cost.line_transfer;
+    Nanos alloc_work = env.work_ns(iova::Work::node_visit) + env.work_ns(iova::Work::tree_update) +
+                       env.work_ns(iova::Work::mag_op) + env.work_ns(iova::Work::shared_atomic);
     take("allocator", "", "", alloc_work);
     take("page-tables", "", "", iommu.pte_updates * cost.pte_update);
     res.cycles.push_back({"other", "", "", rest});

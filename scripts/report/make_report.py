@@ -85,7 +85,7 @@ class Scorer:
         if name == "tx_bytes_per_s":
             return r["ops_per_s"] * mix_mean_bytes(r["config"]["tx-bytes"])
         if name == "cost_model_list_us":
-            return (self.cost["inv_hw_fetch"] + 2 * self.cost["inv_hw_desc"]) / 1000
+            return 2 * self.cost["smmu_hw_desc"] / 1000
         raise ValueError(f"unknown metric {name}")
 
     def value(self, f, config=None, baseline=None):

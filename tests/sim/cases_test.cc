@@ -357,10 +357,10 @@ TEST(NginxRbtreeRegression, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
     EXPECT_NEAR(r513.relative, r511.relative, 0.02);
     // 6.7's depot changes act on the put side (a full depot no longer
     // frees a magazine under the tree lock); a dry rcache is a get-side
-    // problem, so they bring only partial relief here (~62% vs ~56%),
-    // far from viommu-lab, and no magazine is freed to the tree by
-    // either.
-    EXPECT_GT(r67.relative, r513.relative);
+    // problem, so they change little here (~63% vs ~64%: reported as the
+    // model finds it), far from viommu-lab, and no magazine is freed to
+    // the tree by either.
+    EXPECT_NEAR(r67.relative, r513.relative, 0.05);
     EXPECT_LT(r67.relative, 0.8 * lab.relative);
     EXPECT_EQ(r513.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
     EXPECT_EQ(r67.spin_share_of("iova_rbtree_lock", "free_batch"), 0.0);
@@ -386,13 +386,16 @@ TEST(NvmeSmmuv3Cmdq, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
 {
     const auto &[few, many] = nvme_runs();
     // published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs).
-    // Reproduced: the direction; the size stays near 0.85 in the full
-    // run (docs: the owner's gather window is short in the cost model).
+    // Reproduced: the direction, barely (~0.985 and ~0.98: docs, the
+    // owner's gather window is short against the arrival spacing).
     EXPECT_LT(many.inv.owner_share(), few.inv.owner_share());
+    // the 5.x cmpxchg loop retries more with more CPUs on the word
+    EXPECT_GT(many.inv.retries_per_reservation(), few.inv.retries_per_reservation());
     EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
     EXPECT_GT(many.inv.mean_poll_ns(true), 3 * few.inv.mean_poll_ns(true));
-    // mainline: a non-owner polls ~3 units, an owner ~2: reproduced at 4
-    // CPUs (~1.4x)
+    // mainline: a non-owner polls ~3 units, an owner ~2: the ratio is
+    // reproduced at 4 CPUs (~1.2x), not the size (~10 and ~8 us: the
+    // hardware's 3 us per list is the bottleneck of this case's 4 CPUs)
     EXPECT_GT(few.inv.mean_poll_ns(false), 1.5 * 0.75 * few.inv.mean_poll_ns(true));
     EXPECT_LT(few.inv.mean_poll_ns(false), 1.5 * 1.25 * few.inv.mean_poll_ns(true));
 }
@@ -401,14 +404,14 @@ TEST(NvmeSmmuv3Cmdq, NotReproducedOwnerShareSize)
 {
     // Published: an owner 1 in 3 (mainline) and 1 in 8 (LPI spreading,
     // many more CPUs); a non-owner polling 4x as long as an owner (12 vs 3).
-    // The model's owners gather for ~0.25 us (reserve, write their own
-    // commands, clear OWNED), short against the arrival spacing, so most
-    // submissions still find OWNED clear: ~0.89 at 4 CPUs, ~0.75 at 32,
-    // with non-owners polling about as long as owners.  John's durations
-    // (2-3 units before polling on every call, owner or not) point at a
+    // The model's owners gather from their reservation to their
+    // fetch_andnot (~0.1-0.2 us: write the commands, the shared lock, the
+    // valid bits), short against the arrival spacing, so almost every
+    // submission finds OWNED clear (~0.98 at 4 and at 32 CPUs), with
+    // non-owners polling about as long as owners.  John's durations (2-3
+    // units before polling on every call, owner or not) point at a
     // reservation and gather phase on that machine as long as the hardware
-    // time per list, which nothing in the cost model (x86-class line
-    // transfers) gives.
+    // time per list, which nothing in the cost model gives.
     const auto &[few, many] = nvme_runs();
     EXPECT_GT(few.inv.owner_share(), 1.0 / 3 * 1.25);
     EXPECT_GT(many.inv.owner_share(), 1.0 / 8 * 1.25);

@@ -114,3 +114,51 @@ TEST(CostModel, StandardModelIsCompleteAndExported)
 }
 
 }  // namespace
+
+namespace {
+
+// Sockets: CPUs numbered socket by socket; a lock passed across sockets
+// costs the cross-socket transfer (hardware-costs.md section 1: 32 ns same
+// socket, 114 ns across on a 2-socket Sandy Bridge-EP).
+TEST(MachineSockets, CpusAreNumberedSocketBySocket)
+{
+    Machine m(16, CostModel::standard(), 2);
+    EXPECT_EQ(m.socket_of(0), 0u);
+    EXPECT_EQ(m.socket_of(7), 0u);
+    EXPECT_EQ(m.socket_of(8), 1u);
+    EXPECT_EQ(m.socket_of(15), 1u);
+    Machine one(16, CostModel::standard());
+    EXPECT_EQ(one.socket_of(15), 0u);
+}
+
+TEST(MachineSockets, AHandoffAcrossSocketsCostsTheCrossSocketTransfer)
+{
+    CostModel c = simple_costs();
+    c.line_transfer_socket = 300;
+    for (unsigned to : {1u, 2u}) {
+        Machine m(4, c, 2);  // CPUs 0, 1 on socket 0; 2, 3 on socket 1
+        VirtualLock &l = m.make_lock("l");
+        m.acquire(l, 0, "a");
+        m.release(l, 0);  // free at 10
+        m.advance(to, 10);
+        m.acquire(l, to, "b");
+        m.release(l, to);
+        Nanos xfer = to == 1 ? c.line_transfer : c.line_transfer_socket;
+        // local cost + the lock line, then one data line inside
+        EXPECT_EQ(m.now(to), 10 + c.lock_local + xfer + xfer) << to;
+        EXPECT_EQ(l.sites().at("b").spin_ns, c.lock_local + xfer) << to;
+    }
+}
+
+TEST(MachineSockets, ALineFromAnUnknownCpuCostsTheMeanOverTheOthers)
+{
+    CostModel c = simple_costs();
+    c.line_transfer_socket = 300;
+    Machine one(4, c, 1);
+    EXPECT_EQ(one.transfer_from_any(0), c.line_transfer);
+    Machine two(4, c, 2);
+    // one other CPU on the same socket, two on the other
+    EXPECT_EQ(two.transfer_from_any(0), (100u + 2 * 300u + 1) / 3);
+}
+
+}  // namespace
