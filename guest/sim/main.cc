@@ -12,6 +12,7 @@
 
 #include "../iova/allocator.hpp"
 #include "../iova/flush.hpp"
+#include "calibrate.hpp"
 #include "params.hpp"
 #include "realthreads.hpp"
 #include "simulator.hpp"
@@ -27,7 +28,8 @@ void usage(FILE *f)
     std::fprintf(f,
                  "usage: viommu-sim [--case FILE|NAME [--config NAME]] [--PARAMETER VALUE]...\n"
                  "                  [--json] [--real-threads] [--record FILE]\n"
-                 "       viommu-sim --list | --list-configs --case FILE | --cost-model | --help\n"
+                 "       viommu-sim --list | --list-configs --case FILE | --cost-model | "
+                 "--calibrate | --help\n"
                  "\n"
                  "A setup comes from a case file (cases/NAME.json: its \"parameters\", then those\n"
                  "of configuration --config), then from the command line, which overrides the\n"
@@ -160,6 +162,11 @@ int main(int argc, char **argv)
         if (a == "--list-configs") {
             list_configs = true;
             continue;
+        }
+        if (a == "--calibrate") {
+            // real threads, wall clock: the machine at hand (docs/cost-model.rst)
+            std::printf("%s\n", calibrate().json().c_str());
+            return 0;
         }
         if (a == "--cost-model") {
             std::printf("%s\n", CostModel::standard().json().c_str());

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "calibrate.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/utsname.h>
+
+namespace viommu::sim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ns_since(Clock::time_point t0)
+{
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+bool pin(unsigned cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+std::string cpu_model()
+{
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0 || line.rfind("CPU part", 0) == 0)
+            if (size_t c = line.find(':'); c != std::string::npos)
+                return line.substr(line.find_first_not_of(' ', c + 1));
+    return "unknown";
+}
+
+double load_average()
+{
+    std::ifstream f("/proc/loadavg");
+    double l = 0;
+    f >> l;
+    return l;
+}
+
+double atomic_once(unsigned iterations)
+{
+    alignas(64) std::atomic<uint64_t> word{0};
+    auto t0 = Clock::now();
+    for (unsigned i = 0; i < iterations; i++)
+        word.fetch_add(1);
+    return ns_since(t0) / iterations;
+}
+
+// Two threads pass one line back and forth with compare-exchange: each
+// waits for the value the other left and replaces it.  Round trip / 2.
+double ping_pong_once(unsigned iterations, bool &pinned)
+{
+    alignas(64) std::atomic<uint64_t> word{0};
+    std::atomic<bool> pinned_b{true};
+    std::thread b([&] {
+        pinned_b = pin(1);
+        for (uint64_t i = 0; i < iterations; i++) {
+            uint64_t expect = 2 * i + 1;
+            while (!word.compare_exchange_weak(expect, 2 * i + 2, std::memory_order_relaxed))
+                expect = 2 * i + 1;
+        }
+    });
+    bool pinned_a = pin(0);
+    auto t0 = Clock::now();
+    for (uint64_t i = 0; i < iterations; i++) {
+        uint64_t expect = 2 * i;
+        while (!word.compare_exchange_weak(expect, 2 * i + 1, std::memory_order_relaxed))
+            expect = 2 * i;
+    }
+    double ns = ns_since(t0);
+    b.join();
+    pinned = pinned_a && pinned_b;
+    return ns / (2.0 * iterations);
+}
+
+// Two threads take turns on a test-and-set spinlock: each, holding it,
+// hands it to the other (a turn word) and spins for it again.  Time per
+// acquisition: the release, the line's move, the winner's atomic.
+double lock_handoff_once(unsigned iterations)
+{
+    alignas(64) std::atomic<bool> lock{false};
+    alignas(64) std::atomic<unsigned> turn{0};
+    auto side = [&](unsigned me) {
+        pin(me);
+        for (unsigned i = 0; i < iterations / 2; i++) {
+            for (;;) {
+                while (turn.load(std::memory_order_relaxed) != me)
+                    ;
+                if (!lock.exchange(true, std::memory_order_acquire))
+                    break;
+            }
+            turn.store(1 - me, std::memory_order_relaxed);
+            lock.store(false, std::memory_order_release);
+        }
+    };
+    auto t0 = Clock::now();
+    std::thread b(side, 1u);
+    side(0);
+    b.join();
+    return ns_since(t0) / iterations;
+}
+
+}  // namespace
+
+Calibration calibrate(unsigned iterations, unsigned rounds)
+{
+    iterations = std::max(iterations, 2u);
+    Calibration c;
+    c.cpu_model = cpu_model();
+    utsname u{};
+    if (uname(&u) == 0)
+        c.kernel = u.release;
+    c.cpus_online = std::max(1u, std::thread::hardware_concurrency());
+    c.load_average = load_average();
+    c.rounds = std::max(rounds, 1u);
+    c.iterations = iterations;
+    std::vector<double> atomic, xfer, lock;
+    bool pinned = true;
+    for (unsigned r = 0; r < c.rounds; r++) {
+        atomic.push_back(atomic_once(iterations));
+        if (c.cpus_online >= 2) {
+            bool p = false;
+            xfer.push_back(ping_pong_once(iterations, p));
+            pinned = pinned && p;
+            lock.push_back(lock_handoff_once(iterations));
+        }
+    }
+    c.atomic_ns = median(atomic);
+    if (!xfer.empty()) {
+        c.line_transfer_ns = median(xfer);
+        c.lock_handoff_ns = median(lock);
+        c.pinned = pinned;
+    }
+    return c;
+}
+
+std::string Calibration::json() const
+{
+    auto quoted = [](const std::string &s) {
+        std::string o = "\"";
+        for (char ch : s) {
+            if (ch == '"' || ch == '\\')
+                o += '\\';
+            if (static_cast<unsigned char>(ch) >= 0x20)
+                o += ch;
+        }
+        return o + '"';
+    };
+    auto num = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3g", v);
+        return std::string(buf);
+    };
+    auto opt = [&](const std::optional<double> &v) { return v ? num(*v) : std::string("null"); };
+    return "{\"provenance\":{\"command\":\"viommu-sim --calibrate\",\"cpu_model\":" +
+           quoted(cpu_model) + ",\"kernel\":" + quoted(kernel) +
+           ",\"cpus_online\":" + std::to_string(cpus_online) +
+           ",\"load_average_1min\":" + num(load_average) +
+           ",\"pinned_to_cpus_0_1\":" + (pinned ? "true" : "false") +
+           ",\"rounds\":" + std::to_string(rounds) +
+           ",\"iterations\":" + std::to_string(iterations) +
+           ",\"statistic\":\"median of rounds\"}" + ",\"atomic_ns\":" + num(atomic_ns) +
+           ",\"line_transfer_ns\":" + opt(line_transfer_ns) +
+           ",\"lock_handoff_ns\":" + opt(lock_handoff_ns) + "}";
+}
+
+}  // namespace viommu::sim
