@@ -124,6 +124,11 @@ public:
             cpus_[cpu].add(c, n);
     }
     uint64_t total(Counter c) const;
+    // @c as counted on @cpu alone
+    uint64_t on_cpu(unsigned cpu, Counter c) const
+    {
+        return cpus_.at(cpu).v[static_cast<unsigned>(c)].load(std::memory_order_relaxed);
+    }
     // Counters that must be exact (bad input) are counted even when off.
     void add_always(unsigned cpu, Counter c) { cpus_[cpu].add(c, 1); }
 
