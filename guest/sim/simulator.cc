@@ -318,10 +318,11 @@ struct Measured {
     double elapsed_ns;
 };
 
-// setup, warm-up, then the measured window of @ops transactions (or,
-// with @duration, every transaction a CPU starts before it has run that
-// long).
-Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops, Nanos duration,
+// setup, warm-up, then the measured window of @ops transactions (or, with
+// @each, each CPU's own count of them; or, with @duration, every transaction
+// a CPU starts before it has run that long).
+Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
+               const std::vector<unsigned> &each, Nanos duration,
                const std::function<void()> &window_start)
 {
     run.setup();
@@ -338,8 +339,14 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops, Nanos durati
     window_start();
     uint64_t started = 0;
     Nanos t0 = m.now(0);
+    std::vector<uint64_t> started_each(each.size(), 0);
     if (duration)
         run.phase([&](unsigned cpu) { return m.now(cpu) - t0 < duration; });
+    else if (!each.empty())
+        run.phase([&](unsigned cpu) {
+            return cpu < each.size() && started_each[cpu] < each[cpu] ? (started_each[cpu]++, true)
+                                                                      : false;
+        });
     else
         run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
     return {run.total_done(), m.window_elapsed()};
@@ -392,7 +399,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         Machine m(info.cpus, cost, cfg.sockets);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
-        Measured b = drive(run, m, warmup, ops, duration, [] {});
+        Measured b = drive(run, m, warmup, ops, info.measure_each, duration, [] {});
         res.baseline_throughput =
             b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
         res.baseline_latency_ns =
@@ -424,7 +431,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     run.observer = observer;
     if (observer)
         observer->begin(info);
-    Measured r = drive(run, m, warmup, ops, duration, [&] {
+    Measured r = drive(run, m, warmup, ops, info.measure_each, duration, [&] {
         if (observer)
             observer->window_start();
         iommu.reset_stats();

@@ -434,10 +434,23 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, const trace::Tr
         return fail(name + ": no time passes between the operations of any stream, so "
                            "--duration would never end: give --ops-per-cpu");
     info.warmup_per_cpu = warmup;
-    if (p.given.count("ops-per-cpu") || p.given.count("duration"))
+    if (p.given.count("ops-per-cpu") || p.given.count("duration")) {
         info.measure_per_cpu = p.ops_per_cpu;
-    else
+    } else {
         info.measure_per_cpu = unsigned(std::max<uint64_t>(1, (after + replayed / 2) / replayed));
+        // At no more CPUs than recorded, each replays one pass of its own
+        // stream: the recording's window.  A count shared by all CPUs
+        // would let the CPU whose stream ends first start it over (often
+        // with the recording's idle lead-in, seconds long) while another
+        // CPU's stream is cut short, so the window ran past the span.
+        // Replicas enter their stream part way and start it over anyway;
+        // they share the count, as the modelled workloads do.
+        for (unsigned cpu = 0; ncpus <= nstreams && cpu < ncpus; cpu++) {
+            size_t len = full[cpu].txns.size();
+            info.measure_each.push_back(
+                unsigned(std::max<size_t>(1, len > warmup ? len - warmup : len)));
+        }
+    }
     info.work_ns = ops ? work / ops : 0;
     return std::make_unique<TraceReplay>(std::move(info), nstreams, 1, std::move(full),
                                          std::move(partial));

@@ -45,6 +45,10 @@ struct WorkloadInfo {
     Nanos device_ns = 0;             // a device's service time per mapping (0: none)
     unsigned physical_devices = 1;
     std::vector<DeviceSpec> devices;
+    // Non-empty (one count per CPU): each CPU runs exactly its own count in
+    // the measured window, instead of all CPUs sharing measure_per_cpu * cpus
+    // (a replayed trace: one pass of each CPU's recorded stream).
+    std::vector<unsigned> measure_each;
 };
 
 class Workload {
