@@ -20,6 +20,15 @@ struct Features {
     bool superpage_1g = true;
     bool intremap = false;  // ECAP.IR
     bool eim = false;       // ECAP.EIM
+    // Scalable mode (ECAP.SMTS) and what it offers.
+    bool scalable = false;
+    bool first_stage = false;   // ECAP.FLTS
+    bool second_stage = false;  // ECAP.SLTS
+    bool nested = false;        // ECAP.NEST: both stages
+    bool fs1gp = false;         // CAP.FS1GP
+    bool fs5lp = false;         // CAP.FS5LP: 5-level first stage (with aw_bits 57)
+    unsigned pasid_bits = 0;    // ECAP.PASID and PSS + 1; 0: no requests with PASID
+    bool supervisor = false;    // ECAP.SRS: supervisor requests (SRE)
     uint32_t iotlb_entries = 0;
     uint32_t context_entries = 0;
     unsigned fault_records = 8;

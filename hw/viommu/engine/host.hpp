@@ -5,6 +5,7 @@
 
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -33,6 +34,32 @@ public:
             return std::nullopt;
         return std::array<uint64_t, 2>{le64(b.data()), le64(b.data() + 8)};
     }
+
+    // A structure of N little-endian 64-bit words read at once (a
+    // scalable-mode context entry: 4, a PASID-table entry: 8).
+    template <size_t N>
+    std::optional<std::array<uint64_t, N>> read_words(uint64_t gpa) const
+    {
+        std::array<uint8_t, 8 * N> b{};
+        if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
+            return std::nullopt;
+        std::array<uint64_t, N> w{};
+        for (size_t i = 0; i < N; i++)
+            w[i] = le64(b.data() + 8 * i);
+        return w;
+    }
+
+    // Atomic compare-and-swap of the 8 bytes at `gpa` (VtdHostOps
+    // .mem_cmpxchg64): the value found there, or nullopt if it is not RAM.
+    // The swap happened iff the value found equals `expected`.
+    std::optional<uint64_t> cmpxchg_u64(uint64_t gpa, uint64_t expected, uint64_t desired) const
+    {
+        uint64_t found = 0;
+        if (!ops_.mem_cmpxchg64 || ops_.mem_cmpxchg64(opaque_, gpa, expected, desired, &found) != 0)
+            return std::nullopt;
+        return found;
+    }
+    bool has_cmpxchg() const { return ops_.mem_cmpxchg64 != nullptr; }
 
     bool write_u32(uint64_t gpa, uint32_t v) const
     {
