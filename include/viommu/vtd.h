@@ -199,9 +199,11 @@ typedef struct VtdConfig {
                                 * page from FRO 0x200); 0 = default (8) */
     bool     intremap;         /* ECAP.IR: interrupt remapping */
     bool     eim;              /* ECAP.EIM: x2APIC (32-bit) destinations; needs intremap */
-    /* Scalable mode; all off by default (legacy mode only).  Nested
-     * translation (ECAP.NEST) is offered when both stages are. */
-    bool     scalable_mode;    /* ECAP.SMTS: RTADDR.TTM may select scalable mode */
+    bool     scalable_mode;    /* ECAP.SMTS: scalable-mode translation; also makes IQA.DW
+                                * (256-bit invalidation descriptors) writable */
+    /* What scalable mode offers; all off by default (legacy mode only).
+     * Nested translation (ECAP.NEST) is offered when both stages are.
+     * RTADDR.TTM may select scalable mode with scalable_mode. */
     bool     first_stage;      /* ECAP.FLTS: PGTT first-stage (x86-64 format tables);
                                 * needs scalable_mode and VtdHostOps.mem_cmpxchg64 */
     bool     second_stage;     /* ECAP.SLTS: PGTT second-stage; needs scalable_mode */

@@ -230,12 +230,15 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         identity(addr, ctx.did, out);
         return VTD_FR_NONE;
     }
-    if (ctx.uses_first_stage()) [[unlikely]]
-        return translate_first_stage(sid, std::nullopt, false, addr, access, record, ctx, ds, epoch,
-                                     shard, out);
+    if (sm) [[unlikely]] {
+        return ctx.uses_first_stage()
+                   ? translate_first_stage(sid, std::nullopt, false, addr, access, record, ctx, ds,
+                                           epoch, shard, out)
+                   : translate_second_stage(sid, std::nullopt, addr, access, record, ctx, ds, epoch,
+                                            shard, out);
+    }
     if (addr >> level_aw(ctx.levels))
-        return fault(sid, addr, access, record,
-                     sm ? VTD_FR_SM_ADDR_BEYOND_AW : VTD_FR_ADDR_BEYOND_MGAW, ctx.fpd, &ds);
+        return fault(sid, addr, access, record, VTD_FR_ADDR_BEYOND_MGAW, ctx.fpd, &ds);
 
     // The walk after a miss reads the level-1 entry through a cached
     // paging-structure entry; when a miss is likely, ask the host to load
@@ -278,9 +281,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
                                  w.fault, w.leaf);
         });
         if (w.fault != VTD_FR_NONE)
-            return fault(sid, addr, access, record,
-                         sm ? sm_second_stage_fault(w, pde ? 0 : ctx.levels) : w.fault, ctx.fpd,
-                         &ds);
+            return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
         auto ins = iotlb_.insert(ctx.did, addr, *leaf, *token, stale);
         if (ins.inserted)
@@ -293,10 +294,10 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
             translations_changed();
     }
     if (VtdFaultReason r = check_access(leaf->perm, access); r != VTD_FR_NONE)
-        return fault(sid, addr, access, record, sm ? sm_access_fault(r) : r, ctx.fpd, &ds);
+        return fault(sid, addr, access, record, r, ctx.fpd, &ds);
     uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
     out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-    remember(sid, addr, epoch, out, ds, ctx.pgtt);
+    remember(sid, addr, epoch, out, ds, Pgtt::Legacy);
     return VTD_FR_NONE;
 }
 
@@ -338,8 +339,8 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     Iotlb::FillToken token{};
     Iotlb::Slot stale;
     if (cached) {
-        token = iotlb_.prepare_fill(ctx.did);
-        if (auto leaf = iotlb_.lookup(ctx.did, addr, &stale);
+        token = sm_prepare_fill(ctx);
+        if (auto leaf = sm_lookup(ctx, addr, &stale);
             leaf && check_access(leaf->perm, access) == VTD_FR_NONE) {
             stats_.add(Counter::IotlbHits, 1, shard);
             ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
@@ -373,7 +374,7 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     if (w.fault != VTD_FR_NONE)
         return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds, pasid);
     if (cached) {
-        auto ins = iotlb_.insert(ctx.did, addr, w.leaf, token, stale);
+        auto ins = sm_insert(ctx, addr, w.leaf, token, stale);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts, 1, shard);
         if (ins.evicted)
@@ -390,20 +391,21 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     return VTD_FR_NONE;
 }
 
-// PGTT second-stage for a request with PASID: the domain's second stage
-// is the same for every PASID that names its domain-id (the specification
-// requires it), so the IOTLB's domain-id key serves.
-VtdFaultReason Engine::translate_second_stage_pasid(uint16_t sid, std::optional<uint32_t> pasid,
-                                                    uint64_t addr, unsigned access, bool record,
-                                                    const Context &ctx, DomainStats &ds,
-                                                    unsigned shard, VtdTranslation &out)
+// PGTT second-stage.  The domain's second stage is the same for every
+// PASID that names its domain-id (the specification requires it), so
+// requests with and without PASID share the IOTLB's entries; only those
+// without PASID go to the per-thread cache (keyed by source-id).
+VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32_t> pasid,
+                                              uint64_t addr, unsigned access, bool record,
+                                              const Context &ctx, DomainStats &ds, uint64_t epoch,
+                                              unsigned shard, VtdTranslation &out)
 {
     DomainStats::Hot &ds_hot = ds.hot[shard];
     if (addr >> level_aw(ctx.levels))
         return fault(sid, addr, access, record, VTD_FR_SM_ADDR_BEYOND_AW, ctx.fpd, &ds, pasid);
-    Iotlb::FillToken token = iotlb_.prepare_fill(ctx.did);
+    Iotlb::FillToken token = sm_prepare_fill(ctx);
     Iotlb::Slot stale;
-    auto leaf = iotlb_.lookup(ctx.did, addr, &stale);
+    auto leaf = sm_lookup(ctx, addr, &stale);
     if (leaf) {
         stats_.add(Counter::IotlbHits, 1, shard);
         ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
@@ -423,7 +425,7 @@ VtdFaultReason Engine::translate_second_stage_pasid(uint16_t sid, std::optional<
             return fault(sid, addr, access, record, sm_second_stage_fault(w, ctx.levels), ctx.fpd,
                          &ds, pasid);
         leaf = w.leaf;
-        auto ins = iotlb_.insert(ctx.did, addr, *leaf, token, stale);
+        auto ins = sm_insert(ctx, addr, *leaf, token, stale);
         if (ins.inserted)
             stats_.add(Counter::IotlbInserts, 1, shard);
         if (ins.evicted)
@@ -435,7 +437,28 @@ VtdFaultReason Engine::translate_second_stage_pasid(uint16_t sid, std::optional<
         return fault(sid, addr, access, record, sm_access_fault(r), ctx.fpd, &ds, pasid);
     uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
     out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
+    if (!pasid)
+        remember(sid, addr, epoch, out, ds, ctx.pgtt);
     return VTD_FR_NONE;
+}
+
+// The IOTLB in scalable mode: every scalable-mode fill and lookup goes
+// through these three.  The IOTLB is keyed by domain-id here; the
+// (domain-id, PASID) key of the invalidation side replaces it in them.
+Iotlb::FillToken Engine::sm_prepare_fill(const Context &ctx) const
+{
+    return iotlb_.prepare_fill(ctx.did);
+}
+
+std::optional<Leaf> Engine::sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale)
+{
+    return iotlb_.lookup(ctx.did, addr, stale);
+}
+
+Iotlb::InsertResult Engine::sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
+                                      const Iotlb::FillToken &token, const Iotlb::Slot &stale)
+{
+    return iotlb_.insert(ctx.did, addr, leaf, token, stale);
 }
 
 // A request with PASID: resolved from the tables each time (no PASID
@@ -482,7 +505,7 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
     case Pgtt::SecondStage:
         // Privilege means nothing to second-stage tables (no U/S).
         stats_.add(Counter::SmSecondStage, 1, shard);
-        return translate_second_stage_pasid(sid, tag, addr, access, record, ctx, ds, shard, out);
+        return translate_second_stage(sid, tag, addr, access, record, ctx, ds, epoch, shard, out);
     case Pgtt::FirstStage:
     case Pgtt::Nested:
         stats_.add(ctx.pgtt == Pgtt::Nested ? Counter::SmNested : Counter::SmFirstStage, 1, shard);

@@ -99,10 +99,14 @@ private:
                                          bool supervisor, uint64_t addr, unsigned access,
                                          bool record, const Context &ctx, DomainStats &ds,
                                          uint64_t epoch, unsigned shard, VtdTranslation &out);
-    VtdFaultReason translate_second_stage_pasid(uint16_t sid, std::optional<uint32_t> pasid,
-                                                uint64_t addr, unsigned access, bool record,
-                                                const Context &ctx, DomainStats &ds, unsigned shard,
-                                                VtdTranslation &out);
+    VtdFaultReason translate_second_stage(uint16_t sid, std::optional<uint32_t> pasid,
+                                          uint64_t addr, unsigned access, bool record,
+                                          const Context &ctx, DomainStats &ds, uint64_t epoch,
+                                          unsigned shard, VtdTranslation &out);
+    Iotlb::FillToken sm_prepare_fill(const Context &ctx) const;
+    std::optional<Leaf> sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale);
+    Iotlb::InsertResult sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
+                                  const Iotlb::FillToken &token, const Iotlb::Slot &stale);
     void flush_caches(VtdCacheResetReason why);
 
     void invalidate_context(const ContextInvalidation &req) override;

@@ -48,7 +48,6 @@ static bool from_scalable_config(Features &f, const VtdConfig &cfg, std::string 
         err = "pasid_bits must be 0 (no PASID) or 1.." + std::to_string(MAX_PASID_BITS);
         return false;
     }
-    f.scalable = true;
     f.first_stage = cfg.first_stage;
     f.second_stage = cfg.second_stage;
     f.nested = cfg.first_stage && cfg.second_stage;
@@ -103,6 +102,7 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     }
     f.intremap = cfg.intremap;
     f.eim = cfg.eim;
+    f.scalable_mode = cfg.scalable_mode;
     f.iec_entries = IEC_ENTRIES;
     if (!from_scalable_config(f, cfg, err))
         return std::nullopt;
@@ -118,7 +118,7 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     f.ecap = bit(ecap::C) | bit(ecap::QI) | uint64_t{f.device_iotlb} << ecap::DT |
              uint64_t{f.intremap} << ecap::IR | uint64_t{f.eim} << ecap::EIM |
              uint64_t{f.pass_through} << ecap::PT | uint64_t{reg::IVA / 16} << ecap::IRO;
-    if (f.scalable) {
+    if (f.scalable_mode) {
         // SMPWC: scalable-mode walks are coherent too (PWSNP may be set).
         // RPS: the context entry's RID_PASID is honoured (with PASIDs).
         // EAFS: the extended-accessed flag (EAFE) with the first stage.

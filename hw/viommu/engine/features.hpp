@@ -18,10 +18,10 @@ struct Features {
     bool caching_mode = false;
     bool device_iotlb = false;
     bool superpage_1g = true;
-    bool intremap = false;  // ECAP.IR
-    bool eim = false;       // ECAP.EIM
-    // Scalable mode (ECAP.SMTS) and what it offers.
-    bool scalable = false;
+    bool intremap = false;       // ECAP.IR
+    bool eim = false;            // ECAP.EIM
+    bool scalable_mode = false;  // ECAP.SMTS (and with it IQA.DW)
+    // What scalable mode offers.
     bool first_stage = false;   // ECAP.FLTS
     bool second_stage = false;  // ECAP.SLTS
     bool nested = false;        // ECAP.NEST: both stages

@@ -5,7 +5,6 @@
 
 #include <array>
 #include <bit>
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -35,18 +34,27 @@ public:
         return std::array<uint64_t, 2>{le64(b.data()), le64(b.data() + 8)};
     }
 
-    // A structure of N little-endian 64-bit words read at once (a
-    // scalable-mode context entry: 4, a PASID-table entry: 8).
+    // An N-quadword structure in one read (a 256-bit descriptor: N = 4).
     template <size_t N>
-    std::optional<std::array<uint64_t, N>> read_words(uint64_t gpa) const
+    std::optional<std::array<uint64_t, N>> read_qwords(uint64_t gpa) const
     {
         std::array<uint8_t, 8 * N> b{};
         if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
             return std::nullopt;
-        std::array<uint64_t, N> w{};
+        std::array<uint64_t, N> q{};
         for (size_t i = 0; i < N; i++)
-            w[i] = le64(b.data() + 8 * i);
-        return w;
+            q[i] = le64(b.data() + 8 * i);
+        return q;
+    }
+
+    bool write_u32(uint64_t gpa, uint32_t v) const
+    {
+        std::array<uint8_t, 4> b{};
+        for (auto &byte : b) {
+            byte = v & 0xff;
+            v >>= 8;
+        }
+        return ops_.mem_write(opaque_, gpa, b.data(), b.size()) == 0;
     }
 
     // Atomic compare-and-swap of the 8 bytes at `gpa` (VtdHostOps
@@ -60,16 +68,6 @@ public:
         return found;
     }
     bool has_cmpxchg() const { return ops_.mem_cmpxchg64 != nullptr; }
-
-    bool write_u32(uint64_t gpa, uint32_t v) const
-    {
-        std::array<uint8_t, 4> b{};
-        for (auto &byte : b) {
-            byte = v & 0xff;
-            v >>= 8;
-        }
-        return ops_.mem_write(opaque_, gpa, b.data(), b.size()) == 0;
-    }
 
     void msi(uint64_t addr, uint32_t data) const { ops_.msi(opaque_, addr, data); }
 

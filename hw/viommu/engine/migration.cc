@@ -54,7 +54,7 @@ VtdStateError Engine::set_state(const VtdState &st)
     // table is a plain address.
     // RTADDR.TTM and the latched table's TTM (scalable mode) only with
     // ECAP.SMTS.
-    const uint64_t ttm = f_.scalable ? rtaddr::TTM_SCALABLE : 0;
+    const uint64_t ttm = f_.scalable_mode ? rtaddr::TTM_SCALABLE : 0;
     if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE)) || (st.rtaddr & ~(mask(63, 12) | ttm)) ||
         (st.root_table & ~(entry::ADDR | ttm)) || (!(st.gsts & gcmd::SRTP) && st.root_table))
         return VTD_STATE_BAD_GLOBAL;

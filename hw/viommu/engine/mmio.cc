@@ -15,7 +15,7 @@ namespace viommu::vtd {
 // not offered, so bit 11 reads as zero.
 static uint64_t rtaddr_writable(const Features &f)
 {
-    return mask(63, 12) | (f.scalable ? rtaddr::TTM_SCALABLE : 0);
+    return mask(63, 12) | (f.scalable_mode ? rtaddr::TTM_SCALABLE : 0);
 }
 static constexpr uint64_t IVA_WRITABLE = iva::ADDR | iva::IH | iva::AM;
 

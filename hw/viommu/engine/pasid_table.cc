@@ -93,7 +93,7 @@ VtdFaultReason load_pasid_entry(const Host &host, const Features &f, const Scala
 
     entries_read++;
     const uint64_t slot = pasid & ((1u << PASIDS_PER_TABLE_SHIFT) - 1);
-    auto pe = host.read_words<8>((*de & entry::ADDR) + slot * PASID_ENTRY_SIZE);
+    auto pe = host.read_qwords<8>((*de & entry::ADDR) + slot * PASID_ENTRY_SIZE);
     if (!pe)
         return VTD_FR_SM_PASID_ENTRY_INV_ACCESS;
     if (!((*pe)[0] & entry::PRESENT))

@@ -27,7 +27,8 @@ VtdFaultReason read_scalable_context(const Host &host, const Features &f, uint64
         return VTD_FR_SM_ROOT_ENTRY_RSVD;
 
     entries_read++;
-    auto ce = host.read_words<4>((half & entry::ADDR) + (devfn % UPPER_DEVFN) * CONTEXT_ENTRY_SIZE);
+    auto ce =
+        host.read_qwords<4>((half & entry::ADDR) + (devfn % UPPER_DEVFN) * CONTEXT_ENTRY_SIZE);
     if (!ce)
         return VTD_FR_SM_CONTEXT_ENTRY_INV_ACCESS;
     const uint64_t lo = (*ce)[0], hi = (*ce)[1];
