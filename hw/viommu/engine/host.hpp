@@ -34,6 +34,19 @@ public:
         return std::array<uint64_t, 2>{le64(b.data()), le64(b.data() + 8)};
     }
 
+    // An N-quadword structure in one read (a 256-bit descriptor: N = 4).
+    template <size_t N>
+    std::optional<std::array<uint64_t, N>> read_qwords(uint64_t gpa) const
+    {
+        std::array<uint8_t, 8 * N> b{};
+        if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
+            return std::nullopt;
+        std::array<uint64_t, N> q{};
+        for (size_t i = 0; i < N; i++)
+            q[i] = le64(b.data() + 8 * i);
+        return q;
+    }
+
     bool write_u32(uint64_t gpa, uint32_t v) const
     {
         std::array<uint8_t, 4> b{};
@@ -43,6 +56,18 @@ public:
         }
         return ops_.mem_write(opaque_, gpa, b.data(), b.size()) == 0;
     }
+
+    // Atomic compare-and-swap of the 8 bytes at `gpa` (VtdHostOps
+    // .mem_cmpxchg64): the value found there, or nullopt if it is not RAM.
+    // The swap happened iff the value found equals `expected`.
+    std::optional<uint64_t> cmpxchg_u64(uint64_t gpa, uint64_t expected, uint64_t desired) const
+    {
+        uint64_t found = 0;
+        if (!ops_.mem_cmpxchg64 || ops_.mem_cmpxchg64(opaque_, gpa, expected, desired, &found) != 0)
+            return std::nullopt;
+        return found;
+    }
+    bool has_cmpxchg() const { return ops_.mem_cmpxchg64 != nullptr; }
 
     void msi(uint64_t addr, uint32_t data) const { ops_.msi(opaque_, addr, data); }
 
