@@ -138,6 +138,8 @@ typedef struct VtdConfig {
                                 * page from FRO 0x200); 0 = default (8) */
     bool     intremap;         /* ECAP.IR: interrupt remapping */
     bool     eim;              /* ECAP.EIM: x2APIC (32-bit) destinations; needs intremap */
+    bool     scalable_mode;    /* ECAP.SMTS: scalable-mode translation; also makes IQA.DW
+                                * (256-bit invalidation descriptors) writable */
 } VtdConfig;
 
 /* Fill `cfg` with the defaults: 48-bit, PT on, CM off, DT off, 1 GiB pages

@@ -64,6 +64,7 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     }
     f.intremap = cfg.intremap;
     f.eim = cfg.eim;
+    f.scalable_mode = cfg.scalable_mode;
     f.iec_entries = IEC_ENTRIES;
 
     f.cap = uint64_t{(DOMAIN_ID_BITS - 4) / 2} << cap::ND | uint64_t{f.caching_mode} << cap::CM |

@@ -18,8 +18,9 @@ struct Features {
     bool caching_mode = false;
     bool device_iotlb = false;
     bool superpage_1g = true;
-    bool intremap = false;  // ECAP.IR
-    bool eim = false;       // ECAP.EIM
+    bool intremap = false;       // ECAP.IR
+    bool eim = false;            // ECAP.EIM
+    bool scalable_mode = false;  // ECAP.SMTS (and with it IQA.DW)
     uint32_t iotlb_entries = 0;
     uint32_t context_entries = 0;
     unsigned fault_records = 8;

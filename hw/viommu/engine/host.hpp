@@ -34,6 +34,19 @@ public:
         return std::array<uint64_t, 2>{le64(b.data()), le64(b.data() + 8)};
     }
 
+    // An N-quadword structure in one read (a 256-bit descriptor: N = 4).
+    template <size_t N>
+    std::optional<std::array<uint64_t, N>> read_qwords(uint64_t gpa) const
+    {
+        std::array<uint8_t, 8 * N> b{};
+        if (ops_.mem_read(opaque_, gpa, b.data(), b.size()) != 0)
+            return std::nullopt;
+        std::array<uint64_t, N> q{};
+        for (size_t i = 0; i < N; i++)
+            q[i] = le64(b.data() + 8 * i);
+        return q;
+    }
+
     bool write_u32(uint64_t gpa, uint32_t v) const
     {
         std::array<uint8_t, 4> b{};
