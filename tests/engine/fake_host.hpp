@@ -297,26 +297,35 @@ public:
     unsigned queue_qs = 0;
     uint64_t tail = 0;
     uint32_t gcmd_shadow = 0;
-    void enable_qi(unsigned qs = 0)
+    bool queue_dw = false;  // 256-bit descriptors
+    void enable_qi(unsigned qs = 0, bool dw = false)
     {
         queue_qs = qs;
+        queue_dw = dw;
         queue = next_page_;
         next_page_ += PAGE << qs;
         std::memset(ram.data() + queue, 0, PAGE << qs);
         w32(IQT, 0);
         tail = 0;
-        w64(IQA, queue | qs);
+        w64(IQA, queue | qs | (dw ? uint64_t{1} << 11 : 0));
         gcmd_shadow |= QIE;
         w32(GCMD, gcmd_shadow);
     }
-    uint64_t queue_entries() const { return uint64_t{256} << queue_qs; }
-    void push(uint64_t lo, uint64_t hi)
+    uint64_t queue_entries() const { return (uint64_t{256} << queue_qs) >> queue_dw; }
+    unsigned desc_shift() const { return queue_dw ? 5 : 4; }
+    // A descriptor; in a 256-bit queue its upper half is qw2, qw3.
+    void push(uint64_t lo, uint64_t hi, uint64_t qw2 = 0, uint64_t qw3 = 0)
     {
-        put64(queue + tail * 16, lo);
-        put64(queue + tail * 16 + 8, hi);
+        const uint64_t at = queue + (tail << desc_shift());
+        put64(at, lo);
+        put64(at + 8, hi);
+        if (queue_dw) {
+            put64(at + 16, qw2);
+            put64(at + 24, qw3);
+        }
         tail = (tail + 1) % queue_entries();
     }
-    void kick() { w32(IQT, tail << 4); }
+    void kick() { w32(IQT, tail << desc_shift()); }
     void submit(uint64_t lo, uint64_t hi)
     {
         push(lo, hi);
@@ -335,6 +344,21 @@ public:
     static uint64_t iotlb_addr(uint64_t addr, unsigned am = 0, bool ih = false)
     {
         return addr | am | (ih ? 64 : 0);
+    }
+    // Scalable mode (256-bit descriptors).
+    static uint64_t piotlb_desc(unsigned g, uint16_t did, uint32_t pasid)
+    {
+        return 6 | uint64_t{g} << 4 | uint64_t{did} << 16 | uint64_t{pasid} << 32;
+    }
+    static uint64_t pc_desc(unsigned g, uint16_t did, uint32_t pasid)
+    {
+        return 7 | uint64_t{g} << 4 | uint64_t{did} << 16 | uint64_t{pasid} << 32;
+    }
+    static uint64_t pdtlb_desc(uint16_t sid, uint32_t pasid, uint16_t pfsid = 0, unsigned mip = 0)
+    {
+        return 8 | uint64_t{mip} << 4 | static_cast<uint64_t>(pfsid & 0xfu) << 12 |
+               uint64_t{sid} << 16 | uint64_t{pasid} << 32 |
+               static_cast<uint64_t>(pfsid >> 4) << 52;
     }
     static uint64_t wait_desc(bool sw, bool intr, bool fence, uint32_t data)
     {

@@ -83,8 +83,8 @@ std::unique_ptr<Engine> Engine::create(const VtdConfig &cfg, const VtdHostOps &o
 Engine::Engine(const Features &f, const VtdHostOps &ops, void *opaque)
     : f_(f), host_(ops, opaque), faults_(host_, stats_, f_.fault_records),
       queue_(host_, f_, stats_, faults_, *this), iotlb_(f_.iotlb_entries),
-      contexts_(f_.context_entries), ir_(host_, f_, stats_, faults_),
-      id_(next_engine_id.fetch_add(1))
+      contexts_(f_.context_entries), pasids_(PasidCache::DEFAULT_ENTRIES),
+      ir_(host_, f_, stats_, faults_), id_(next_engine_id.fetch_add(1))
 {
     reset();
 }
@@ -104,6 +104,7 @@ void Engine::reset()
 void Engine::flush_caches(VtdCacheResetReason why)
 {
     contexts_.clear();
+    pasids_.clear();
     iotlb_.flush();
     translations_changed();
     host_.event([&] { return ev::cache_reset(why); });
@@ -560,6 +561,11 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
 
 void Engine::invalidate_context(const ContextInvalidation &req)
 {
+    // Scalable mode: the PASID-cache entries came through the context
+    // entries (their PASID directory), so they go too, all of them (more
+    // than asked: context invalidations are rare).
+    if (f_.scalable_mode)
+        pasids_.invalidate_all();
     size_t dropped = 0;
     switch (req.granularity) {
     case Granularity::Global:

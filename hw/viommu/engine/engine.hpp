@@ -25,6 +25,7 @@
 #include "interrupt_remapping.hpp"
 #include "invalidation_queue.hpp"
 #include "iotlb.hpp"
+#include "pasid_cache.hpp"
 #include "stats.hpp"
 
 namespace viommu::vtd {
@@ -71,7 +72,8 @@ public:
     // domain epochs, allocated as domain-ids come into use.
     size_t domain_state_bytes() const
     {
-        return stats_.domain_bytes() + iotlb_.domain_bytes() + contexts_.domain_bytes();
+        return stats_.domain_bytes() + iotlb_.domain_bytes() + contexts_.domain_bytes() +
+               pasids_.domain_bytes();
     }
 
     // Architectural state for migration (migration.cc).
@@ -118,6 +120,10 @@ private:
         host_.device_iotlb_invalidated(sid, pfsid, mip, first, last);
     }
     void invalidate_interrupt_entries(const IecInvalidation &req) override { ir_.invalidate(req); }
+    // Scalable mode (scalable_invalidation.cc).
+    uint64_t invalidate_pasid_iotlb(const PasidIotlbInvalidation &req) override;
+    void invalidate_pasid_cache(const PasidCacheInvalidation &req) override;
+    void invalidate_pasid_device_tlb(const PasidDeviceTlbInvalidation &req) override;
     void classify_pages(uint16_t did, uint64_t addr, uint64_t pages);
 
     // Recent translations, per thread (see engine.cc): valid while
@@ -138,6 +144,7 @@ private:
     InvalidationQueue queue_;
     Iotlb iotlb_;
     ContextCache contexts_;
+    PasidCache pasids_;  // scalable mode: PASID-table entries by (source-id, PASID)
     InterruptRemapping ir_;
 
     const uint64_t id_;  // this engine among all, for the per-thread cache

@@ -15,20 +15,26 @@
 
 namespace viommu::vtd {
 
-// One counter per domain-id, all starting at 0, only ever incremented.
-// Storage comes in chunks of 256 domain-ids (1 KiB), allocated with the
-// first bump in a chunk, so a guest pays for the domain-ids it names (all
-// 65536: 256 KiB); a domain-id without a chunk reads 0.
-class DomainCounters {
+// One counter per index of BITS bits (a domain-id, a PASID, an IOTLB
+// address-space tag), all starting at 0, only ever incremented.  Storage
+// comes in chunks of 2^CHUNK_BITS indexes (256: 1 KiB), allocated with the
+// first bump in a chunk, so a guest pays for the indexes it names (all
+// 65536 domain-ids: 256 KiB); an index without a chunk reads 0.
+template <unsigned BITS, unsigned CHUNK_BITS = 8>
+class ChunkedCounters {
 public:
-    uint32_t get(uint16_t did) const
+    static constexpr uint32_t INDEXES = uint32_t{1} << BITS;
+
+    uint32_t get(uint32_t i) const
     {
-        const Chunk *c = chunks_[did / CHUNK].load(std::memory_order_acquire);
-        return c ? (*c)[did % CHUNK].load(std::memory_order_acquire) : 0;
+        i &= INDEXES - 1;
+        const Chunk *c = chunks_[i / CHUNK].load(std::memory_order_acquire);
+        return c ? (*c)[i % CHUNK].load(std::memory_order_acquire) : 0;
     }
     // False, with nothing changed, if the chunk could not be allocated.
-    bool bump(uint16_t did)
+    bool bump(uint32_t did)
     {
+        did &= INDEXES - 1;
         Chunk *c = chunks_[did / CHUNK].load(std::memory_order_acquire);
         if (!c && !(c = allocate(did / CHUNK)))
             return false;
@@ -42,7 +48,7 @@ public:
     }
 
 private:
-    static constexpr unsigned CHUNK = 256;
+    static constexpr unsigned CHUNK = 1u << CHUNK_BITS;
     using Chunk = std::array<std::atomic<uint32_t>, CHUNK>;
 
     Chunk *allocate(unsigned i)
@@ -60,11 +66,13 @@ private:
         return owner_[i].get();
     }
 
-    std::array<std::atomic<Chunk *>, 65536 / CHUNK> chunks_{};
-    std::array<std::unique_ptr<Chunk>, 65536 / CHUNK> owner_;
+    std::array<std::atomic<Chunk *>, INDEXES / CHUNK> chunks_{};
+    std::array<std::unique_ptr<Chunk>, INDEXES / CHUNK> owner_;
     std::mutex lock_;
     std::atomic<size_t> allocated_{0};
 };
+
+using DomainCounters = ChunkedCounters<16>;
 
 struct EpochTag {
     uint32_t global = 0;

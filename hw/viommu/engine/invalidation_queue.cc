@@ -10,6 +10,9 @@ namespace viommu::vtd {
 
 namespace desc {
 constexpr unsigned CONTEXT = 1, IOTLB = 2, DEVICE_IOTLB = 3, IEC = 4, WAIT = 5;
+constexpr unsigned PASID_IOTLB = 6, PASID_CACHE = 7, PASID_DEVICE_TLB = 8;
+// Type bits 6:4 sit in qw0 bits 11:9; reserved in every legacy-mode format.
+constexpr uint64_t TYPE_HI = mask(11, 9);
 
 constexpr uint64_t CC_LO_RSVD = mask(15, 6) | mask(63, 50);
 constexpr uint64_t IOTLB_LO_DW = bit(6), IOTLB_LO_DR = bit(7);
@@ -22,11 +25,31 @@ constexpr uint64_t IEC_LO_G = bit(4), IEC_LO_RSVD = mask(26, 5) | mask(63, 48);
 constexpr uint64_t WAIT_IF = bit(4), WAIT_SW = bit(5), WAIT_FN = bit(6);
 constexpr uint64_t WAIT_LO_RSVD = mask(31, 7);  // PD (bit 7) needs ECAP.PRS
 constexpr uint64_t WAIT_HI_RSVD = mask(1, 0);
+// PASID-based-IOTLB (VT-d 3.x, 6.5.2.4):
+//   qw0  3:0 type (6), 5:4 G (10b: PASID-selective, 11b: page-selective
+//        within PASID), 31:16 DID, 51:32 PASID
+//   qw1  5:0 AM, 6 IH, 63:12 ADDR (G=11b only)
+constexpr uint64_t PIOTLB_LO_RSVD = mask(8, 6) | mask(15, 12) | mask(63, 52);
+constexpr uint64_t PIOTLB_HI_IH = bit(6), PIOTLB_HI_RSVD = mask(11, 7);
+// PASID-cache (6.5.2.2): qw0  3:0 type (7), 5:4 G (00b domain-selective,
+//   01b PASID-selective, 11b global), 31:16 DID, 51:32 PASID; qw1 reserved
+constexpr uint64_t PC_LO_RSVD = mask(8, 6) | mask(15, 12) | mask(63, 52);
+// PASID-based-device-TLB (6.5.2.7):
+//   qw0  3:0 type (8), 8:4 MIP, 15:12 PFSID[3:0], 31:16 SID, 51:32 PASID,
+//        63:52 PFSID[15:4]
+//   qw1  0 G (all PASIDs), 11 S (size), 63:12 ADDR (as decode_device_tlb)
+constexpr uint64_t PDTLB_HI_G = bit(0), PDTLB_HI_S = bit(11), PDTLB_HI_RSVD = mask(10, 1);
 }  // namespace desc
 
 static constexpr uint32_t EVENT_DATA_MASK = 0xffff;
 static constexpr uint32_t EVENT_ADDR_MASK = ~3u;
 static constexpr uint64_t IQA_WRITABLE = iq::IQA_BASE | iq::IQA_QS;
+
+// DW is reserved (zero) without scalable mode.
+uint64_t InvalidationQueue::iqa_writable() const
+{
+    return IQA_WRITABLE | (f_.scalable_mode ? iq::IQA_DW : 0);
+}
 
 void InvalidationQueue::reset()
 {
@@ -35,11 +58,12 @@ void InvalidationQueue::reset()
     ics_ = 0;
     iectl_ = ECTL_IM;
     iedata_ = ieaddr_ = ieuaddr_ = 0;
+    iqei_ = QueueErrorInfo::None;
 }
 
 bool InvalidationQueue::handles(uint32_t offset) const
 {
-    return offset >= reg::IQH && offset <= reg::IEUADDR;
+    return offset >= reg::IQH && offset <= reg::IQER + 4;
 }
 
 static uint32_t half(uint64_t v, uint32_t offset)
@@ -62,6 +86,10 @@ uint32_t InvalidationQueue::read32(uint32_t offset) const
         return half(iqt_, offset);
     case reg::IQA:
         return half(iqa_, offset);
+    case reg::IQER:
+        if (f_.scalable_mode && !(offset & 4) && (faults_.fsts() & fsts::IQE))
+            return static_cast<uint32_t>(iqei_);
+        return 0;
     }
     switch (offset) {
     case reg::ICS:
@@ -87,7 +115,7 @@ void InvalidationQueue::write32(uint32_t offset, uint32_t value)
         return;
     case reg::IQA:
     case reg::IQA + 4:
-        iqa_ = with_half(iqa_, offset, value) & IQA_WRITABLE;
+        iqa_ = with_half(iqa_, offset, value) & iqa_writable();
         return;
     case reg::ICS:
         if (value & ICS_IWC) {
@@ -134,17 +162,27 @@ bool InvalidationQueue::pending() const
 
 static_assert(VTD_QUEUE_SLICE_PROBES > Iotlb::MAX_PAGE_PROBES);
 
+void InvalidationQueue::error(QueueErrorInfo why)
+{
+    iqei_ = why;
+    faults_.set_status(fsts::IQE);
+}
+
 bool InvalidationQueue::process()
 {
     if (!enabled_ || (faults_.fsts() & fsts::IQE))
         return false;
     const uint64_t n = entries();
-    uint64_t head = iqh_ >> iq::DESC_SHIFT;
-    const uint64_t tail = iqt_ >> iq::DESC_SHIFT;
-    if (tail >= n || head >= n) {
+    const unsigned shift = desc_shift();
+    uint64_t head = iqh_ >> shift;
+    const uint64_t tail = iqt_ >> shift;
+    // IQH can be misaligned only if DW was set after descriptors ran
+    // (software must not change IQA while the queue is enabled).
+    const bool misaligned = wide() && ((iqt_ | iqh_) & iq::IQT_QT_256_RSVD);
+    if (tail >= n || head >= n || misaligned) {
         stats_.add(Counter::QiTailErrors);
         host_.event([&] { return ev::queue_error(VTD_QERR_TAIL, head, tail, std::nullopt); });
-        faults_.set_status(fsts::IQE);
+        error(misaligned ? QueueErrorInfo::MisalignedTail : QueueErrorInfo::InvalidTail);
         return false;
     }
     const uint64_t base = iqa_ & iq::IQA_BASE;
@@ -159,68 +197,174 @@ bool InvalidationQueue::process()
             return true;
         }
         uint64_t start = host_.has_clock() ? host_.now_ns() : 0;
-        auto d = host_.read_u128(base + (head << iq::DESC_SHIFT));
+        const uint64_t at = base + (head << shift);
+        // One read per descriptor, of its width.
+        std::optional<std::array<uint64_t, 2>> d;
+        Desc full{};
+        if (wide()) {
+            if (auto q = host_.read_qwords<4>(at)) {
+                full = *q;
+                d = std::array<uint64_t, 2>{full[0], full[1]};
+            }
+        } else if ((d = host_.read_u128(at))) {
+            full = {(*d)[0], (*d)[1], 0, 0};
+        }
         if (d)
             host_.event([&] { return ev::descriptor(head, (*d)[0], (*d)[1]); });
-        if (!d || !execute((*d)[0], (*d)[1], probes)) {
+        const QueueErrorInfo why = d ? execute(full, probes) : QueueErrorInfo::FetchError;
+        if (why != QueueErrorInfo::None) {
             stats_.add(Counter::QiInvalidDescriptors);
+            if (why == QueueErrorInfo::InvalidWidth)
+                stats_.add(Counter::QiWidthErrors);
             host_.event([&] {
                 return ev::queue_error(d ? VTD_QERR_DESCRIPTOR : VTD_QERR_UNREADABLE, head, tail,
                                        d);
             });
-            faults_.set_status(fsts::IQE);
+            error(why);
             return false;
         }
         if (host_.has_clock())
             stats_.latency(host_.now_ns() - start);
         head = (head + 1) % n;
-        iqh_ = head << iq::DESC_SHIFT;
+        iqh_ = head << shift;
         done++;
     }
     return false;
 }
 
-bool InvalidationQueue::execute(uint64_t lo, uint64_t hi, uint64_t &probes)
+QueueErrorInfo InvalidationQueue::execute(const Desc &d, uint64_t &probes)
 {
-    const unsigned type = lo & 0xf;
+    using E = QueueErrorInfo;
+    const uint64_t lo = d[0], hi = d[1];
+    const unsigned type = static_cast<unsigned>(field(lo, 3, 0) | field(lo, 11, 9) << 4);
+    switch (type) {
+    case desc::PASID_IOTLB:
+    case desc::PASID_CACHE:
+    case desc::PASID_DEVICE_TLB:
+        if (!f_.scalable_mode)
+            return E::InvalidType;
+        if (!wide())
+            return E::InvalidWidth;
+        break;
+    case desc::CONTEXT:
+    case desc::IOTLB:
+    case desc::DEVICE_IOTLB:
+    case desc::IEC:
+    case desc::WAIT:
+        // 256-bit mode: the upper half of a legacy-format descriptor is
+        // reserved, so 128-bit descriptors written into a 256-bit queue
+        // (two per slot) fail here.
+        if (d[2] || d[3])
+            return E::ReservedField;
+        break;
+    default:
+        return E::InvalidType;  // unknown, or page-request only (ECAP.PRS is clear)
+    }
     switch (type) {
     case desc::CONTEXT: {
         auto g = static_cast<Granularity>(field(lo, 5, 4));
         if ((lo & desc::CC_LO_RSVD) || hi || g == Granularity::Invalid)
-            return false;
+            return E::ReservedField;
         stats_.descriptor(type);
         target_.invalidate_context({g, static_cast<uint16_t>(field(lo, 31, 16)),
                                     static_cast<uint16_t>(field(lo, 47, 32)),
                                     static_cast<uint8_t>(field(lo, 49, 48))});
-        return true;
+        return E::None;
     }
     case desc::IOTLB: {
         auto g = static_cast<Granularity>(field(lo, 5, 4));
         uint8_t am = g == Granularity::Selective ? field(hi, 5, 0) : 0;
         if ((lo & desc::IOTLB_LO_RSVD) || (hi & desc::IOTLB_HI_RSVD) || g == Granularity::Invalid ||
             (g == Granularity::Selective && am > f_.mamv))
-            return false;
+            return E::ReservedField;
         stats_.descriptor(type);
         probes += target_.invalidate_iotlb({g, static_cast<uint16_t>(field(lo, 31, 16)),
                                             hi & mask(63, PAGE_SHIFT + am), am,
                                             (hi & desc::IOTLB_HI_IH) != 0});
-        return true;
+        return E::None;
     }
     case desc::DEVICE_IOTLB:
         return device_iotlb(lo, hi);
     case desc::IEC:
         if ((lo & desc::IEC_LO_RSVD) || hi)
-            return false;
+            return E::ReservedField;
         stats_.descriptor(type);
         stats_.add(Counter::InterruptEntryCache);
         target_.invalidate_interrupt_entries({!(lo & desc::IEC_LO_G),
                                               static_cast<uint16_t>(field(lo, 47, 32)),
                                               static_cast<uint8_t>(field(lo, 31, 27))});
-        return true;
+        return E::None;
     case desc::WAIT:
         return wait(lo, hi);
+    case desc::PASID_IOTLB:
+        return pasid_iotlb(d, probes);
+    case desc::PASID_CACHE:
+        return pasid_cache(d);
+    case desc::PASID_DEVICE_TLB:
+        return pasid_device_tlb(d);
     }
-    return false;  // unknown, or scalable-mode only
+    return E::InvalidType;
+}
+
+QueueErrorInfo InvalidationQueue::pasid_iotlb(const Desc &d, uint64_t &probes)
+{
+    const uint64_t lo = d[0], hi = d[1];
+    const unsigned g = field(lo, 5, 4);
+    const uint8_t am = field(hi, 5, 0);
+    if ((lo & desc::PIOTLB_LO_RSVD) || (hi & desc::PIOTLB_HI_RSVD) || d[2] || d[3] || g < 2 ||
+        (g == 3 && am > f_.mamv))
+        return QueueErrorInfo::ReservedField;
+    stats_.descriptor(desc::PASID_IOTLB);
+    PasidIotlbInvalidation req;
+    req.page_selective = g == 3;
+    req.did = static_cast<uint16_t>(field(lo, 31, 16));
+    req.pasid = static_cast<uint32_t>(field(lo, 51, 32));
+    if (req.page_selective) {
+        req.am = am;
+        req.addr = hi & mask(63, PAGE_SHIFT + am);
+        req.ih = hi & desc::PIOTLB_HI_IH;
+    }
+    probes += target_.invalidate_pasid_iotlb(req);
+    return QueueErrorInfo::None;
+}
+
+QueueErrorInfo InvalidationQueue::pasid_cache(const Desc &d)
+{
+    const uint64_t lo = d[0];
+    const unsigned g = field(lo, 5, 4);
+    if ((lo & desc::PC_LO_RSVD) || d[1] || d[2] || d[3] || g == 2)
+        return QueueErrorInfo::ReservedField;
+    stats_.descriptor(desc::PASID_CACHE);
+    target_.invalidate_pasid_cache({static_cast<PasidCacheGranularity>(g),
+                                    static_cast<uint16_t>(field(lo, 31, 16)),
+                                    static_cast<uint32_t>(field(lo, 51, 32))});
+    return QueueErrorInfo::None;
+}
+
+QueueErrorInfo InvalidationQueue::pasid_device_tlb(const Desc &d)
+{
+    const uint64_t lo = d[0], hi = d[1];
+    if (!f_.device_iotlb)
+        return QueueErrorInfo::InvalidType;
+    if ((hi & desc::PDTLB_HI_RSVD) || d[2] || d[3])
+        return QueueErrorInfo::ReservedField;
+    // The size encoding is the legacy descriptor's with S in bit 11.
+    const DeviceTlbRange r = decode_device_tlb((hi & desc::DIOTLB_HI_ADDR) |
+                                               ((hi & desc::PDTLB_HI_S) ? desc::DIOTLB_HI_S : 0));
+    PasidDeviceTlbInvalidation req;
+    req.mip = static_cast<uint8_t>(field(lo, 8, 4));
+    req.sid = static_cast<uint16_t>(field(lo, 31, 16));
+    req.pasid = static_cast<uint32_t>(field(lo, 51, 32));
+    req.pfsid = static_cast<uint16_t>(field(lo, 63, 52) << 4 | field(lo, 15, 12));
+    req.global = hi & desc::PDTLB_HI_G;
+    req.first = r.first;
+    req.last = r.last;
+    stats_.descriptor(desc::PASID_DEVICE_TLB);
+    stats_.add(Counter::PasidDeviceTlb);
+    if (req.global)
+        stats_.add(Counter::PasidDeviceTlbGlobal);
+    target_.invalidate_pasid_device_tlb(req);
+    return QueueErrorInfo::None;
 }
 
 // Device-TLB Invalidate Descriptor (legacy mode, VT-d 6.5.2.5):
@@ -246,10 +390,12 @@ DeviceTlbRange decode_device_tlb(uint64_t hi)
     return {first, first + (size - 1), false};
 }
 
-bool InvalidationQueue::device_iotlb(uint64_t lo, uint64_t hi)
+QueueErrorInfo InvalidationQueue::device_iotlb(uint64_t lo, uint64_t hi)
 {
-    if (!f_.device_iotlb || (lo & desc::DIOTLB_LO_RSVD) || (hi & desc::DIOTLB_HI_RSVD))
-        return false;
+    if (!f_.device_iotlb)
+        return QueueErrorInfo::InvalidType;
+    if ((lo & desc::DIOTLB_LO_RSVD) || (hi & desc::DIOTLB_HI_RSVD))
+        return QueueErrorInfo::ReservedField;
     const auto sid = static_cast<uint16_t>(field(lo, 47, 32));
     const auto pfsid = static_cast<uint16_t>(field(lo, 63, 52) << 4 | field(lo, 15, 12));
     const auto mip = static_cast<uint8_t>(field(lo, 20, 16));
@@ -267,13 +413,13 @@ bool InvalidationQueue::device_iotlb(uint64_t lo, uint64_t hi)
     // completed when the call returns, so no Invalidation Time-out Error
     // can arise.
     target_.invalidate_device_tlb(sid, pfsid, mip, r.first, r.last);
-    return true;
+    return QueueErrorInfo::None;
 }
 
-bool InvalidationQueue::wait(uint64_t lo, uint64_t hi)
+QueueErrorInfo InvalidationQueue::wait(uint64_t lo, uint64_t hi)
 {
     if ((lo & desc::WAIT_LO_RSVD) || (hi & desc::WAIT_HI_RSVD))
-        return false;
+        return QueueErrorInfo::ReservedField;
     stats_.descriptor(desc::WAIT);
     stats_.add(Counter::Waits);
     // Everything before this descriptor has completed: descriptors run
@@ -303,7 +449,7 @@ bool InvalidationQueue::wait(uint64_t lo, uint64_t hi)
         }
     }
     host_.event([&] { return ev::wait(lo, hi & ~desc::WAIT_HI_RSVD, failed, irq); });
-    return true;
+    return QueueErrorInfo::None;
 }
 
 InvalidationQueue::State InvalidationQueue::save() const
@@ -313,7 +459,7 @@ InvalidationQueue::State InvalidationQueue::save() const
 
 bool InvalidationQueue::load(const State &s)
 {
-    if ((s.iqh & ~iq::IQT_QT) || (s.iqt & ~iq::IQT_QT) || (s.iqa & ~IQA_WRITABLE) ||
+    if ((s.iqh & ~iq::IQT_QT) || (s.iqt & ~iq::IQT_QT) || (s.iqa & ~iqa_writable()) ||
         (s.ics & ~ICS_IWC) || (s.iectl & ~(ECTL_IM | ECTL_IP)) || (s.iedata & ~EVENT_DATA_MASK) ||
         (s.ieaddr & ~EVENT_ADDR_MASK))
         return false;  // IQH past the queue's end is reachable (IQA rewritten): process() stops
@@ -327,6 +473,7 @@ bool InvalidationQueue::load(const State &s)
     iedata_ = s.iedata;
     ieaddr_ = s.ieaddr;
     ieuaddr_ = s.ieuaddr;
+    iqei_ = QueueErrorInfo::None;  // not migrated: IQER reads "no information"
     return true;
 }
 

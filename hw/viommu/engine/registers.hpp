@@ -102,7 +102,9 @@ enum class Granularity : uint8_t { Invalid = 0, Global = 1, Domain = 2, Selectiv
 namespace iq {
 constexpr uint64_t IQA_BASE = mask(63, 12), IQA_DW = bit(11), IQA_QS = mask(2, 0);
 constexpr uint64_t IQT_QT = mask(18, 4);
-constexpr unsigned DESC_SHIFT = 4;  // 128-bit descriptors
+constexpr unsigned DESC_SHIFT = 4;      // 128-bit descriptors
+constexpr unsigned DESC_SHIFT_256 = 5;  // 256-bit descriptors (IQA.DW)
+constexpr uint64_t IQT_QT_256_RSVD = bit(4);
 }  // namespace iq
 
 // Root, context and second-level entries (legacy mode).

@@ -421,7 +421,7 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
 
     j.open("invalidations", '{');
-    for (const char *sub : {"context", "iotlb"}) {
+    for (const char *sub : {"context", "iotlb", "pasid_iotlb", "pasid_cache"}) {
         j.open(sub, '{');
         counters(std::string("invalidations/") + sub);
         j.close('}');
@@ -434,11 +434,22 @@ std::string Stats::to_json(const Gauges &g) const
 
     j.open("queue", '{');
     j.open("descriptors", '{');
-    static constexpr const char *type_names[DESC_TYPES] = {
-        "type_0",  "context_cache", "iotlb",   "device_iotlb", "interrupt_entry_cache",
-        "wait",    "type_6",        "type_7",  "type_8",       "type_9",
-        "type_10", "type_11",       "type_12", "type_13",      "type_14",
-        "type_15"};
+    static constexpr const char *type_names[DESC_TYPES] = {"type_0",
+                                                           "context_cache",
+                                                           "iotlb",
+                                                           "device_iotlb",
+                                                           "interrupt_entry_cache",
+                                                           "wait",
+                                                           "pasid_iotlb",
+                                                           "pasid_cache",
+                                                           "pasid_device_iotlb",
+                                                           "type_9",
+                                                           "type_10",
+                                                           "type_11",
+                                                           "type_12",
+                                                           "type_13",
+                                                           "type_14",
+                                                           "type_15"};
     for (unsigned t = 0; t < DESC_TYPES; t++)
         j.num(type_names[t], descriptors(t));
     j.close('}');
@@ -466,7 +477,7 @@ std::string Stats::to_json(const Gauges &g) const
     }
     j.close('}');
 
-    for (const char *section : {"replay", "pages", "device_tlb", "notifications"}) {
+    for (const char *section : {"replay", "pages", "device_tlb", "notifications", "pasid_cache"}) {
         j.open(section, '{');
         counters(section);
         j.close('}');

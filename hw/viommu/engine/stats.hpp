@@ -116,6 +116,23 @@ enum class Counter : unsigned {
     SmDirtySet,
     SmAdRetries,         // A/D swaps that found the entry changed by the guest
     SmPasidEntriesRead,  // context, PASID directory and PASID-table entries
+    // Scalable mode: 256-bit descriptors and the PASID-tagged caches.
+    QiWidthErrors,             // a PASID-based descriptor in a 128-bit queue
+    PasidIotlbPasid,           // P_IOTLB descriptors: PASID-selective,
+    PasidIotlbPage,            // page-selective within PASID,
+    PasidIotlbPages,           // 4 KiB pages those named,
+    PasidIotlbPageAsPasid,     // page ranges too large to probe: whole PASID dropped
+    PasidIotlbEntriesDropped,  // leaf entries the page-selective ones dropped
+    PasidCacheDomain,          // PASID-cache descriptors: domain-selective,
+    PasidCachePasid,           // PASID-selective,
+    PasidCacheGlobal,          // global
+    PasidDeviceTlb,            // PASID-based device-TLB descriptors,
+    PasidDeviceTlbGlobal,      // ... with G (every PASID)
+    PasidCacheHits,
+    PasidCacheMisses,
+    PasidCacheInserts,
+    PasidCacheEvictions,
+    IotlbSpacesRecycled,  // (DID, PASID) tags reassigned: their entries dropped
     Count_
 };
 
@@ -217,6 +234,22 @@ inline constexpr CounterName COUNTER_NAMES[] = {
     {Counter::SmDirtySet, "scalable/first_stage", "dirty_set"},
     {Counter::SmAdRetries, "scalable/first_stage", "ad_update_retries"},
     {Counter::SmPasidEntriesRead, "scalable", "context_and_pasid_entries_read"},
+    {Counter::QiWidthErrors, "queue", "width_errors"},
+    {Counter::PasidIotlbPasid, "invalidations/pasid_iotlb", "pasid"},
+    {Counter::PasidIotlbPage, "invalidations/pasid_iotlb", "page"},
+    {Counter::PasidIotlbPages, "invalidations/pasid_iotlb", "pages"},
+    {Counter::PasidIotlbPageAsPasid, "invalidations/pasid_iotlb", "page_as_pasid"},
+    {Counter::PasidIotlbEntriesDropped, "invalidations/pasid_iotlb", "entries_dropped"},
+    {Counter::PasidCacheDomain, "invalidations/pasid_cache", "domain"},
+    {Counter::PasidCachePasid, "invalidations/pasid_cache", "pasid"},
+    {Counter::PasidCacheGlobal, "invalidations/pasid_cache", "global"},
+    {Counter::PasidDeviceTlb, "invalidations", "pasid_device_iotlb"},
+    {Counter::PasidDeviceTlbGlobal, "device_tlb", "pasid_global"},
+    {Counter::PasidCacheHits, "pasid_cache", "hits"},
+    {Counter::PasidCacheMisses, "pasid_cache", "misses"},
+    {Counter::PasidCacheInserts, "pasid_cache", "inserts"},
+    {Counter::PasidCacheEvictions, "pasid_cache", "evictions"},
+    {Counter::IotlbSpacesRecycled, "iotlb", "pasid_spaces_recycled"},
 };
 
 static_assert(std::size(COUNTER_NAMES) == static_cast<size_t>(Counter::Count_),

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The PASID cache: decoded PASID-table entries (scalable mode), by
+// source-id and PASID, tagged with the entry's domain-id.
+//
+// The translate path looks an entry up for every request that misses the
+// faster caches, so lookups take no lock: the cache is 4-way
+// set-associative and each way is a seqlock of atomic words that readers
+// copy and validate; fills and invalidations serialize on a writer mutex.
+// Invalidation is O(1) at every granularity of the PASID-cache Invalidate
+// Descriptor: entries record the global, their domain's and their PASID's
+// epoch when their fill started, and a bump of any makes them stale (a
+// PASID-selective invalidation bumps the PASID's epoch, which also retires
+// that PASID's entries of other domains: more than asked, as the
+// specification allows).  A fill replaces a stale way first, else the
+// set's oldest fill (round-robin per set); nothing is flushed because the
+// cache is full.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "epochs.hpp"
+
+namespace viommu::vtd {
+
+// What the translate path needs of a PASID-table entry.  The decoder
+// (PASID-table parsing) fills it; the cache keeps it as it is.
+struct PasidEntry {
+    uint16_t did = 0;
+    uint8_t pgtt = 0;  // PGTT: 1 first-stage, 2 second-stage, 3 nested, 4 pass-through
+    uint8_t fs_levels = 0, sl_levels = 0;
+    uint32_t flags = 0;  // decoded single-bit fields (SRE, WPE, EAFE, FPD, ...), decoder-defined
+    uint64_t fsptptr = 0, slptptr = 0;
+    bool operator==(const PasidEntry &) const = default;
+};
+
+class PasidCache {
+public:
+    static constexpr unsigned WAYS = 4;
+    static constexpr size_t DEFAULT_ENTRIES = 1024;
+    // `capacity` entries, rounded up to whole sets (a power of two of them).
+    explicit PasidCache(size_t capacity);
+
+    size_t capacity() const { return sets_ * WAYS; }
+    size_t size() const;
+    size_t domain_bytes() const { return epochs_.bytes() + pasid_epochs_.bytes(); }
+
+    // Sampled before reading the PASID directory and table.
+    uint64_t generation() const { return gen_.load(); }
+
+    std::optional<PasidEntry> lookup(uint16_t sid, uint32_t pasid) const;
+    // Refused (false, nothing stored) if an invalidation ran since `gen`.
+    // `evicted`: a live entry of another key made room.
+    bool insert(uint16_t sid, uint32_t pasid, const PasidEntry &e, uint64_t gen,
+                bool *evicted = nullptr);
+
+    void invalidate_all();
+    void invalidate_domain(uint16_t did);
+    void invalidate_pasid(uint16_t did, uint32_t pasid);
+    // Empties the storage, O(capacity) (reset, root-table switch).
+    void clear();
+
+private:
+    // w0: valid | sid << 1 | pasid << 17 | pgtt << 37 | fs_levels << 40 | sl_levels << 44
+    //     | did << 48
+    // w1: flags | epoch of the PASID << 32     w2: fsptptr     w3: slptptr
+    // w4: epoch tag (global | domain << 32)
+    struct Way {
+        std::atomic<uint32_t> seq{0};
+        std::atomic<uint64_t> w[5]{};
+    };
+    struct alignas(64) Set {
+        Way ways[WAYS];
+        unsigned hand = 0;  // writer-only: the next way to replace
+    };
+
+    size_t set_of(uint16_t sid, uint32_t pasid) const;
+    bool live(const Way &w) const;
+    static void write(Way &w, const uint64_t (&v)[5]);
+
+    size_t sets_;
+    std::vector<Set> table_;
+    std::atomic<uint64_t> gen_{0};
+    DomainEpochs epochs_;
+    ChunkedCounters<20, 12> pasid_epochs_;  // 4 KiB up front, 16 KiB per 4096 PASIDs named
+    std::mutex writer_;
+};
+
+}  // namespace viommu::vtd

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine's side of the scalable-mode invalidation descriptors
+// (PASID-based IOTLB, PASID cache, PASID-based device-TLB); the queue
+// decodes them (invalidation_queue.cc).
+#include "engine.hpp"
+
+namespace viommu::vtd {
+
+uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
+{
+    uint64_t probes = 0;
+    uint64_t addr = 0, size = uint64_t{1} << f_.aw_bits;
+    if (!req.page_selective) {
+        stats_.add(Counter::PasidIotlbPasid);
+        iotlb_.invalidate_pasid(req.did, req.pasid);
+    } else {
+        const uint64_t pages = uint64_t{1} << req.am;
+        stats_.add(Counter::PasidIotlbPage);
+        stats_.add(Counter::PasidIotlbPages, pages);
+        bool as_pasid = false;
+        iotlb_.prefetch_pages(req.did, req.addr);
+        size_t dropped = iotlb_.invalidate_pasid_pages(req.did, req.pasid, req.addr, pages, req.ih,
+                                                       as_pasid, &probes);
+        if (as_pasid)
+            stats_.add(Counter::PasidIotlbPageAsPasid);
+        stats_.add(Counter::PasidIotlbEntriesDropped, dropped);
+        addr = req.addr;
+        size = pages << PAGE_SHIFT;
+    }
+    translations_changed();
+    // The host's notifiers know domains, not PASIDs: the range of the
+    // domain is what may have changed.
+    host_.invalidated(false, req.did, addr, size);
+    return probes;
+}
+
+void Engine::invalidate_pasid_cache(const PasidCacheInvalidation &req)
+{
+    switch (req.granularity) {
+    case PasidCacheGranularity::Domain:
+        stats_.add(Counter::PasidCacheDomain);
+        pasids_.invalidate_domain(req.did);
+        break;
+    case PasidCacheGranularity::Pasid:
+        stats_.add(Counter::PasidCachePasid);
+        pasids_.invalidate_pasid(req.did, req.pasid);
+        break;
+    case PasidCacheGranularity::Global:
+        stats_.add(Counter::PasidCacheGlobal);
+        pasids_.invalidate_all();
+        break;
+    }
+    translations_changed();
+    // A PASID-table entry decides a device's mode (PGTT pass-through or
+    // translated); which devices use the domain is known only for cached
+    // entries, so the host re-evaluates every device.
+    host_.context_invalidated(true, 0, 0);
+}
+
+void Engine::invalidate_pasid_device_tlb(const PasidDeviceTlbInvalidation &req)
+{
+    // The host's device-TLBs (vhost's IOTLB) are not PASID-tagged: the
+    // range goes for every PASID, more than asked.
+    host_.device_iotlb_invalidated(req.sid, req.pfsid, req.mip, req.first, req.last);
+}
+
+}  // namespace viommu::vtd

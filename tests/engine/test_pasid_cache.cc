@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The PASID cache: entries by (source-id, PASID), the three invalidation
+// granularities, fills racing invalidations, and replacement when full
+// (one way, never the whole cache).
+#include <gtest/gtest.h>
+
+#include "pasid_cache.hpp"
+
+using namespace viommu::vtd;
+
+namespace {
+
+PasidEntry entry(uint16_t did, uint64_t fs = 0x5000)
+{
+    PasidEntry e;
+    e.did = did;
+    e.pgtt = 1;
+    e.fs_levels = 4;
+    e.sl_levels = 4;
+    e.flags = 0x15;
+    e.fsptptr = fs;
+    e.slptptr = 0x6000;
+    return e;
+}
+
+}  // namespace
+
+TEST(PasidCache, KeepsWhatWasInserted)
+{
+    PasidCache c(64);
+    ASSERT_TRUE(c.insert(0x10, 5, entry(1), c.generation()));
+    ASSERT_TRUE(c.insert(0x10, 6, entry(2, 0x7000), c.generation()));
+    ASSERT_TRUE(c.insert(0x11, 5, entry(1, 0x8000), c.generation()));
+    EXPECT_EQ(c.lookup(0x10, 5), entry(1));
+    EXPECT_EQ(c.lookup(0x10, 6), entry(2, 0x7000));
+    EXPECT_EQ(c.lookup(0x11, 5), entry(1, 0x8000));
+    EXPECT_FALSE(c.lookup(0x12, 5));
+    EXPECT_EQ(c.size(), 3u);
+    // Refilling a key replaces its entry.
+    ASSERT_TRUE(c.insert(0x10, 5, entry(1, 0x9000), c.generation()));
+    EXPECT_EQ(c.lookup(0x10, 5)->fsptptr, 0x9000u);
+    EXPECT_EQ(c.size(), 3u);
+}
+
+TEST(PasidCache, Granularities)
+{
+    PasidCache c(64);
+    auto fill = [&] {
+        c.insert(0x10, 5, entry(1), c.generation());
+        c.insert(0x10, 6, entry(1), c.generation());
+        c.insert(0x10, 7, entry(2), c.generation());
+    };
+    fill();
+    c.invalidate_pasid(1, 5);
+    EXPECT_FALSE(c.lookup(0x10, 5));
+    EXPECT_TRUE(c.lookup(0x10, 6));
+    EXPECT_TRUE(c.lookup(0x10, 7));
+    fill();
+    c.invalidate_domain(1);
+    EXPECT_FALSE(c.lookup(0x10, 5));
+    EXPECT_FALSE(c.lookup(0x10, 6));
+    EXPECT_TRUE(c.lookup(0x10, 7));
+    fill();
+    c.invalidate_all();
+    EXPECT_FALSE(c.lookup(0x10, 5));
+    EXPECT_FALSE(c.lookup(0x10, 7));
+    EXPECT_EQ(c.size(), 0u);
+    fill();
+    c.clear();
+    EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(PasidCache, FillRacingInvalidationIsRefused)
+{
+    PasidCache c(64);
+    uint64_t gen = c.generation();
+    c.invalidate_pasid(3, 9);
+    EXPECT_FALSE(c.insert(0x10, 5, entry(1), gen));
+    EXPECT_FALSE(c.lookup(0x10, 5));
+}
+
+TEST(PasidCache, FullReplacesOneWayAtATime)
+{
+    PasidCache c(64);
+    ASSERT_EQ(c.capacity(), 64u);
+    size_t evictions = 0;
+    for (uint32_t p = 0; p < 1000; p++) {
+        bool evicted = false;
+        ASSERT_TRUE(c.insert(0x10, p, entry(1), c.generation(), &evicted));
+        evictions += evicted;
+        EXPECT_TRUE(c.lookup(0x10, p)) << "the newest fill is always there";
+    }
+    EXPECT_EQ(evictions, 1000u - c.size());
+    EXPECT_GE(c.size(), 56u) << "nearly every way stays live: nothing is flushed wholesale";
+    EXPECT_LE(c.size(), 64u);
+    // A stale way is reused before a live one.
+    c.invalidate_all();
+    bool evicted = true;
+    ASSERT_TRUE(c.insert(0x10, 5000, entry(1), c.generation(), &evicted));
+    EXPECT_FALSE(evicted);
+}
