@@ -444,22 +444,27 @@ VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32
 }
 
 // The IOTLB in scalable mode: every scalable-mode fill and lookup goes
-// through these three.  The IOTLB is keyed by domain-id here; the
-// (domain-id, PASID) key of the invalidation side replaces it in them.
-Iotlb::FillToken Engine::sm_prepare_fill(const Context &ctx) const
+// through these three, keyed by the (domain-id, PASID) address space that
+// the PASID-based invalidations (P_IOTLB) select; the IOTLB's domain-wide
+// invalidations reach every space of the domain.
+Iotlb::FillToken Engine::sm_prepare_fill(const Context &ctx)
 {
-    return iotlb_.prepare_fill(ctx.did);
+    return iotlb_.prepare_fill(iotlb_.space(ctx.did, ctx.pasid));
 }
 
 std::optional<Leaf> Engine::sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale)
 {
-    return iotlb_.lookup(ctx.did, addr, stale);
+    std::optional<Iotlb::Space> space = iotlb_.find_space(ctx.did, ctx.pasid);
+    if (!space)
+        return std::nullopt;
+    return iotlb_.lookup(*space, addr, stale);
 }
 
 Iotlb::InsertResult Engine::sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
                                       const Iotlb::FillToken &token, const Iotlb::Slot &stale)
 {
-    return iotlb_.insert(ctx.did, addr, leaf, token, stale);
+    return iotlb_.insert(iotlb_.space(ctx.did, ctx.pasid), addr, leaf, token,
+                         ctx.pgtt == Pgtt::Nested, stale);
 }
 
 // A request with PASID: resolved from the tables each time (no PASID

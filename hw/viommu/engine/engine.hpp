@@ -105,7 +105,7 @@ private:
                                           uint64_t addr, unsigned access, bool record,
                                           const Context &ctx, DomainStats &ds, uint64_t epoch,
                                           unsigned shard, VtdTranslation &out);
-    Iotlb::FillToken sm_prepare_fill(const Context &ctx) const;
+    Iotlb::FillToken sm_prepare_fill(const Context &ctx);
     std::optional<Leaf> sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale);
     Iotlb::InsertResult sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
                                   const Iotlb::FillToken &token, const Iotlb::Slot &stale);

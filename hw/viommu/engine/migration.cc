@@ -59,8 +59,9 @@ VtdStateError Engine::set_state(const VtdState &st)
     // ECAP.SMTS.
     const uint32_t ir_bits = f_.intremap ? InterruptRemapping::STATUS_BITS : 0;
     const uint64_t ttm = f_.scalable_mode ? rtaddr::TTM_SCALABLE : 0;
-    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE | ir_bits)) || (st.rtaddr & ~(mask(63, 12) | ttm)) ||
-        (st.root_table & ~(entry::ADDR | ttm)) || (!(st.gsts & gcmd::SRTP) && st.root_table))
+    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE | ir_bits)) ||
+        (st.rtaddr & ~(mask(63, 12) | ttm)) || (st.root_table & ~(entry::ADDR | ttm)) ||
+        (!(st.gsts & gcmd::SRTP) && st.root_table))
         return VTD_STATE_BAD_GLOBAL;
     if ((st.ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) || (st.ccmd & ccmd::ICC) ||
         (st.iva & ~(iva::ADDR | iva::IH | iva::AM)) ||
