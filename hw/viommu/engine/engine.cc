@@ -339,7 +339,6 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     Iotlb::FillToken token{};
     Iotlb::Slot stale;
     if (cached) {
-        token = sm_prepare_fill(ctx);
         if (auto leaf = sm_lookup(ctx, addr, &stale);
             leaf && check_access(leaf->perm, access) == VTD_FR_NONE) {
             stats_.add(Counter::IotlbHits, 1, shard);
@@ -351,6 +350,7 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
         }
         stats_.add(Counter::IotlbMisses, 1, shard);
         ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
+        token = sm_prepare_fill(ctx);
     }
     FsWalkResult w = walk_first_stage(host_, f_, ctx, addr, access, supervisor);
     stats_.add(Counter::PageWalks, 1, shard);
@@ -403,7 +403,6 @@ VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32
     DomainStats::Hot &ds_hot = ds.hot[shard];
     if (addr >> level_aw(ctx.levels))
         return fault(sid, addr, access, record, VTD_FR_SM_ADDR_BEYOND_AW, ctx.fpd, &ds, pasid);
-    Iotlb::FillToken token = sm_prepare_fill(ctx);
     Iotlb::Slot stale;
     auto leaf = sm_lookup(ctx, addr, &stale);
     if (leaf) {
@@ -412,6 +411,9 @@ VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32
     } else {
         stats_.add(Counter::IotlbMisses, 1, shard);
         ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
+        // Sampled before the walk, as in translate(): an invalidation
+        // after this point makes the fill below a no-op.
+        Iotlb::FillToken token = sm_prepare_fill(ctx);
         WalkResult w = walk_address(host_, f_, ctx, addr, access);
         stats_.add(Counter::PageWalks, 1, shard);
         stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
