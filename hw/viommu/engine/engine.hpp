@@ -136,6 +136,9 @@ private:
                           unsigned shard, VtdTranslation &out);
     void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
                   DomainStats &ds, Pgtt pgtt);
+    void remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
+                           DomainStats &ds, Pgtt pgtt);
+    static void identity(uint64_t addr, uint16_t did, VtdTranslation &out);
 
     const Features f_;
     const Host host_;

@@ -26,19 +26,20 @@ enum class Pgtt : uint8_t {
 // translated.  In scalable mode it is the PASID-table entry's: `did`, the
 // second stage in `levels`/`slptptr` (second-stage and nested), `tt`
 // PassThrough for PGTT pass-through; `fpd` is that of any entry on the way.
+// Packed into 32 bytes: the translate path copies it.
 struct Context {
+    uint64_t slptptr = 0;  // second-level page table pointer
+    uint64_t fsptptr = 0;  // first-stage page table pointer
+    uint32_t pasid = 0;    // the PASID-table entry's PASID
+    uint16_t did = 0;
     TranslationType tt = TranslationType::Untranslated;
     bool fpd = false;
-    uint8_t levels = 0;    // second-level paging levels (3..5); 0 for pass-through
-    uint64_t slptptr = 0;  // second-level page table pointer
-    uint16_t did = 0;
+    uint8_t levels = 0;  // second-level paging levels (3..5); 0 for pass-through
     Pgtt pgtt = Pgtt::Legacy;
     uint8_t fs_levels = 0;  // first stage (first-stage and nested): 4 or 5
-    uint64_t fsptptr = 0;   // first-stage page table pointer
     bool sre = false;       // supervisor requests enabled
     bool wpe = false;       // write protect: supervisor writes honour R/W
     bool eafe = false;      // extended-accessed flag (bit 10) set with A
-    uint32_t pasid = 0;     // the PASID-table entry's PASID
 
     bool scalable() const { return pgtt != Pgtt::Legacy; }
     bool uses_first_stage() const { return pgtt == Pgtt::FirstStage || pgtt == Pgtt::Nested; }
@@ -50,6 +51,7 @@ struct Context {
                tt != TranslationType::PassThrough;
     }
 };
+static_assert(sizeof(Context) == 32);
 
 struct ContextLookup {
     VtdFaultReason fault = VTD_FR_NONE;
