@@ -6,6 +6,9 @@
 // entries; fills racing invalidations; tags reused when all are taken.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "iotlb.hpp"
 
 using namespace viommu::vtd;
@@ -203,4 +206,47 @@ TEST(PasidIotlbTags, LegacyNeedsNoSpaces)
     EXPECT_EQ(tlb.lookup(3, 0x1000)->phys, 0xa000u);
     EXPECT_EQ(tlb.spaces(), 0u);
     EXPECT_EQ(tlb.domain_bytes(), before);
+}
+
+// Translating threads fill and look up 64 pairs through 16 tags, so tags
+// are retired and reused all the time, while another thread invalidates
+// PASIDs: whatever the interleaving, a hit returns its own pair's frame.
+TEST(Concurrency, PasidTagsNeverMixPairs)
+{
+    Iotlb tlb(4096, 16);
+    constexpr uint32_t PAIRS = 64, PAGES = 8;
+    auto frame = [](uint32_t pasid, uint64_t page) { return (uint64_t{pasid} << 24) | page << 12; };
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> wrong{0}, hits{0};
+    auto translator = [&](uint32_t seed) {
+        uint64_t x = seed;
+        for (int i = 0; i < 5000; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const auto pasid = static_cast<uint32_t>((x >> 33) % PAIRS);
+            const uint64_t page = (x >> 50) % PAGES;
+            auto s = tlb.space(1, pasid);
+            if (auto leaf = tlb.lookup(s, page << 12)) {
+                hits++;
+                if (leaf->phys != frame(pasid, page))
+                    wrong++;
+            } else {
+                tlb.insert(s, page << 12, {frame(pasid, page), 1, 3}, tlb.prepare_fill(s));
+            }
+        }
+    };
+    std::thread inv([&] {
+        uint32_t p = 0;
+        while (!stop.load()) {
+            tlb.invalidate_pasid(1, p++ % PAIRS);
+            bool as_pasid = false;
+            tlb.invalidate_pasid_pages(1, p % PAIRS, 0, 2, p & 1, as_pasid);
+        }
+    });
+    std::thread a(translator, 1), b(translator, 2);
+    a.join();
+    b.join();
+    stop.store(true);
+    inv.join();
+    EXPECT_EQ(wrong.load(), 0u);
+    EXPECT_GT(tlb.spaces_recycled(), 0u) << "tags were reused during the run";
 }

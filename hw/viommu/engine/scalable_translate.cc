@@ -32,10 +32,10 @@ void Engine::count_pgtt(Pgtt pgtt, unsigned shard)
     }
 }
 
-// First-stage and nested translation.  The IOTLB is keyed by domain-id
-// only, so it holds the translations of requests without PASID (those of
-// RID_PASID); a request with PASID walks every time (the IOTLB's PASID
-// key is the invalidation side's, see docs/engine.rst).  A cached leaf
+// First-stage and nested translation.  The IOTLB holds the translations
+// of requests without PASID (those of RID_PASID) under the address space
+// of (domain-id, RID_PASID) (sm_insert); a request with PASID walks every
+// time.  A cached leaf
 // that does not permit the access is walked again rather than faulted:
 // the leaf of a clean page caches no write permission, and the walk that
 // a write needs sets its D flag.
