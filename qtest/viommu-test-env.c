@@ -139,6 +139,7 @@ void vt_stop(VtEnv *e)
         qtest_quit(e->qts);
         e->qts = NULL;
     }
+    g_clear_pointer(&e->g.sm_pasid_dir, g_hash_table_destroy);
 }
 
 void vt_map_rings(VtEnv *e, VtdDomain *d, int i)

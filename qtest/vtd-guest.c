@@ -249,10 +249,38 @@ void vtd_qi_disable(VtdGuest *g)
     g_assert_true(vtd_gcmd(g, VTD_GCMD_QIE, false));
 }
 
+void vtd_qi_enable_dw(VtdGuest *g, unsigned qs)
+{
+    g->iq_entries = 128u << qs;
+    g->iq = vtd_alloc(g, 4096ULL << qs, 4096);
+    g->iq_tail = 0;
+    g->iq_dw = true;
+    vtd_writeq(g, VTD_IQT, 0);
+    vtd_writeq(g, VTD_IQA, g->iq | VTD_IQA_DW | qs);
+    g_assert_true(vtd_gcmd(g, VTD_GCMD_QIE, true));
+}
+
+void vtd_qi_push256(VtdGuest *g, VtdDesc d, uint64_t w2, uint64_t w3)
+{
+    uint64_t slot = g->iq + (uint64_t)g->iq_tail * 32;
+
+    g_assert_true(g->iq_dw);
+    qtest_writeq(g->qts, slot, d.lo);
+    qtest_writeq(g->qts, slot + 8, d.hi);
+    qtest_writeq(g->qts, slot + 16, w2);
+    qtest_writeq(g->qts, slot + 24, w3);
+    g->iq_tail = (g->iq_tail + 1) % g->iq_entries;
+}
+
 void vtd_qi_push(VtdGuest *g, VtdDesc d)
 {
-    uint64_t slot = g->iq + (uint64_t)g->iq_tail * 16;
+    uint64_t slot;
 
+    if (g->iq_dw) {
+        vtd_qi_push256(g, d, 0, 0);
+        return;
+    }
+    slot = g->iq + (uint64_t)g->iq_tail * 16;
     qtest_writeq(g->qts, slot, d.lo);
     qtest_writeq(g->qts, slot + 8, d.hi);
     g->iq_tail = (g->iq_tail + 1) % g->iq_entries;
@@ -260,7 +288,162 @@ void vtd_qi_push(VtdGuest *g, VtdDesc d)
 
 void vtd_qi_kick(VtdGuest *g)
 {
-    vtd_writeq(g, VTD_IQT, (uint64_t)g->iq_tail << 4);
+    vtd_writeq(g, VTD_IQT, (uint64_t)g->iq_tail << (g->iq_dw ? 5 : 4));
+}
+
+VtdDesc vtd_desc_pasid_cache(int gran, uint16_t did, uint32_t pasid)
+{
+    return (VtdDesc) {
+        .lo = VTD_INV_PC | ((uint64_t)(gran & 3) << 4) |
+              ((uint64_t)did << 16) | ((uint64_t)(pasid & 0xfffff) << 32),
+        .hi = 0,
+    };
+}
+
+VtdDesc vtd_desc_piotlb(int gran, uint16_t did, uint32_t pasid,
+                        uint64_t addr, unsigned am, bool ih)
+{
+    return (VtdDesc) {
+        .lo = VTD_INV_PIOTLB | ((uint64_t)(gran & 3) << 4) |
+              ((uint64_t)did << 16) | ((uint64_t)(pasid & 0xfffff) << 32),
+        .hi = (addr & ~0xfffULL) | (ih ? 1ULL << 6 : 0) | (am & 0x3f),
+    };
+}
+
+/* Scalable mode */
+
+void vtd_sm_set_root_table(VtdGuest *g)
+{
+    g->root = vtd_alloc(g, 4096, 4096);
+    vtd_writeq(g, VTD_RTADDR, g->root | VTD_RTADDR_TTM_SM);
+    g_assert_true(vtd_gcmd(g, VTD_GCMD_SRTP, true));
+}
+
+uint64_t vtd_sm_pasid_entry_gpa(VtdGuest *g, uint16_t sid, uint32_t pasid)
+{
+    unsigned bus = sid >> 8, devfn = sid & 0xff, half = devfn >> 7;
+    uint64_t ce, dir, dire, table;
+
+    g_assert_cmpuint(pasid, <, 1u << 15);
+    if (!g->sm_pasid_dir) {
+        g->sm_pasid_dir = g_hash_table_new(NULL, NULL);
+    }
+    if (!g->sm_ctx[bus][half]) {
+        /* root entry: LCTP in bits 63:12 (LP bit 0), UCTP in 127:76 */
+        g->sm_ctx[bus][half] = vtd_alloc(g, 4096, 4096);
+        qtest_writeq(g->qts, g->root + bus * 16 + half * 8,
+                     g->sm_ctx[bus][half] | 1);
+    }
+    /* 256-bit context entries, 128 per table */
+    ce = g->sm_ctx[bus][half] + (devfn & 0x7f) * 32;
+    dir = (uint64_t)(uintptr_t)g_hash_table_lookup(g->sm_pasid_dir,
+                                                   GUINT_TO_POINTER(sid));
+    if (!dir) {
+        dir = vtd_alloc(g, 4096, 4096);
+        g_hash_table_insert(g->sm_pasid_dir, GUINT_TO_POINTER(sid),
+                            (gpointer)(uintptr_t)dir);
+        /* P, PDTS = 2 (2^(7+2) = 512 directory entries), PASIDDIRPTR;
+         * RID_PASID 0 */
+        qtest_writeq(g->qts, ce + 8, 0);
+        qtest_writeq(g->qts, ce + 16, 0);
+        qtest_writeq(g->qts, ce + 24, 0);
+        qtest_writeq(g->qts, ce, dir | (2ULL << 9) | 1);
+    }
+    /* directory entry: 64 PASIDs per PASID table */
+    dire = dir + (pasid >> 6) * 8;
+    table = qtest_readq(g->qts, dire) & ~0xfffULL;
+    if (!table) {
+        table = vtd_alloc(g, 4096, 4096);
+        qtest_writeq(g->qts, dire, table | 1);
+    }
+    return table + (pasid & 63) * 64;
+}
+
+void vtd_sm_set_pasid_entry(VtdGuest *g, uint16_t sid, uint32_t pasid,
+                            const uint64_t qw[8])
+{
+    uint64_t pe = vtd_sm_pasid_entry_gpa(g, sid, pasid);
+
+    /* P (in qw0) last */
+    for (int i = 7; i >= 0; i--) {
+        qtest_writeq(g->qts, pe + i * 8, qw[i]);
+    }
+}
+
+/* qw0: P, AW (second-stage levels - 2) in 4:2, PGTT in 8:6, SSPTPTR;
+ * qw1: DID; qw2: SRE 0, FSPM 3:2 (0: 4-level), FSPTPTR */
+void vtd_sm_pe_second_stage(uint64_t qw[8], uint16_t did, VtdDomain *ss)
+{
+    memset(qw, 0, 8 * sizeof(qw[0]));
+    qw[0] = 1 | ((uint64_t)(ss->levels - 2) << 2) |
+            ((uint64_t)VTD_PGTT_SS << 6) | ss->pgd;
+    qw[1] = did;
+}
+
+void vtd_sm_pe_first_stage(uint64_t qw[8], uint16_t did, uint64_t fs_top)
+{
+    memset(qw, 0, 8 * sizeof(qw[0]));
+    /* AW as Linux sets it (the unit's AGAW: 48-bit) */
+    qw[0] = 1 | (2ULL << 2) | ((uint64_t)VTD_PGTT_FS << 6);
+    qw[1] = did;
+    qw[2] = fs_top;
+}
+
+void vtd_sm_pe_nested(uint64_t qw[8], uint16_t did, uint64_t fs_top,
+                      VtdDomain *ss)
+{
+    vtd_sm_pe_second_stage(qw, did, ss);
+    qw[0] = (qw[0] & ~(7ULL << 6)) | ((uint64_t)VTD_PGTT_NESTED << 6);
+    qw[2] = fs_top;
+}
+
+void vtd_sm_pe_pass_through(uint64_t qw[8], uint16_t did)
+{
+    memset(qw, 0, 8 * sizeof(qw[0]));
+    /* AW as the second stage would have it (48-bit) */
+    qw[0] = 1 | (2ULL << 2) | ((uint64_t)VTD_PGTT_PT << 6);
+    qw[1] = did;
+}
+
+uint64_t vtd_fs_new(VtdGuest *g)
+{
+    return vtd_alloc(g, 4096, 4096);
+}
+
+/* entry of iova at level (4: PML4 .. 1: PTE), creating tables if `make` */
+static uint64_t vtd_fs_entry(VtdGuest *g, uint64_t top, uint64_t iova,
+                             bool make)
+{
+    uint64_t table = top;
+
+    for (int level = 4; level > 1; level--) {
+        uint64_t e = table + ((iova >> (12 + 9 * (level - 1))) & 511) * 8;
+        uint64_t v = qtest_readq(g->qts, e);
+
+        if (!(v & VTD_FS_P)) {
+            if (!make) {
+                return 0;
+            }
+            v = vtd_alloc(g, 4096, 4096) | VTD_FS_P | VTD_FS_RW | VTD_FS_US;
+            qtest_writeq(g->qts, e, v);
+        }
+        table = v & 0x000ffffffffff000ULL;
+    }
+    return table + ((iova >> 12) & 511) * 8;
+}
+
+void vtd_fs_map(VtdGuest *g, uint64_t top, uint64_t iova, uint64_t gpa,
+                uint64_t size, uint64_t flags)
+{
+    for (uint64_t off = 0; off < size; off += VTD_PAGE_4K) {
+        qtest_writeq(g->qts, vtd_fs_entry(g, top, iova + off, true),
+                     (gpa + off) | flags | VTD_FS_P | VTD_FS_US);
+    }
+}
+
+uint64_t vtd_fs_leaf_gpa(VtdGuest *g, uint64_t top, uint64_t iova)
+{
+    return vtd_fs_entry(g, top, iova, false);
 }
 
 bool vtd_qi_sync(VtdGuest *g)

@@ -216,10 +216,16 @@ typedef struct VtdGuest {
     /* translation structures */
     uint64_t root;
     uint64_t ctx[256];          /* context table per bus, 0 if none */
+    /* scalable mode: context table per bus half (devfn 0-127, 128-255),
+     * PASID directory per source-id (one 4 KiB page: PDTS 2^9 entries,
+     * PASIDs below 2^15) */
+    uint64_t sm_ctx[256][2];
+    GHashTable *sm_pasid_dir;   /* sid -> GPA */
     /* queued invalidation */
     uint64_t iq;
     uint32_t iq_entries;
     uint32_t iq_tail;
+    bool iq_dw;                 /* 256-bit descriptors (IQA.DW) */
     uint64_t wait_status;       /* 4-byte status for wait descriptors */
     uint32_t wait_seq;
 } VtdGuest;
@@ -321,5 +327,81 @@ void vtd_irte_set(VtdGuest *g, uint64_t table, unsigned index, uint64_t lo,
 VtdDesc vtd_desc_iec(bool global, uint16_t index, unsigned im);
 /* push an IEC invalidation and wait for it */
 void vtd_iec_flush(VtdGuest *g, bool global, uint16_t index, unsigned im);
+
+/*
+ * Scalable mode (VT-d 3.x, as Linux's intel-iommu sets it up in scalable
+ * mode): RTADDR.TTM = 01b, root entries with lower/upper context-table
+ * pointers, 256-bit context entries pointing at a PASID directory, 64-byte
+ * PASID-table entries, 256-bit invalidation descriptors.
+ */
+#define VTD_ECAP_SMTS       (1ULL << 43)
+#define VTD_ECAP_FLTS       (1ULL << 47)
+#define VTD_ECAP_SLTS       (1ULL << 46)
+#define VTD_ECAP_NEST       (1ULL << 26)
+#define VTD_ECAP_PASID      (1ULL << 40)
+#define VTD_RTADDR_TTM_SM   (1ULL << 10)
+#define VTD_IQA_DW          (1ULL << 11)
+
+#define VTD_PGTT_FS         1
+#define VTD_PGTT_SS         2
+#define VTD_PGTT_NESTED     3
+#define VTD_PGTT_PT         4
+
+/* first-stage (x86-64 format) entry bits */
+#define VTD_FS_P            (1ULL << 0)
+#define VTD_FS_RW           (1ULL << 1)
+#define VTD_FS_US           (1ULL << 2)
+#define VTD_FS_A            (1ULL << 5)
+#define VTD_FS_D            (1ULL << 6)
+#define VTD_FS_PS           (1ULL << 7)
+#define VTD_FS_XD           (1ULL << 63)
+
+/* scalable-mode fault reasons used by the tests */
+#define VTD_FR_SM_PASID_ENTRY_P 0x59
+#define VTD_FR_SM_FS_ENTRY_P    0x71
+
+/* 256-bit descriptor types */
+#define VTD_INV_PIOTLB      0x6
+#define VTD_INV_PC          0x7
+/* P_IOTLB granularity; PASID-cache granularity */
+#define VTD_PIOTLB_PASID    2
+#define VTD_PIOTLB_PAGE     3
+#define VTD_PC_DOMAIN       0
+#define VTD_PC_PASID        1
+#define VTD_PC_GLOBAL       3
+
+/* latch a scalable-mode root table (RTADDR.TTM = 01b) */
+void vtd_sm_set_root_table(VtdGuest *g);
+/*
+ * Write the PASID-table entry of (sid, pasid): qw[0..7].  The context
+ * entry (P, PDTS, PASID directory, RID_PASID 0), the directory entry and
+ * the PASID table are created on first use.
+ */
+void vtd_sm_set_pasid_entry(VtdGuest *g, uint16_t sid, uint32_t pasid,
+                            const uint64_t qw[8]);
+/* GPA of (sid, pasid)'s PASID-table entry, creating the tables */
+uint64_t vtd_sm_pasid_entry_gpa(VtdGuest *g, uint16_t sid, uint32_t pasid);
+/* PASID-table entry words for each PGTT */
+void vtd_sm_pe_second_stage(uint64_t qw[8], uint16_t did, VtdDomain *ss);
+void vtd_sm_pe_first_stage(uint64_t qw[8], uint16_t did, uint64_t fs_top);
+void vtd_sm_pe_nested(uint64_t qw[8], uint16_t did, uint64_t fs_top,
+                      VtdDomain *ss);
+void vtd_sm_pe_pass_through(uint64_t qw[8], uint16_t did);
+
+/* first-stage 4-level tables: a top table, 4 KiB leaves */
+uint64_t vtd_fs_new(VtdGuest *g);
+/* map [iova, iova + size) to gpa, leaves with `flags` (P and US added) */
+void vtd_fs_map(VtdGuest *g, uint64_t top, uint64_t iova, uint64_t gpa,
+                uint64_t size, uint64_t flags);
+/* GPA of the 4 KiB leaf entry of iova, or 0 */
+uint64_t vtd_fs_leaf_gpa(VtdGuest *g, uint64_t top, uint64_t iova);
+
+/* Queued invalidation with 256-bit descriptors (IQA.DW = 1) */
+void vtd_qi_enable_dw(VtdGuest *g, unsigned qs);
+/* a 256-bit descriptor: the first 128 bits as d, then w2, w3 */
+void vtd_qi_push256(VtdGuest *g, VtdDesc d, uint64_t w2, uint64_t w3);
+VtdDesc vtd_desc_pasid_cache(int gran, uint16_t did, uint32_t pasid);
+VtdDesc vtd_desc_piotlb(int gran, uint16_t did, uint32_t pasid,
+                        uint64_t addr, unsigned am, bool ih);
 
 #endif

@@ -75,6 +75,50 @@ static int viommu_vtd_mem_write(void *opaque, uint64_t gpa, const void *buf,
     return viommu_vtd_ram_rw(gpa, (void *)buf, len, true);
 }
 
+/*
+ * The accessed and dirty flags of first-stage entries: a locked cmpxchg on
+ * the guest's RAM, as a CPU's page walker does it, so that a guest CPU
+ * updating the same entry sees one or the other.  RAM only (not MMIO, not
+ * ROM); the entry is 8-byte aligned, so it never crosses a page.
+ */
+static int viommu_vtd_mem_cmpxchg64(void *opaque, uint64_t gpa,
+                                    uint64_t expected, uint64_t desired,
+                                    uint64_t *found)
+{
+    hwaddr xlat, l = sizeof(uint64_t), plen = sizeof(uint64_t);
+    MemoryRegion *mr;
+    uint64_t *p, old;
+
+    if (gpa & (sizeof(uint64_t) - 1)) {
+        trace_viommu_vtd_mem_error(gpa, sizeof(uint64_t), true);
+        return -1;
+    }
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(&address_space_memory, gpa, &xlat, &l, true,
+                                 MEMTXATTRS_UNSPECIFIED);
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        mr->readonly || l < sizeof(uint64_t)) {
+        trace_viommu_vtd_mem_error(gpa, sizeof(uint64_t), true);
+        return -1;
+    }
+    /* Mapped rather than qemu_map_ram_ptr(): the unmap marks the page dirty. */
+    p = address_space_map(&address_space_memory, gpa, &plen, true,
+                          MEMTXATTRS_UNSPECIFIED);
+    if (!p || plen < sizeof(uint64_t)) {
+        if (p) {
+            address_space_unmap(&address_space_memory, p, plen, true, 0);
+        }
+        trace_viommu_vtd_mem_error(gpa, sizeof(uint64_t), true);
+        return -1;
+    }
+    old = qatomic_cmpxchg(p, cpu_to_le64(expected),
+                                   cpu_to_le64(desired));
+    *found = le64_to_cpu(old);
+    address_space_unmap(&address_space_memory, p, plen, true,
+                        *found == expected ? sizeof(uint64_t) : 0);
+    return 0;
+}
+
 static void viommu_vtd_msi(void *opaque, uint64_t addr, uint32_t data)
 {
     if (addr < VIOMMU_VTD_MSI_BASE ||
@@ -95,6 +139,7 @@ static uint64_t viommu_vtd_now_ns(void *opaque)
 const VtdHostOps viommu_vtd_host_ops = {
     .mem_read = viommu_vtd_mem_read,
     .mem_write = viommu_vtd_mem_write,
+    .mem_cmpxchg64 = viommu_vtd_mem_cmpxchg64,
     .msi = viommu_vtd_msi,
     .invalidated = viommu_vtd_invalidated,
     .context_invalidated = viommu_vtd_context_invalidated,

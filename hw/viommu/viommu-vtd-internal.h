@@ -83,6 +83,9 @@ struct ViommuVtdClass {
     DeviceRealize parent_realize;
 };
 
+/* ECAP.PSS + 1 with x-pasid-mode=on: the PCIe PASID width. */
+#define VIOMMU_VTD_PASID_BITS 20
+
 struct ViommuVtdState {
     IntelIOMMUState parent_obj;
 
@@ -106,6 +109,8 @@ struct ViommuVtdState {
     uint32_t context_entries;
     uint16_t fault_records;
     bool superpage_1g;
+    OnOffAuto second_stage;         /* scalable mode: ECAP.SLTS */
+    bool first_stage;               /* ECAP.FLTS offered (from x-flts) */
 };
 
 /*

@@ -120,12 +120,6 @@ static const struct {
     bool ok;
     const char *why;
 } viommu_vtd_unsupported[] = {
-    { "x-scalable-mode", offsetof(IntelIOMMUState, scalable_mode), false,
-      "scalable mode is not implemented (legacy mode only)" },
-    { "x-flts", offsetof(IntelIOMMUState, flts), false,
-      "first-stage translation is not implemented" },
-    { "x-pasid-mode", offsetof(IntelIOMMUState, pasid), false,
-      "PASID is not implemented" },
     { "snoop-control", offsetof(IntelIOMMUState, snoop_control), false,
       "snoop control (ECAP.SC) is not implemented" },
     { "stale-tm", offsetof(IntelIOMMUState, stale_tm), false,
@@ -138,8 +132,6 @@ static const struct {
       "read/write draining is always advertised (DMA is synchronous)" },
     { "dma-translation", offsetof(IntelIOMMUState, dma_translation), true,
       "DMA translation is the device's only function" },
-    { "fs1gp", offsetof(IntelIOMMUState, fs1gp), true,
-      "first-stage translation is not implemented" },
 };
 
 static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
@@ -171,6 +163,25 @@ static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
         !kvm_enable_x2apic()) {
         error_setg(errp, "viommu-vtd: eim=on needs KVM's x2APIC API "
                    "(KVM_CAP_X2APIC_API, Linux 4.7 or later)");
+        return false;
+    }
+    /* Scalable mode: intel-iommu's rules, then the stages (see realize). */
+    if (is->flts && !is->scalable_mode) {
+        error_setg(errp, "viommu-vtd: x-flts=on needs x-scalable-mode=on");
+        return false;
+    }
+    if (is->pasid && !is->scalable_mode) {
+        error_setg(errp, "viommu-vtd: x-pasid-mode=on needs x-scalable-mode=on");
+        return false;
+    }
+    if (s->second_stage != ON_OFF_AUTO_AUTO && !is->scalable_mode) {
+        error_setg(errp, "viommu-vtd: second-stage=%s needs x-scalable-mode=on",
+                   s->second_stage == ON_OFF_AUTO_ON ? "on" : "off");
+        return false;
+    }
+    if (s->second_stage == ON_OFF_AUTO_OFF && !is->flts) {
+        error_setg(errp, "viommu-vtd: second-stage=off needs x-flts=on "
+                   "(scalable mode needs at least one stage)");
         return false;
     }
     if (is->version) {
@@ -226,6 +237,19 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     cfg.fault_records = s->fault_records;
     cfg.intremap = x86_iommu_ir_supported(x86);
     cfg.eim = is->intr_eim == ON_OFF_AUTO_ON;
+    /*
+     * As intel-iommu: x-scalable-mode=on offers second-stage tables, x-flts=on
+     * first-stage tables instead; second-stage=on adds the second stage to
+     * x-flts=on, and with both stages nested translation (ECAP.NEST).
+     */
+    cfg.scalable_mode = is->scalable_mode;
+    cfg.first_stage = is->flts;
+    cfg.second_stage = is->scalable_mode &&
+                       (s->second_stage == ON_OFF_AUTO_ON ||
+                        (s->second_stage == ON_OFF_AUTO_AUTO && !is->flts));
+    cfg.fs1gp = is->flts && is->fs1gp;
+    cfg.pasid_bits = is->pasid ? VIOMMU_VTD_PASID_BITS : 0;
+    s->first_stage = cfg.first_stage;
     s->intremap = cfg.intremap;
     s->engine = vtd_engine_new(&cfg, &viommu_vtd_host_ops, s, err, sizeof(err));
     if (!s->engine) {
@@ -248,6 +272,9 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     }
     trace_viommu_vtd_realize(cfg.aw_bits, cfg.caching_mode, cfg.pass_through,
                              cfg.device_iotlb, cfg.intremap, cfg.eim);
+    trace_viommu_vtd_realize_scalable(cfg.scalable_mode, cfg.first_stage,
+                                      cfg.second_stage, cfg.fs1gp,
+                                      cfg.pasid_bits);
 }
 
 static void viommu_vtd_reset_exit(Object *obj, ResetType type)
@@ -413,6 +440,8 @@ static const Property viommu_vtd_properties[] = {
     DEFINE_PROP_UINT32("context-entries", ViommuVtdState, context_entries, 0),
     DEFINE_PROP_UINT16("fault-records", ViommuVtdState, fault_records, 0),
     DEFINE_PROP_BOOL("superpage-1g", ViommuVtdState, superpage_1g, true),
+    DEFINE_PROP_ON_OFF_AUTO("second-stage", ViommuVtdState, second_stage,
+                            ON_OFF_AUTO_AUTO),
 };
 
 static void viommu_vtd_class_init(ObjectClass *oc, void *data)
@@ -436,6 +465,9 @@ static void viommu_vtd_class_init(ObjectClass *oc, void *data)
         "number of fault recording registers, 1..224 (0: default 8)");
     object_class_property_set_description(oc, "superpage-1g",
         "advertise 1 GiB second-level pages (CAP.SLLPS)");
+    object_class_property_set_description(oc, "second-stage",
+        "scalable mode: offer second-stage tables (ECAP.SLTS); auto: unless "
+        "x-flts=on; on with x-flts=on: both stages and nested translation");
     object_class_property_add_str(oc, "stats", viommu_vtd_get_stats, NULL);
     object_class_property_set_description(oc, "stats",
         "remapping statistics as a JSON document (read-only)");

@@ -3,8 +3,10 @@
  * viommu-vtd engine: the C ABI between the C++20 VT-d engine and its host
  * (QEMU's QOM glue, unit tests, fuzzers, benchmarks).
  *
- * The engine models an Intel VT-d remapping unit in legacy (non-scalable)
- * mode: the register file, root/context tables, second-level page walks,
+ * The engine models an Intel VT-d remapping unit in legacy mode and, when
+ * configured, scalable mode (PASID tables; first-stage, second-stage,
+ * nested and pass-through translation): the register file, root/context
+ * tables, page walks,
  * IOTLB and context cache, register-based and queued invalidation, fault
  * recording and statistics.  It includes no QEMU header; guest memory,
  * interrupts and time reach it only through VtdHostOps.
@@ -65,11 +67,59 @@ typedef enum VtdFaultReason {
     VTD_FR_IR_REQ_COMPAT       = 0x25, /* compatibility-format request blocked */
     VTD_FR_IR_SID_ERR          = 0x26, /* source-id verification failed */
     VTD_FR_IR_PID_INV          = 0x27, /* posted-interrupt descriptor access error */
+    /* Scalable-mode faults (RTADDR.TTM = scalable, or a request with PASID). */
+    VTD_FR_SM_RTADDR_INV       = 0x30, /* invalid root table address */
+    VTD_FR_SM_TTM0_PASID       = 0x31, /* request with PASID while TTM is legacy mode */
+    VTD_FR_SM_TTM0_PAGE_REQ    = 0x32, /* page request while TTM is legacy mode */
+    VTD_FR_SM_ROOT_ENTRY_INV   = 0x38, /* error accessing the scalable-mode root entry */
+    VTD_FR_SM_ROOT_ENTRY_P     = 0x39, /* LP/UP of the root entry clear */
+    VTD_FR_SM_ROOT_ENTRY_RSVD  = 0x3a, /* reserved bit set in the root entry */
+    VTD_FR_SM_CONTEXT_ENTRY_INV_ACCESS = 0x40, /* error accessing the context entry */
+    VTD_FR_SM_CONTEXT_ENTRY_P  = 0x41, /* context entry not present */
+    VTD_FR_SM_CONTEXT_ENTRY_RSVD = 0x42, /* reserved bit set in the context entry */
+    VTD_FR_SM_CONTEXT_ENTRY_INV = 0x43, /* invalid context entry programming */
+    VTD_FR_SM_CONTEXT_DTE      = 0x44, /* translation request while DTE is clear */
+    VTD_FR_SM_CONTEXT_PASIDE   = 0x45, /* request with PASID while PASIDE is clear */
+    VTD_FR_SM_PASID_BEYOND_PDTS = 0x46, /* PASID beyond the PASID directory (PDTS) */
+    VTD_FR_SM_CONTEXT_PRE      = 0x47, /* page request while PRE is clear */
+    VTD_FR_SM_RID_PASID_INV    = 0x48, /* RID_PASID beyond the supported PASID width */
+    VTD_FR_SM_PASID_DIR_INV    = 0x50, /* error accessing the PASID directory entry */
+    VTD_FR_SM_PASID_DIR_P      = 0x51, /* PASID directory entry not present */
+    VTD_FR_SM_PASID_DIR_RSVD   = 0x52, /* reserved bit set in the PASID directory entry */
+    VTD_FR_SM_PASID_ENTRY_INV_ACCESS = 0x58, /* error accessing the PASID-table entry */
+    VTD_FR_SM_PASID_ENTRY_P    = 0x59, /* PASID-table entry not present */
+    VTD_FR_SM_PASID_ENTRY_RSVD = 0x5a, /* reserved bit set in the PASID-table entry */
+    VTD_FR_SM_PASID_ENTRY_INV  = 0x5b, /* invalid PASID-table entry (PGTT, AW, FSPM) */
+    VTD_FR_SM_PASID_ENTRY_ERE  = 0x5c, /* execute request while ERE is clear */
+    VTD_FR_SM_PASID_ENTRY_SRE  = 0x5d, /* supervisor request while SRE is clear */
+    VTD_FR_SM_FS_ENTRY_INV     = 0x70, /* error accessing a first-stage entry */
+    VTD_FR_SM_FS_ENTRY_P       = 0x71, /* first-stage entry not present */
+    VTD_FR_SM_FS_ENTRY_RSVD    = 0x72, /* reserved bit set in a first-stage entry */
+    VTD_FR_SM_FS_TOP_INV       = 0x73, /* error accessing the top first-stage entry (FSPTPTR) */
+    VTD_FR_SM_NESTED_FS_BEYOND_AW = 0x74, /* nested: first-stage table beyond the second stage */
+    VTD_FR_SM_NESTED_FS_TOP_READ = 0x75, /* nested: top first-stage table not readable */
+    VTD_FR_SM_NESTED_FS_READ   = 0x76, /* nested: first-stage table not readable */
+    VTD_FR_SM_NESTED_FS_WRITE  = 0x77, /* nested: first-stage table not writable (A/D update) */
+    VTD_FR_SM_SS_ENTRY_INV     = 0x78, /* error accessing a second-stage entry */
+    VTD_FR_SM_SS_ENTRY_P       = 0x79, /* second-stage entry not present (R and W clear) */
+    VTD_FR_SM_SS_ENTRY_RSVD    = 0x7a, /* reserved bit set in a second-stage entry */
+    VTD_FR_SM_SS_TOP_INV       = 0x7b, /* error accessing the top second-stage entry (SSPTPTR) */
+    VTD_FR_SM_SS_AD_NO_SNOOP   = 0x7c, /* second-stage A/D update without snoop */
+    VTD_FR_SM_FS_NON_CANONICAL = 0x80, /* input address not canonical for the first stage */
+    VTD_FR_SM_FS_USER          = 0x81, /* user request to a supervisor (U/S clear) page */
+    VTD_FR_SM_EXECUTE          = 0x82, /* execute request without execute permission */
+    VTD_FR_SM_ADDR_BEYOND_AW   = 0x83, /* input address above the second stage's width */
+    VTD_FR_SM_SS_OUTPUT_BEYOND = 0x84, /* second-stage output above the address width */
+    VTD_FR_SM_WRITE            = 0x85, /* write without write permission */
+    VTD_FR_SM_READ             = 0x86, /* read without read permission */
+    VTD_FR_SM_INTERRUPT_ADDR   = 0x87, /* translated address in the interrupt range */
+    VTD_FR_SM_FS_AD_NO_SNOOP   = 0x90, /* first-stage A/D update without snoop */
 } VtdFaultReason;
 
 /* Services the host gives the engine.  All callbacks are mandatory except
  * `invalidated`, `context_invalidated`, `now_ns`, `device_iotlb_invalidated`,
- * `prefetch`, `interrupts_invalidated` and `event`. */
+ * `prefetch`, `interrupts_invalidated`, `event` and (without first-stage
+ * translation) `mem_cmpxchg64`. */
 typedef struct VtdHostOps {
     /* The remapping unit's own accesses to guest physical memory (root and
      * context tables, page tables, the invalidation queue, wait status
@@ -123,6 +173,17 @@ typedef struct VtdHostOps {
      * May run on any translating thread, sometimes with an engine lock
      * held: it must not call into the engine.  May be NULL. */
     void (*event)(void *opaque, const VtdEvent *ev);
+
+    /* Atomically compare the 8 bytes at `gpa` with `expected` and, if equal,
+     * replace them with `desired` (guest memory as a guest CPU's locked
+     * cmpxchg sees it: QEMU's address_space_map plus qatomic_cmpxchg, or
+     * the memory core's atomic ops).  `*found` receives the value that was
+     * there.  Returns 0 on success (whether or not the values matched),
+     * non-zero if [gpa, gpa + 8) is not RAM.  The engine sets the accessed
+     * and dirty flags of first-stage entries with it; mandatory when
+     * VtdConfig.first_stage is set, unused otherwise (may be NULL). */
+    int (*mem_cmpxchg64)(void *opaque, uint64_t gpa, uint64_t expected, uint64_t desired,
+                         uint64_t *found);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */
@@ -140,6 +201,15 @@ typedef struct VtdConfig {
     bool     eim;              /* ECAP.EIM: x2APIC (32-bit) destinations; needs intremap */
     bool     scalable_mode;    /* ECAP.SMTS: scalable-mode translation; also makes IQA.DW
                                 * (256-bit invalidation descriptors) writable */
+    /* What scalable mode offers; all off by default (legacy mode only).
+     * Nested translation (ECAP.NEST) is offered when both stages are.
+     * RTADDR.TTM may select scalable mode with scalable_mode. */
+    bool     first_stage;      /* ECAP.FLTS: PGTT first-stage (x86-64 format tables);
+                                * needs scalable_mode and VtdHostOps.mem_cmpxchg64 */
+    bool     second_stage;     /* ECAP.SLTS: PGTT second-stage; needs scalable_mode */
+    bool     fs1gp;            /* CAP.FS1GP: 1 GiB first-stage pages; needs first_stage */
+    uint8_t  pasid_bits;       /* ECAP.PASID, ECAP.PSS = pasid_bits - 1 (1..20): requests
+                                * with PASID; 0 = none.  Needs scalable_mode */
 } VtdConfig;
 
 /* Fill `cfg` with the defaults: 48-bit, PT on, CM off, DT off, 1 GiB pages
@@ -199,6 +269,18 @@ typedef struct VtdTranslation {
 VtdFaultReason vtd_engine_translate(VtdEngine *e, uint16_t sid, uint64_t addr,
                                     unsigned access, bool record_fault,
                                     VtdTranslation *out);
+
+/* Translate a request with PASID (a PASID TLP prefix) from `sid` for
+ * `pasid` (below 2^VtdConfig.pasid_bits), `privileged` being the prefix's
+ * privileged-mode-requested bit (a supervisor request).  Otherwise as
+ * vtd_engine_translate(), which is a request without PASID: in scalable
+ * mode that one uses the context entry's RID_PASID and user privilege.  In
+ * legacy mode (RTADDR.TTM = 0) a request with PASID faults
+ * (VTD_FR_SM_TTM0_PASID); with translation disabled it maps to itself.
+ * Faults are recorded with the PASID. */
+VtdFaultReason vtd_engine_translate_pasid(VtdEngine *e, uint16_t sid, uint32_t pasid,
+                                          bool privileged, uint64_t addr, unsigned access,
+                                          bool record_fault, VtdTranslation *out);
 
 /* Whether DMA remapping is enabled (GSTS.TES) and, if so, whether `sid` is
  * currently in a pass-through context (so the host may bypass translation). */
@@ -288,7 +370,7 @@ VtdIrResult vtd_engine_remap_interrupt(VtdEngine *e, uint16_t sid, uint64_t addr
 /* One fault recording register (FRCD), 128 bits. */
 typedef struct VtdFaultRecord {
     uint64_t lo; /* bits 63:0: FI, the faulting page's address */
-    uint64_t hi; /* bits 127:64: F, T, FR, SID */
+    uint64_t hi; /* bits 127:64: F, T, PV (the PASID), FR, PP (PASID present), SID */
 } VtdFaultRecord;
 
 typedef struct VtdState {

@@ -120,6 +120,19 @@ public:
             if (h->record_events)
                 h->events.push_back(*ev);
         };
+        ops_.mem_cmpxchg64 = [](void *o, uint64_t gpa, uint64_t expected, uint64_t desired,
+                                uint64_t *found) {
+            auto *h = static_cast<FakeHost *>(o);
+            if (h->before_cmpxchg)
+                h->before_cmpxchg(gpa);
+            std::lock_guard g(h->ram_lock);
+            if (gpa > h->ram.size() || 8 > h->ram.size() - gpa)
+                return -1;
+            std::memcpy(found, h->ram.data() + gpa, 8);
+            if (*found == expected)
+                std::memcpy(h->ram.data() + gpa, &desired, 8);
+            return 0;
+        };
         char err[128] = "";
         e = vtd_engine_new(&cfg_, &ops_, this, err, sizeof(err));
         EXPECT_NE(e, nullptr) << err;
@@ -158,6 +171,9 @@ public:
     // Called after each successful engine read, outside the RAM lock: a
     // test puts the guest's next step between the engine's read and its use.
     std::function<void(uint64_t gpa, size_t len)> after_read;
+    // Called before each compare-and-swap (A/D flag updates), outside the
+    // RAM lock: a test puts a guest CPU's racing write there.
+    std::function<void(uint64_t gpa)> before_cmpxchg;
     int write(uint64_t gpa, const void *buf, size_t len)
     {
         std::lock_guard g(ram_lock);

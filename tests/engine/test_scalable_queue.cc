@@ -24,6 +24,7 @@ VtdConfig scalable(bool device_iotlb = false)
 {
     VtdConfig c = FakeHost::default_config();
     c.scalable_mode = true;
+    c.second_stage = true;  // scalable mode needs a stage; the queue does not care which
     c.device_iotlb = device_iotlb;
     return c;
 }

@@ -185,20 +185,17 @@ def t_properties():
     out = subprocess.run([QEMU, "-device", "viommu-vtd,help"], capture_output=True,
                          text=True, timeout=TIMEOUT).stdout
     for p in ("iotlb-entries", "context-entries", "fault-records", "superpage-1g",
-              "stats", "caching-mode", "device-iotlb", "pt", "aw-bits"):
+              "stats", "caching-mode", "device-iotlb", "pt", "aw-bits", "second-stage",
+              "x-scalable-mode", "x-flts", "x-pasid-mode", "fs1gp"):
         check(re.search(r"^\s+%s=" % re.escape(p), out, re.M), "property %s not listed" % p)
 
 
 REJECTED = [
-    ("x-scalable-mode=on", "scalable mode"),
-    ("x-flts=on", "first-stage"),
-    ("x-pasid-mode=on", "PASID"),
     ("snoop-control=on", "snoop control"),
     ("stale-tm=on", "transient"),
     ("x-buggy-eim=on", "machine types before 2.11"),
     ("dma-drain=off", "draining"),
     ("dma-translation=off", "DMA translation"),
-    ("fs1gp=off", "first-stage"),
     ("version=1", "VER_REG"),
     ("aw-bits=57", "supported values are 39 and 48"),
 ]
@@ -212,6 +209,91 @@ def t_rejected(prop, why):
         check("viommu-vtd does not support %s" % prop in out and why in out,
               "unclear error for %s: %s" % (name, out))
     return t
+
+
+ECAP_NEST, ECAP_PASID, ECAP_SMTS = 1 << 26, 1 << 40, 1 << 43
+ECAP_SLTS, ECAP_FLTS = 1 << 46, 1 << 47
+CAP_FS1GP = 1 << 56
+RTADDR_TTM_SM, IQA_DW = 1 << 10, 1 << 11
+
+
+def t_scalable_options():
+    """x-scalable-mode, x-flts, x-pasid-mode, fs1gp, second-stage: ECAP/CAP."""
+    for devargs, want in (
+            ("viommu-vtd", 0),
+            ("viommu-vtd,x-scalable-mode=on", ECAP_SMTS | ECAP_SLTS),
+            ("viommu-vtd,x-scalable-mode=on,x-flts=on", ECAP_SMTS | ECAP_FLTS),
+            ("viommu-vtd,x-scalable-mode=on,x-flts=on,second-stage=on",
+             ECAP_SMTS | ECAP_FLTS | ECAP_SLTS | ECAP_NEST),
+            ("viommu-vtd,x-scalable-mode=on,x-pasid-mode=on",
+             ECAP_SMTS | ECAP_SLTS | ECAP_PASID)):
+        vm = VM(devargs)
+        try:
+            ecap = vm.readq(ECAP)
+            mask = ECAP_SMTS | ECAP_SLTS | ECAP_FLTS | ECAP_NEST | ECAP_PASID
+            check(ecap & mask == want, "%s: ECAP 0x%x, want bits 0x%x" % (devargs, ecap, want))
+            if "x-pasid-mode=on" in devargs:
+                pss = (ecap >> 35) & 0x1f
+                check(pss == 19, "%s: ECAP.PSS %d, want 19 (20-bit PASIDs)" % (devargs, pss))
+            if "x-flts=on" in devargs:
+                check(vm.readq(CAP) & CAP_FS1GP, "%s: CAP.FS1GP clear" % devargs)
+            vm.quit()
+        finally:
+            vm.kill()
+    vm = VM("viommu-vtd,x-scalable-mode=on,x-flts=on,fs1gp=off")
+    try:
+        check(not vm.readq(CAP) & CAP_FS1GP, "fs1gp=off: CAP.FS1GP set")
+        vm.quit()
+    finally:
+        vm.kill()
+    for devargs, msg in (
+            ("viommu-vtd,x-flts=on", "x-flts=on needs x-scalable-mode=on"),
+            ("viommu-vtd,x-pasid-mode=on", "x-pasid-mode=on needs x-scalable-mode=on"),
+            ("viommu-vtd,second-stage=on", "second-stage=on needs x-scalable-mode=on"),
+            ("viommu-vtd,x-scalable-mode=on,second-stage=off",
+             "second-stage=off needs x-flts=on")):
+        rc, out = run_fail(devargs)
+        check(rc != 0, "QEMU accepted %s" % devargs)
+        check(msg in out, "unclear error for %s: %s" % (devargs, out))
+
+
+def t_migration_scalable():
+    """RTADDR.TTM and IQA.DW reach a scalable-mode destination; a legacy one refuses."""
+    devargs = "viommu-vtd,x-scalable-mode=on,x-flts=on,second-stage=on"
+    src = VM(devargs)
+    img = os.path.join(src.dir, "state")
+    try:
+        src.writeq(RTADDR, 0x100000 | RTADDR_TTM_SM)
+        src.writel(GCMD, GCMD_SRTP)
+        src.writeq(IQA, 0x200000 | IQA_DW)
+        regs = (src.readq(RTADDR), src.readq(IQA), src.readl(GSTS))
+        check(regs[0] == 0x100000 | RTADDR_TTM_SM and regs[1] == 0x200000 | IQA_DW,
+              "RTADDR 0x%x IQA 0x%x before migration" % regs[:2])
+        src.cmd("stop")
+        src.cmd("migrate", uri="exec:cat > %s" % img)
+        wait_migration(src)
+        src.quit()
+    finally:
+        src.kill()
+    dst = VM(devargs, incoming="exec:cat %s" % img)
+    try:
+        wait_migration(dst)
+        got = (dst.readq(RTADDR), dst.readq(IQA), dst.readl(GSTS))
+        check(got == regs, "RTADDR/IQA/GSTS %s after migration, %s before" % (
+            [hex(v) for v in got], [hex(v) for v in regs]))
+        dst.quit()
+    finally:
+        dst.kill()
+    # a destination in legacy mode cannot hold that state
+    p = subprocess.run([QEMU] + FIRMWARE + [
+        "-M", "q35,kernel-irqchip=split", "-accel", "qtest", "-m", "128", "-display", "none",
+        "-nodefaults", "-serial", "none", "-monitor", "none", "-qtest", "null",
+        "-device", "viommu-vtd", "-incoming", "exec:cat %s" % img],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
+    out = (p.stdout + p.stderr).strip()
+    check(p.returncode != 0, "a legacy-mode destination accepted scalable-mode state")
+    check("viommu-vtd: migrated state refused" in out,
+          "unclear error on a legacy-mode destination: %s" % out)
 
 
 def t_bad_engine_config():
@@ -689,6 +771,10 @@ CASES = [
     ("properties listed by -device viommu-vtd,help", t_properties),
 ] + [("rejects %s with a reason" % p, t_rejected(p, w)) for p, w in REJECTED] + [
     ("engine configuration errors fail realize", t_bad_engine_config),
+    ("scalable-mode options set ECAP/CAP; bad combinations fail with a reason",
+     t_scalable_options),
+    ("migration keeps RTADDR.TTM and IQA.DW; a legacy destination refuses",
+     t_migration_scalable),
     ("CAP/ECAP reflect aw-bits, caching-mode, device-iotlb, pt", t_cap_reflects_config),
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),

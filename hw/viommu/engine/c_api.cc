@@ -97,6 +97,15 @@ VtdFaultReason vtd_engine_translate(VtdEngine *e, uint16_t sid, uint64_t addr, u
     return e->engine->translate(sid, addr, access, record_fault, t);
 }
 
+VtdFaultReason vtd_engine_translate_pasid(VtdEngine *e, uint16_t sid, uint32_t pasid,
+                                          bool privileged, uint64_t addr, unsigned access,
+                                          bool record_fault, VtdTranslation *out)
+{
+    VtdTranslation t;
+    return e->engine->translate_pasid(sid, pasid, privileged, addr, access, record_fault,
+                                      out ? *out : t);
+}
+
 bool vtd_engine_translation_enabled(VtdEngine *e)
 {
     return e->engine->translation_enabled();

@@ -14,6 +14,7 @@ std::optional<Context> ContextCache::lookup(uint16_t sid) const
     uint64_t w0 = s.word0.load(std::memory_order_relaxed);
     uint64_t w1 = s.word1.load(std::memory_order_relaxed);
     uint64_t w2 = s.word2.load(std::memory_order_relaxed);
+    uint64_t w3 = s.word3.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.seq.load(std::memory_order_relaxed) != seq)
         return std::nullopt;
@@ -27,10 +28,17 @@ std::optional<Context> ContextCache::lookup(uint16_t sid) const
     c.levels = field(w0, 7, 4);
     c.tt = static_cast<TranslationType>(field(w0, 3, 2));
     c.fpd = w0 & FPD;
+    c.pasid = static_cast<uint32_t>(w1 >> 32);
+    c.pgtt = static_cast<Pgtt>(w3 & 7);
+    c.fs_levels = field(w3, 5, 3);
+    c.sre = w3 & bit(6);
+    c.wpe = w3 & bit(7);
+    c.eafe = w3 & bit(8);
+    c.fsptptr = w3 & entry::ADDR;
     return c;
 }
 
-void ContextCache::write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2)
+void ContextCache::write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
 {
     uint32_t seq = s.seq.load(std::memory_order_relaxed);
     s.seq.store(seq + 1, std::memory_order_relaxed);
@@ -38,6 +46,7 @@ void ContextCache::write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2)
     s.word0.store(w0, std::memory_order_relaxed);
     s.word1.store(w1, std::memory_order_relaxed);
     s.word2.store(w2, std::memory_order_relaxed);
+    s.word3.store(w3, std::memory_order_relaxed);
     s.seq.store(seq + 2, std::memory_order_release);
 }
 
@@ -55,7 +64,11 @@ bool ContextCache::insert(uint16_t sid, const Context &ctx, uint64_t gen)
     write_locked(s,
                  (ctx.slptptr & entry::ADDR) | uint64_t{ctx.levels} << 4 |
                      uint64_t{static_cast<uint8_t>(ctx.tt)} << 2 | (ctx.fpd ? FPD : 0) | VALID,
-                 sid | uint64_t{ctx.did} << 16, tag.global | uint64_t{tag.domain} << 32);
+                 sid | uint64_t{ctx.did} << 16 | uint64_t{ctx.pasid} << 32,
+                 tag.global | uint64_t{tag.domain} << 32,
+                 (ctx.fsptptr & entry::ADDR) | uint64_t{ctx.eafe} << 8 | uint64_t{ctx.wpe} << 7 |
+                     uint64_t{ctx.sre} << 6 | uint64_t{ctx.fs_levels} << 3 |
+                     static_cast<uint8_t>(ctx.pgtt));
     return evicted;
 }
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The context cache: decoded, valid context entries by source-id.
+// The context cache: decoded, valid context entries by source-id (in
+// scalable mode: the PASID-table entry of RID_PASID that requests without
+// PASID use, tagged with its domain-id).
 //
 // Every device's translations start here, so all threads translating for
 // one device look up the same entry.  Lookups therefore take no lock: the
@@ -53,10 +55,14 @@ public:
 
 private:
     // word0: SLPTPTR | levels << 4 | TT << 2 | FPD << 1 | valid
-    // word1: sid | did << 16        word2: epoch tag (global | domain << 32)
+    // word1: sid | did << 16 | PASID << 32 (scalable mode: the PASID-table
+    //        entry's)
+    // word2: epoch tag (global | domain << 32)
+    // word3: scalable mode: FSPTPTR | EAFE << 8 | WPE << 7 | SRE << 6 |
+    //        first-stage levels << 3 | PGTT; 0 in legacy mode
     struct Slot {
         std::atomic<uint32_t> seq{0};
-        std::atomic<uint64_t> word0{0}, word1{0}, word2{0};
+        std::atomic<uint64_t> word0{0}, word1{0}, word2{0}, word3{0};
     };
 
     Slot &slot_of(uint16_t sid) { return slots_[(sid * 0x9e3779b1u >> 16) % slots_.size()]; }
@@ -64,7 +70,7 @@ private:
     {
         return slots_[(sid * 0x9e3779b1u >> 16) % slots_.size()];
     }
-    void write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2);
+    void write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3 = 0);
     // Whether a slot holds an entry no invalidation has retired.
     bool live(const Slot &s) const;
 

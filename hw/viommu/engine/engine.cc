@@ -5,8 +5,10 @@
 #include <cstddef>
 
 #include "events.hpp"
+#include "first_stage_walk.hpp"
 #include "page_walk.hpp"
 #include "root_context.hpp"
+#include "scalable_context.hpp"
 
 namespace viommu::vtd {
 
@@ -26,6 +28,7 @@ struct RecentEntry {
     DomainStats *ds = nullptr;  // did's statistics, which live as long as the engine
     uint16_t sid = 0, did = 0;
     uint8_t perm = 0;
+    Pgtt pgtt = Pgtt::Legacy;  // scalable mode: for the statistics by PGTT
 };
 
 constexpr unsigned RECENT_ENTRIES = 64;
@@ -70,6 +73,10 @@ std::unique_ptr<Engine> Engine::create(const VtdConfig &cfg, const VtdHostOps &o
     auto f = Features::from_config(cfg, err);
     if (!f)
         return nullptr;
+    if (f->first_stage && !ops.mem_cmpxchg64) {
+        err = "first_stage needs the mem_cmpxchg64 callback (accessed/dirty flag updates)";
+        return nullptr;
+    }
     return std::make_unique<Engine>(*f, ops, opaque);
 }
 
@@ -122,7 +129,7 @@ ContextLookup Engine::resolve_context(uint16_t sid)
             stats_.add(Counter::ContextEvictions);
             translations_changed();
         }
-        if (r.ctx.tt != TranslationType::PassThrough) {
+        if (r.ctx.second_stage_only()) {
             DomainStats &ds = stats_.domain(r.ctx.did);
             ds.slptptr.store(r.ctx.slptptr, std::memory_order_relaxed);
             ds.levels.store(r.ctx.levels, std::memory_order_relaxed);
@@ -132,7 +139,8 @@ ContextLookup Engine::resolve_context(uint16_t sid)
 }
 
 VtdFaultReason Engine::fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
-                             VtdFaultReason reason, bool fpd, DomainStats *ds)
+                             VtdFaultReason reason, bool fpd, DomainStats *ds,
+                             std::optional<uint32_t> pasid)
 {
     stats_.fault(reason);
     if (ds)
@@ -149,11 +157,11 @@ VtdFaultReason Engine::fault(uint16_t sid, uint64_t addr, unsigned access, bool 
     else if (fpd)
         stats_.add(Counter::FaultsSuppressedFpd);
     else
-        faults_.record(sid, addr, reason, write);
+        faults_.record(sid, addr, reason, write, pasid);
     return reason;
 }
 
-static void identity(uint64_t addr, uint16_t did, VtdTranslation &out)
+void Engine::identity(uint64_t addr, uint16_t did, VtdTranslation &out)
 {
     out = {addr & ~(PAGE_SIZE - 1), addr & ~(PAGE_SIZE - 1), PAGE_SIZE - 1, VTD_PERM_RW, did};
 }
@@ -172,16 +180,18 @@ inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned acces
     DomainStats::Hot &hot = e.ds->hot[shard];
     hot.bump(DomainStats::Hot::Translations, shard);
     hot.bump(DomainStats::Hot::IotlbHits, shard);
+    if (e.pgtt != Pgtt::Legacy) [[unlikely]]
+        count_pgtt(e.pgtt, shard);
     out = {e.iova_base, e.phys_base, e.size_mask, e.perm, e.did};
     return true;
 }
 
 inline void Engine::remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
-                             DomainStats &ds)
+                             DomainStats &ds, Pgtt pgtt)
 {
     uint64_t vpn = addr >> PAGE_SHIFT;
-    recent_slot(sid, vpn) = {id_,         epoch, vpn, t.iova_base, t.phys_base,
-                             t.addr_mask, &ds,   sid, t.domain_id, t.perm};
+    recent_slot(sid, vpn) = {id_, epoch, vpn,         t.iova_base, t.phys_base, t.addr_mask,
+                             &ds, sid,   t.domain_id, t.perm,      pgtt};
 }
 
 VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, bool record,
@@ -213,10 +223,20 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     DomainStats &ds = *memo.ds;
     DomainStats::Hot &ds_hot = ds.hot[shard];
     ds_hot.bump(DomainStats::Hot::Translations, shard);
+    const bool sm = ctx.scalable();
+    if (sm) [[unlikely]]
+        count_pgtt(ctx.pgtt, shard);
     if (ctx.tt == TranslationType::PassThrough) {
         stats_.add(Counter::PassThrough, 1, shard);
         identity(addr, ctx.did, out);
         return VTD_FR_NONE;
+    }
+    if (sm) [[unlikely]] {
+        return ctx.uses_first_stage()
+                   ? translate_first_stage(sid, std::nullopt, false, addr, access, record, ctx, ds,
+                                           epoch, shard, out)
+                   : translate_second_stage(sid, std::nullopt, addr, access, record, ctx, ds, epoch,
+                                            shard, out);
     }
     if (addr >> level_aw(ctx.levels))
         return fault(sid, addr, access, record, VTD_FR_ADDR_BEYOND_MGAW, ctx.fpd, &ds);
@@ -278,8 +298,16 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         return fault(sid, addr, access, record, r, ctx.fpd, &ds);
     uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
     out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-    remember(sid, addr, epoch, out, ds);
+    remember(sid, addr, epoch, out, ds, Pgtt::Legacy);
     return VTD_FR_NONE;
+}
+
+// For the scalable-mode paths (scalable_translate.cc), which are kept out
+// of this file so that the legacy path's IOTLB lookup stays inlined.
+void Engine::remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
+                               DomainStats &ds, Pgtt pgtt)
+{
+    remember(sid, addr, epoch, t, ds, pgtt);
 }
 
 bool Engine::is_pass_through(uint16_t sid)
@@ -300,6 +328,11 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
         host_.event([&] { return ev::replay(sid, cl, start, end, 0, false); });
         // Pass-through: nothing to replay, the host bypasses translation.
         return cl.fault;
+    }
+    if (cl.ctx.uses_first_stage()) {
+        // First-stage tables are not replayed (see vtd.h).
+        host_.event([&] { return ev::replay(sid, cl, start, end, 0, false); });
+        return VTD_FR_SM_PASID_ENTRY_INV;
     }
     uint64_t leaves = 0;
     bool complete = walk_range(

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ public:
 
     VtdFaultReason translate(uint16_t sid, uint64_t addr, unsigned access, bool record_fault,
                              VtdTranslation &out);
+    // A request with PASID (scalable mode; see vtd.h).
+    VtdFaultReason translate_pasid(uint16_t sid, uint32_t pasid, bool privileged, uint64_t addr,
+                                   unsigned access, bool record_fault, VtdTranslation &out);
     bool translation_enabled() const { return te_.load(std::memory_order_acquire); }
     bool is_pass_through(uint16_t sid);
     int walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *ctx);
@@ -88,7 +92,23 @@ private:
 
     ContextLookup resolve_context(uint16_t sid);
     VtdFaultReason fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
-                         VtdFaultReason reason, bool fpd, DomainStats *ds);
+                         VtdFaultReason reason, bool fpd, DomainStats *ds,
+                         std::optional<uint32_t> pasid = std::nullopt);
+    // Scalable mode (engine.cc): translations through a PASID-table entry
+    // other than the legacy-mode fast path.
+    void count_pgtt(Pgtt pgtt, unsigned shard);
+    VtdFaultReason translate_first_stage(uint16_t sid, std::optional<uint32_t> pasid,
+                                         bool supervisor, uint64_t addr, unsigned access,
+                                         bool record, const Context &ctx, DomainStats &ds,
+                                         uint64_t epoch, unsigned shard, VtdTranslation &out);
+    VtdFaultReason translate_second_stage(uint16_t sid, std::optional<uint32_t> pasid,
+                                          uint64_t addr, unsigned access, bool record,
+                                          const Context &ctx, DomainStats &ds, uint64_t epoch,
+                                          unsigned shard, VtdTranslation &out);
+    Iotlb::FillToken sm_prepare_fill(const Context &ctx);
+    std::optional<Leaf> sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale);
+    Iotlb::InsertResult sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
+                                  const Iotlb::FillToken &token, const Iotlb::Slot &stale);
     void flush_caches(VtdCacheResetReason why);
 
     void invalidate_context(const ContextInvalidation &req) override;
@@ -115,7 +135,10 @@ private:
     bool translate_recent(uint16_t sid, uint64_t addr, unsigned access, uint64_t epoch,
                           unsigned shard, VtdTranslation &out);
     void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
-                  DomainStats &ds);
+                  DomainStats &ds, Pgtt pgtt);
+    void remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
+                           DomainStats &ds, Pgtt pgtt);
+    static void identity(uint64_t addr, uint16_t did, VtdTranslation &out);
 
     const Features f_;
     const Host host_;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "host.hpp"
@@ -25,7 +26,9 @@ public:
     uint32_t read32(uint32_t offset) const;
     void write32(uint32_t offset, uint32_t value);
 
-    void record(uint16_t sid, uint64_t addr, VtdFaultReason reason, bool is_write);
+    // `pasid`: the request's PASID (a request with PASID): PP and PV.
+    void record(uint16_t sid, uint64_t addr, VtdFaultReason reason, bool is_write,
+                std::optional<uint32_t> pasid = std::nullopt);
     // Set FSTS status bits (IQE, ICE, ITE) on behalf of the invalidation queue.
     void set_status(uint32_t bits);
     uint32_t fsts() const;

@@ -15,6 +15,7 @@ static_assert(MAX_FAULT_RECORDS == 224);
 static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
 static constexpr unsigned DOMAIN_ID_BITS = 16;
 static constexpr uint32_t IEC_ENTRIES = 1024;
+static constexpr unsigned MAX_PASID_BITS = 20;
 
 unsigned Features::max_levels() const
 {
@@ -22,6 +23,43 @@ unsigned Features::max_levels() const
         if (levels_supported(levels))
             return levels;
     return 3;
+}
+
+// The scalable-mode part of the configuration; false with `err` set when
+// it is inconsistent.
+static bool from_scalable_config(Features &f, const VtdConfig &cfg, std::string &err)
+{
+    if (!cfg.scalable_mode) {
+        if (cfg.first_stage || cfg.second_stage || cfg.fs1gp || cfg.pasid_bits) {
+            err = "first_stage, second_stage, fs1gp and pasid_bits need scalable_mode";
+            return false;
+        }
+        return true;
+    }
+    if (!cfg.first_stage && !cfg.second_stage) {
+        err = "scalable_mode needs first_stage or second_stage (or both)";
+        return false;
+    }
+    if (cfg.fs1gp && !cfg.first_stage) {
+        err = "fs1gp (1 GiB first-stage pages) needs first_stage";
+        return false;
+    }
+    if (cfg.pasid_bits > MAX_PASID_BITS) {
+        err = "pasid_bits must be 0 (no PASID) or 1.." + std::to_string(MAX_PASID_BITS);
+        return false;
+    }
+    f.first_stage = cfg.first_stage;
+    f.second_stage = cfg.second_stage;
+    f.nested = cfg.first_stage && cfg.second_stage;
+    f.fs1gp = cfg.fs1gp;
+    // A 5-level first stage translates 57-bit inputs: only where the
+    // second stage may be that wide too.
+    f.fs5lp = cfg.first_stage && cfg.aw_bits == 57;
+    f.pasid_bits = cfg.pasid_bits;
+    // Supervisor requests come only with a PASID and mean something only
+    // to first-stage tables (U/S).
+    f.supervisor = cfg.first_stage && cfg.pasid_bits;
+    return true;
 }
 
 std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string &err)
@@ -66,6 +104,8 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     f.eim = cfg.eim;
     f.scalable_mode = cfg.scalable_mode;
     f.iec_entries = IEC_ENTRIES;
+    if (!from_scalable_config(f, cfg, err))
+        return std::nullopt;
 
     f.cap = uint64_t{(DOMAIN_ID_BITS - 4) / 2} << cap::ND | uint64_t{f.caching_mode} << cap::CM |
             uint64_t{f.sagaw} << cap::SAGAW | uint64_t{f.aw_bits - 1} << cap::MGAW |
@@ -78,6 +118,17 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     f.ecap = bit(ecap::C) | bit(ecap::QI) | uint64_t{f.device_iotlb} << ecap::DT |
              uint64_t{f.intremap} << ecap::IR | uint64_t{f.eim} << ecap::EIM |
              uint64_t{f.pass_through} << ecap::PT | uint64_t{reg::IVA / 16} << ecap::IRO;
+    if (f.scalable_mode) {
+        // SMPWC: scalable-mode walks are coherent too (PWSNP may be set).
+        // RPS: the context entry's RID_PASID is honoured (with PASIDs).
+        // EAFS: the extended-accessed flag (EAFE) with the first stage.
+        f.cap |= uint64_t{f.fs1gp} << cap::FS1GP | uint64_t{f.fs5lp} << cap::FS5LP;
+        f.ecap |= bit(ecap::SMTS) | bit(ecap::SMPWC) | uint64_t{f.first_stage} << ecap::FLTS |
+                  uint64_t{f.second_stage} << ecap::SLTS | uint64_t{f.nested} << ecap::NEST |
+                  uint64_t{f.first_stage} << ecap::EAFS | uint64_t{f.supervisor} << ecap::SRS;
+        if (f.pasid_bits)
+            f.ecap |= bit(ecap::PASID) | uint64_t{f.pasid_bits - 1} << ecap::PSS | bit(ecap::RPS);
+    }
     return f;
 }
 

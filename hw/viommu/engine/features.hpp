@@ -21,6 +21,14 @@ struct Features {
     bool intremap = false;       // ECAP.IR
     bool eim = false;            // ECAP.EIM
     bool scalable_mode = false;  // ECAP.SMTS (and with it IQA.DW)
+    // What scalable mode offers.
+    bool first_stage = false;   // ECAP.FLTS
+    bool second_stage = false;  // ECAP.SLTS
+    bool nested = false;        // ECAP.NEST: both stages
+    bool fs1gp = false;         // CAP.FS1GP
+    bool fs5lp = false;         // CAP.FS5LP: 5-level first stage (with aw_bits 57)
+    unsigned pasid_bits = 0;    // ECAP.PASID and PSS + 1; 0: no requests with PASID
+    bool supervisor = false;    // ECAP.SRS: supervisor requests (SRE)
     uint32_t iotlb_entries = 0;
     uint32_t context_entries = 0;
     unsigned fault_records = 8;

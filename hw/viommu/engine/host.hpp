@@ -57,6 +57,18 @@ public:
         return ops_.mem_write(opaque_, gpa, b.data(), b.size()) == 0;
     }
 
+    // Atomic compare-and-swap of the 8 bytes at `gpa` (VtdHostOps
+    // .mem_cmpxchg64): the value found there, or nullopt if it is not RAM.
+    // The swap happened iff the value found equals `expected`.
+    std::optional<uint64_t> cmpxchg_u64(uint64_t gpa, uint64_t expected, uint64_t desired) const
+    {
+        uint64_t found = 0;
+        if (!ops_.mem_cmpxchg64 || ops_.mem_cmpxchg64(opaque_, gpa, expected, desired, &found) != 0)
+            return std::nullopt;
+        return found;
+    }
+    bool has_cmpxchg() const { return ops_.mem_cmpxchg64 != nullptr; }
+
     void msi(uint64_t addr, uint32_t data) const { ops_.msi(opaque_, addr, data); }
 
     void invalidated(bool all, uint16_t did, uint64_t iova, uint64_t size) const

@@ -55,9 +55,13 @@ VtdStateError Engine::set_state(const VtdState &st)
     // Register values the device itself could never hold.  RTADDR and the
     // latched root are checked as their registers store them; the root
     // table is a plain address.
+    // RTADDR.TTM and the latched table's TTM (scalable mode) only with
+    // ECAP.SMTS.
     const uint32_t ir_bits = f_.intremap ? InterruptRemapping::STATUS_BITS : 0;
-    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE | ir_bits)) || (st.rtaddr & ~mask(63, 12)) ||
-        (st.root_table & ~entry::ADDR) || (!(st.gsts & gcmd::SRTP) && st.root_table))
+    const uint64_t ttm = f_.scalable_mode ? rtaddr::TTM_SCALABLE : 0;
+    if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE | ir_bits)) ||
+        (st.rtaddr & ~(mask(63, 12) | ttm)) || (st.root_table & ~(entry::ADDR | ttm)) ||
+        (!(st.gsts & gcmd::SRTP) && st.root_table))
         return VTD_STATE_BAD_GLOBAL;
     if ((st.ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) || (st.ccmd & ccmd::ICC) ||
         (st.iva & ~(iva::ADDR | iva::IH | iva::AM)) ||
@@ -73,11 +77,13 @@ VtdStateError Engine::set_state(const VtdState &st)
     fs.records.resize(st.n_fault_records);
     for (size_t i = 0; i < fs.records.size(); i++)
         fs.records[i] = {st.fault_records[i].lo, st.fault_records[i].hi};
-    // A record holds the page address (FI: 63:12) and F, T, FR and SID.
-    const bool records_ok =
-        std::all_of(fs.records.begin(), fs.records.end(), [](const std::array<uint64_t, 2> &r) {
+    // A record holds the page address (FI: 63:12) and F, T, FR and SID,
+    // and with PASIDs (ECAP.PASID) PP and PV.
+    const uint64_t pasid_bits = f_.pasid_bits ? mask(59, 40) | bit(31) : 0;
+    const bool records_ok = std::all_of(
+        fs.records.begin(), fs.records.end(), [pasid_bits](const std::array<uint64_t, 2> &r) {
             return !(r[0] & ~mask(63, PAGE_SHIFT)) &&
-                   !(r[1] & ~(mask(63, 62) | mask(39, 32) | mask(15, 0)));
+                   !(r[1] & ~(mask(63, 62) | mask(39, 32) | mask(15, 0) | pasid_bits));
         });
     const bool unused_zero =
         std::all_of(st.fault_records + st.n_fault_records, st.fault_records + VTD_MAX_FAULT_RECORDS,

@@ -11,7 +11,12 @@
 
 namespace viommu::vtd {
 
-static constexpr uint64_t RTADDR_WRITABLE = mask(63, 12);  // TTM (11:10) is scalable-only
+// TTM (11:10): bit 10 (scalable mode) with ECAP.SMTS; 10b and 11b are
+// not offered, so bit 11 reads as zero.
+static uint64_t rtaddr_writable(const Features &f)
+{
+    return mask(63, 12) | (f.scalable_mode ? rtaddr::TTM_SCALABLE : 0);
+}
 static constexpr uint64_t IVA_WRITABLE = iva::ADDR | iva::IH | iva::AM;
 
 static uint32_t half(uint64_t v, uint32_t offset)
@@ -93,7 +98,7 @@ void Engine::write32(uint32_t offset, uint32_t value)
         return;
     case reg::RTADDR:
     case reg::RTADDR + 4:
-        rtaddr_ = with_half(rtaddr_, offset, value) & RTADDR_WRITABLE;
+        rtaddr_ = with_half(rtaddr_, offset, value) & rtaddr_writable(f_);
         return;
     case reg::CCMD:
     case reg::CCMD + 4:
@@ -134,7 +139,9 @@ void Engine::global_command(uint32_t value)
 {
     const uint32_t before = gsts_ | ir_.status();
     if (value & gcmd::SRTP) {
-        root_table_.store(rtaddr_ & entry::ADDR, std::memory_order_release);
+        // The table and its format (TTM) are latched together.
+        root_table_.store(rtaddr_ & (entry::ADDR | rtaddr::TTM_SCALABLE),
+                          std::memory_order_release);
         flush_caches(VTD_CACHE_RESET_ROOT_TABLE);
         gsts_ |= gcmd::SRTP;  // RTPS: set when the pointer is latched
     }

@@ -61,6 +61,7 @@ static WalkResult walk_from(const Host &host, const Features &f, uint64_t table,
             r.has_l1 = true;
         }
         r.levels_read++;
+        r.fault_level = level;
         auto pte = host.read_u64(entry_gpa(table, addr, level));
         if (!pte) {
             r.fault = VTD_FR_PAGING_ENTRY_INV;
@@ -69,6 +70,7 @@ static WalkResult walk_from(const Host &host, const Features &f, uint64_t table,
         uint8_t entry_perm = *pte & (entry::SL_R | entry::SL_W);
         if (!entry_perm) {
             r.fault = not_present(access);
+            r.not_present = true;
             return r;
         }
         if (reserved_bits(f, *pte, level)) {

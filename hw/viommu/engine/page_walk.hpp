@@ -17,6 +17,10 @@ struct WalkResult {
     VtdFaultReason fault = VTD_FR_NONE;
     Leaf leaf;  // valid when fault == VTD_FR_NONE
     unsigned levels_read = 0;
+    // With a fault: whether an entry was not present (R and W clear), and
+    // the level of the entry that faulted.
+    bool not_present = false;
+    unsigned fault_level = 0;
     // The level-1 table the walk reached (for the paging-structure cache)
     // and the AND of the permissions above it.
     bool has_l1 = false;
@@ -47,6 +51,31 @@ WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint
 using LeafVisitor = std::function<void(uint64_t iova, const Leaf &leaf)>;
 bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_t start,
                 uint64_t end, uint64_t entry_budget, const LeafVisitor &visit);
+
+// The scalable-mode reason for a second-stage walk's fault (PGTT
+// second-stage, and nested second-stage translation of the output) in a
+// table of `levels` levels.
+inline VtdFaultReason sm_second_stage_fault(const WalkResult &w, unsigned levels)
+{
+    if (w.not_present)
+        return VTD_FR_SM_SS_ENTRY_P;
+    switch (w.fault) {
+    case VTD_FR_ADDR_BEYOND_MGAW:
+        return VTD_FR_SM_ADDR_BEYOND_AW;
+    case VTD_FR_PAGING_ENTRY_INV:
+        return w.fault_level == levels ? VTD_FR_SM_SS_TOP_INV : VTD_FR_SM_SS_ENTRY_INV;
+    case VTD_FR_PAGING_ENTRY_RSVD:
+        return VTD_FR_SM_SS_ENTRY_RSVD;
+    default:
+        return w.fault;
+    }
+}
+
+// The scalable-mode form of a permission fault from check_access().
+inline VtdFaultReason sm_access_fault(VtdFaultReason r)
+{
+    return r == VTD_FR_WRITE ? VTD_FR_SM_WRITE : r == VTD_FR_READ ? VTD_FR_SM_READ : r;
+}
 
 // Permission fault for a request of `access` against `perm`, or VTD_FR_NONE.
 // Inline: every translation checks it.

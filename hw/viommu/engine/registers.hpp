@@ -42,12 +42,20 @@ constexpr uint32_t VERSION = 0x10;  // 1.0
 namespace cap {
 constexpr unsigned ND = 0, AFL = 3, RWBF = 4, PLMR = 5, PHMR = 6, CM = 7, SAGAW = 8, MGAW = 16,
                    ZLR = 22, FRO = 24, SLLPS_2M = 34, SLLPS_1G = 35, PSI = 39, NFR = 40, MAMV = 48,
-                   DWD = 54, DRD = 55;
+                   DWD = 54, DRD = 55, FS1GP = 56, FS5LP = 60;
 constexpr uint64_t SAGAW_39 = 2, SAGAW_48 = 4, SAGAW_57 = 8;
 }  // namespace cap
 
 namespace ecap {
-constexpr unsigned C = 0, QI = 1, DT = 2, IR = 3, EIM = 4, PT = 6, SC = 7, IRO = 8, MHMV = 20;
+constexpr unsigned C = 0, QI = 1, DT = 2, IR = 3, EIM = 4, PT = 6, SC = 7, IRO = 8, MHMV = 20,
+                   NEST = 26, SRS = 31, EAFS = 34, PSS = 35, PASID = 40, SMTS = 43, SLTS = 46,
+                   FLTS = 47, SMPWC = 48, RPS = 49;
+}
+
+// RTADDR_REG.TTM (bits 11:10): 00b legacy mode, 01b scalable mode; 10b and
+// 11b are not offered (the bit 11 stays clear).
+namespace rtaddr {
+constexpr uint64_t TTM_SCALABLE = bit(10);
 }
 
 namespace gcmd {  // same positions in GSTS

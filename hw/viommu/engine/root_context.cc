@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "root_context.hpp"
 
+#include "scalable_context.hpp"
+
 namespace viommu::vtd {
 
 static constexpr uint64_t ENTRY_SIZE = 16;
 
 ContextLookup load_context(const Host &host, const Features &f, uint64_t rta, uint16_t sid)
 {
+    if (rta & rtaddr::TTM_SCALABLE)
+        return load_scalable_context(host, f, rta & entry::ADDR, sid, std::nullopt);
     ContextLookup r;
     const uint8_t bus = sid >> 8, devfn = sid & 0xff;
 

@@ -219,6 +219,98 @@ const char *fault_reason_name(VtdFaultReason r)
         return "ir_source_id";
     case VTD_FR_IR_PID_INV:
         return "ir_posted_descriptor_invalid";
+    case VTD_FR_SM_RTADDR_INV:
+        return "sm_root_table_address_invalid";
+    case VTD_FR_SM_TTM0_PASID:
+        return "sm_ttm_legacy_request_with_pasid";
+    case VTD_FR_SM_TTM0_PAGE_REQ:
+        return "sm_ttm_legacy_page_request";
+    case VTD_FR_SM_ROOT_ENTRY_INV:
+        return "sm_root_entry_access";
+    case VTD_FR_SM_ROOT_ENTRY_P:
+        return "sm_root_entry_not_present";
+    case VTD_FR_SM_ROOT_ENTRY_RSVD:
+        return "sm_root_entry_reserved";
+    case VTD_FR_SM_CONTEXT_ENTRY_INV_ACCESS:
+        return "sm_context_entry_access";
+    case VTD_FR_SM_CONTEXT_ENTRY_P:
+        return "sm_context_entry_not_present";
+    case VTD_FR_SM_CONTEXT_ENTRY_RSVD:
+        return "sm_context_entry_reserved";
+    case VTD_FR_SM_CONTEXT_ENTRY_INV:
+        return "sm_context_entry_invalid";
+    case VTD_FR_SM_CONTEXT_DTE:
+        return "sm_context_dte_clear";
+    case VTD_FR_SM_CONTEXT_PASIDE:
+        return "sm_context_paside_clear";
+    case VTD_FR_SM_PASID_BEYOND_PDTS:
+        return "sm_pasid_beyond_pdts";
+    case VTD_FR_SM_CONTEXT_PRE:
+        return "sm_context_pre_clear";
+    case VTD_FR_SM_RID_PASID_INV:
+        return "sm_rid_pasid_invalid";
+    case VTD_FR_SM_PASID_DIR_INV:
+        return "sm_pasid_directory_access";
+    case VTD_FR_SM_PASID_DIR_P:
+        return "sm_pasid_directory_not_present";
+    case VTD_FR_SM_PASID_DIR_RSVD:
+        return "sm_pasid_directory_reserved";
+    case VTD_FR_SM_PASID_ENTRY_INV_ACCESS:
+        return "sm_pasid_entry_access";
+    case VTD_FR_SM_PASID_ENTRY_P:
+        return "sm_pasid_entry_not_present";
+    case VTD_FR_SM_PASID_ENTRY_RSVD:
+        return "sm_pasid_entry_reserved";
+    case VTD_FR_SM_PASID_ENTRY_INV:
+        return "sm_pasid_entry_invalid";
+    case VTD_FR_SM_PASID_ENTRY_ERE:
+        return "sm_pasid_entry_ere_clear";
+    case VTD_FR_SM_PASID_ENTRY_SRE:
+        return "sm_pasid_entry_sre_clear";
+    case VTD_FR_SM_FS_ENTRY_INV:
+        return "sm_first_stage_entry_access";
+    case VTD_FR_SM_FS_ENTRY_P:
+        return "sm_first_stage_entry_not_present";
+    case VTD_FR_SM_FS_ENTRY_RSVD:
+        return "sm_first_stage_entry_reserved";
+    case VTD_FR_SM_FS_TOP_INV:
+        return "sm_first_stage_top_access";
+    case VTD_FR_SM_NESTED_FS_BEYOND_AW:
+        return "sm_nested_first_stage_beyond_aw";
+    case VTD_FR_SM_NESTED_FS_TOP_READ:
+        return "sm_nested_first_stage_top_read";
+    case VTD_FR_SM_NESTED_FS_READ:
+        return "sm_nested_first_stage_read";
+    case VTD_FR_SM_NESTED_FS_WRITE:
+        return "sm_nested_first_stage_write";
+    case VTD_FR_SM_SS_ENTRY_INV:
+        return "sm_second_stage_entry_access";
+    case VTD_FR_SM_SS_ENTRY_P:
+        return "sm_second_stage_entry_not_present";
+    case VTD_FR_SM_SS_ENTRY_RSVD:
+        return "sm_second_stage_entry_reserved";
+    case VTD_FR_SM_SS_TOP_INV:
+        return "sm_second_stage_top_access";
+    case VTD_FR_SM_SS_AD_NO_SNOOP:
+        return "sm_second_stage_ad_no_snoop";
+    case VTD_FR_SM_FS_NON_CANONICAL:
+        return "sm_first_stage_non_canonical";
+    case VTD_FR_SM_FS_USER:
+        return "sm_first_stage_user";
+    case VTD_FR_SM_EXECUTE:
+        return "sm_execute";
+    case VTD_FR_SM_ADDR_BEYOND_AW:
+        return "sm_address_beyond_aw";
+    case VTD_FR_SM_SS_OUTPUT_BEYOND:
+        return "sm_second_stage_output_beyond_aw";
+    case VTD_FR_SM_WRITE:
+        return "sm_write";
+    case VTD_FR_SM_READ:
+        return "sm_read";
+    case VTD_FR_SM_INTERRUPT_ADDR:
+        return "sm_interrupt_address";
+    case VTD_FR_SM_FS_AD_NO_SNOOP:
+        return "sm_first_stage_ad_no_snoop";
     }
     return "unknown";
 }
@@ -323,6 +415,8 @@ std::string Stats::to_json(const Gauges &g) const
     for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
         j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
               faults_by_reason(static_cast<VtdFaultReason>(r)));
+    for (VtdFaultReason r : SM_FAULT_REASONS)
+        j.num(fault_reason_name(r), faults_by_reason(r));
     j.close('}');
     j.close('}');
 
@@ -372,6 +466,15 @@ std::string Stats::to_json(const Gauges &g) const
         j.num(nullptr, latency_hist_[b].load());
     j.close(']');
     j.close('}');
+    j.close('}');
+
+    j.open("scalable", '{');
+    counters("scalable");
+    for (const char *sub : {"pgtt", "first_stage"}) {
+        j.open(sub, '{');
+        counters(std::string("scalable/") + sub);
+        j.close('}');
+    }
     j.close('}');
 
     for (const char *section : {"replay", "pages", "device_tlb", "notifications", "pasid_cache"}) {

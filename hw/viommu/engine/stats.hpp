@@ -100,6 +100,22 @@ enum class Counter : unsigned {
     IecIndex,   // index-selective descriptors,
     IecSirtp,   // and GCMD.SIRTP
     IecEntriesDropped,
+    // Scalable mode: translations by how they were requested and by the
+    // PGTT of the PASID-table entry that translated them, and what the
+    // first-stage walks did.
+    SmWithoutPasid,
+    SmWithPasid,
+    SmFirstStage,
+    SmSecondStage,
+    SmNested,
+    SmPassThrough,
+    SmFsWalks,
+    SmFsEntriesRead,
+    SmNestedWalks,  // second-stage walks of nested translation
+    SmAccessedSet,
+    SmDirtySet,
+    SmAdRetries,         // A/D swaps that found the entry changed by the guest
+    SmPasidEntriesRead,  // context, PASID directory and PASID-table entries
     // Scalable mode: 256-bit descriptors and the PASID-tagged caches.
     QiWidthErrors,             // a PASID-based descriptor in a 128-bit queue
     PasidIotlbPasid,           // P_IOTLB descriptors: PASID-selective,
@@ -205,6 +221,19 @@ inline constexpr CounterName COUNTER_NAMES[] = {
     {Counter::IecIndex, "interrupt_remapping/iec", "invalidations_index"},
     {Counter::IecSirtp, "interrupt_remapping/iec", "invalidations_sirtp"},
     {Counter::IecEntriesDropped, "interrupt_remapping/iec", "entries_dropped"},
+    {Counter::SmWithoutPasid, "scalable", "requests_without_pasid"},
+    {Counter::SmWithPasid, "scalable", "requests_with_pasid"},
+    {Counter::SmFirstStage, "scalable/pgtt", "first_stage"},
+    {Counter::SmSecondStage, "scalable/pgtt", "second_stage"},
+    {Counter::SmNested, "scalable/pgtt", "nested"},
+    {Counter::SmPassThrough, "scalable/pgtt", "pass_through"},
+    {Counter::SmFsWalks, "scalable/first_stage", "walks"},
+    {Counter::SmFsEntriesRead, "scalable/first_stage", "entries_read"},
+    {Counter::SmNestedWalks, "scalable/first_stage", "nested_second_stage_walks"},
+    {Counter::SmAccessedSet, "scalable/first_stage", "accessed_set"},
+    {Counter::SmDirtySet, "scalable/first_stage", "dirty_set"},
+    {Counter::SmAdRetries, "scalable/first_stage", "ad_update_retries"},
+    {Counter::SmPasidEntriesRead, "scalable", "context_and_pasid_entries_read"},
     {Counter::QiWidthErrors, "queue", "width_errors"},
     {Counter::PasidIotlbPasid, "invalidations/pasid_iotlb", "pasid"},
     {Counter::PasidIotlbPage, "invalidations/pasid_iotlb", "page"},
@@ -272,13 +301,70 @@ struct SourceStats {
     std::atomic<bool> seen{false};
 };
 
+// The scalable-mode fault reasons, in the order the report lists them.
+inline constexpr VtdFaultReason SM_FAULT_REASONS[] = {
+    VTD_FR_SM_RTADDR_INV,
+    VTD_FR_SM_TTM0_PASID,
+    VTD_FR_SM_TTM0_PAGE_REQ,
+    VTD_FR_SM_ROOT_ENTRY_INV,
+    VTD_FR_SM_ROOT_ENTRY_P,
+    VTD_FR_SM_ROOT_ENTRY_RSVD,
+    VTD_FR_SM_CONTEXT_ENTRY_INV_ACCESS,
+    VTD_FR_SM_CONTEXT_ENTRY_P,
+    VTD_FR_SM_CONTEXT_ENTRY_RSVD,
+    VTD_FR_SM_CONTEXT_ENTRY_INV,
+    VTD_FR_SM_CONTEXT_DTE,
+    VTD_FR_SM_CONTEXT_PASIDE,
+    VTD_FR_SM_PASID_BEYOND_PDTS,
+    VTD_FR_SM_CONTEXT_PRE,
+    VTD_FR_SM_RID_PASID_INV,
+    VTD_FR_SM_PASID_DIR_INV,
+    VTD_FR_SM_PASID_DIR_P,
+    VTD_FR_SM_PASID_DIR_RSVD,
+    VTD_FR_SM_PASID_ENTRY_INV_ACCESS,
+    VTD_FR_SM_PASID_ENTRY_P,
+    VTD_FR_SM_PASID_ENTRY_RSVD,
+    VTD_FR_SM_PASID_ENTRY_INV,
+    VTD_FR_SM_PASID_ENTRY_ERE,
+    VTD_FR_SM_PASID_ENTRY_SRE,
+    VTD_FR_SM_FS_ENTRY_INV,
+    VTD_FR_SM_FS_ENTRY_P,
+    VTD_FR_SM_FS_ENTRY_RSVD,
+    VTD_FR_SM_FS_TOP_INV,
+    VTD_FR_SM_NESTED_FS_BEYOND_AW,
+    VTD_FR_SM_NESTED_FS_TOP_READ,
+    VTD_FR_SM_NESTED_FS_READ,
+    VTD_FR_SM_NESTED_FS_WRITE,
+    VTD_FR_SM_SS_ENTRY_INV,
+    VTD_FR_SM_SS_ENTRY_P,
+    VTD_FR_SM_SS_ENTRY_RSVD,
+    VTD_FR_SM_SS_TOP_INV,
+    VTD_FR_SM_SS_AD_NO_SNOOP,
+    VTD_FR_SM_FS_NON_CANONICAL,
+    VTD_FR_SM_FS_USER,
+    VTD_FR_SM_EXECUTE,
+    VTD_FR_SM_ADDR_BEYOND_AW,
+    VTD_FR_SM_SS_OUTPUT_BEYOND,
+    VTD_FR_SM_WRITE,
+    VTD_FR_SM_READ,
+    VTD_FR_SM_INTERRUPT_ADDR,
+    VTD_FR_SM_FS_AD_NO_SNOOP,
+};
+
 // Slots of the per-reason fault counters: DMA-remapping reasons 0..15,
-// then the interrupt-remapping ones 20h..27h.
-constexpr unsigned FAULT_SLOTS = 16 + 8;
+// then the interrupt-remapping ones 20h..27h, then SM_FAULT_REASONS.
+constexpr unsigned SM_FAULT_SLOT0 = 16 + 8;
+constexpr unsigned FAULT_SLOTS = SM_FAULT_SLOT0 + std::size(SM_FAULT_REASONS);
 constexpr unsigned fault_slot(VtdFaultReason r)
 {
     if (r >= VTD_FR_IR_REQ_RSVD && r <= VTD_FR_IR_PID_INV)
         return 16 + (r - VTD_FR_IR_REQ_RSVD);
+    if (r >= VTD_FR_SM_RTADDR_INV) {
+        for (unsigned i = 0; i < std::size(SM_FAULT_REASONS); i++)
+            if (SM_FAULT_REASONS[i] == r)
+                return SM_FAULT_SLOT0 + i;
+        return 0;
+    }
     return r < 16 ? r : 0;
 }
 

@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Scalable mode: capabilities and configuration, scalable-mode root and
+// context entries, the PASID directory and PASID-table entries with every
+// PGTT, first-stage walks (pages, permissions, accessed/dirty flags),
+// nested translation, requests with PASID, and every scalable-mode fault
+// reason the model can raise.
+#include <string>
+
+#include "scalable_tables.hpp"
+
+using namespace vtdtest;
+
+namespace {
+
+constexpr uint16_t SID = 0x0310;
+constexpr uint16_t DID = 9;
+constexpr uint64_t ECAP_NEST = 1ull << 26, ECAP_SRS = 1ull << 31, ECAP_PASID = 1ull << 40,
+                   ECAP_SMTS = 1ull << 43, ECAP_SLTS = 1ull << 46, ECAP_FLTS = 1ull << 47;
+constexpr uint64_t CAP_FS1GP = 1ull << 56, CAP_FS5LP = 1ull << 60;
+
+std::string refusal(VtdConfig c, bool with_cmpxchg = true)
+{
+    VtdHostOps ops{};
+    ops.mem_read = [](void *, uint64_t, void *, size_t) { return -1; };
+    ops.mem_write = [](void *, uint64_t, const void *, size_t) { return -1; };
+    ops.msi = [](void *, uint64_t, uint32_t) {};
+    if (with_cmpxchg)
+        ops.mem_cmpxchg64 = [](void *, uint64_t, uint64_t, uint64_t, uint64_t *) { return -1; };
+    char err[160] = "";
+    VtdEngine *e = vtd_engine_new(&c, &ops, nullptr, err, sizeof(err));
+    if (e) {
+        vtd_engine_free(e);
+        return "";
+    }
+    return err;
+}
+
+// A unit in scalable mode with one device whose RID_PASID (0) entry is set
+// by the test.
+struct Scalable : ::testing::Test {
+    FakeHost h{8 << 20, scalable_config()};
+    ScalableTables t{h};
+    uint64_t dir = 0;
+    uint64_t fs = 0;  // first-stage top table
+    void SetUp() override
+    {
+        dir = t.set_context(SID);
+        fs = h.alloc_page();
+        t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID));
+        t.enable();
+    }
+    VtdFaultReason pasid_translate(uint32_t pasid, bool priv, uint64_t addr, unsigned access,
+                                   VtdTranslation *out = nullptr)
+    {
+        VtdTranslation tmp{};
+        return vtd_engine_translate_pasid(h.e, SID, pasid, priv, addr, access, true,
+                                          out ? out : &tmp);
+    }
+    // The fault record `i` (hi word).
+    uint64_t record_hi(unsigned i) { return h.mmio64(h.frcd + i * 16 + 8); }
+};
+
+}  // namespace
+
+// --- configuration and capabilities ---
+
+TEST(ScalableConfig, LegacyIsTheDefault)
+{
+    FakeHost h;
+    EXPECT_EQ(h.ecap & (ECAP_SMTS | ECAP_FLTS | ECAP_SLTS | ECAP_NEST | ECAP_PASID), 0u);
+    EXPECT_EQ(h.cap & CAP_FS1GP, 0u);
+    // RTADDR.TTM is not writable without ECAP.SMTS.
+    h.w64(RTADDR, 0x5000 | 3u << 10);
+    EXPECT_EQ(h.mmio64(RTADDR), 0x5000u);
+}
+
+TEST(ScalableConfig, CapabilitiesFollowTheConfiguration)
+{
+    FakeHost h{8 << 20, scalable_config()};
+    EXPECT_TRUE(h.ecap & ECAP_SMTS);
+    EXPECT_TRUE(h.ecap & ECAP_FLTS);
+    EXPECT_TRUE(h.ecap & ECAP_SLTS);
+    EXPECT_TRUE(h.ecap & ECAP_NEST);
+    EXPECT_TRUE(h.ecap & ECAP_PASID);
+    EXPECT_TRUE(h.ecap & ECAP_SRS);
+    EXPECT_EQ((h.ecap >> 35) & 31, 19u);  // PSS: 20 bits
+    EXPECT_TRUE(h.cap & CAP_FS1GP);
+    EXPECT_FALSE(h.cap & CAP_FS5LP);  // 48-bit: no 5-level first stage
+    // TTM bit 10 is writable, bit 11 (reserved encodings) is not.
+    h.w64(RTADDR, 0x5000 | 3u << 10);
+    EXPECT_EQ(h.mmio64(RTADDR), 0x5000u | 1u << 10);
+
+    VtdConfig c = scalable_config();
+    c.first_stage = false;
+    c.fs1gp = false;
+    c.pasid_bits = 0;
+    FakeHost ss{8 << 20, c};
+    EXPECT_TRUE(ss.ecap & ECAP_SLTS);
+    EXPECT_FALSE(ss.ecap & (ECAP_FLTS | ECAP_NEST | ECAP_PASID | ECAP_SRS));
+
+    c = scalable_config();
+    c.aw_bits = 57;
+    FakeHost wide{8 << 20, c};
+    EXPECT_TRUE(wide.cap & CAP_FS5LP);
+}
+
+TEST(ScalableConfig, InvalidCombinationsAreRefused)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.first_stage = true;
+    EXPECT_NE(refusal(c).find("need scalable_mode"), std::string::npos);
+    c = FakeHost::default_config();
+    c.pasid_bits = 8;
+    EXPECT_NE(refusal(c).find("need scalable_mode"), std::string::npos);
+    c = scalable_config();
+    c.first_stage = c.second_stage = false;
+    c.fs1gp = false;
+    EXPECT_NE(refusal(c).find("first_stage or second_stage"), std::string::npos);
+    c = scalable_config();
+    c.first_stage = false;
+    EXPECT_NE(refusal(c).find("fs1gp"), std::string::npos);
+    c = scalable_config();
+    c.pasid_bits = 21;
+    EXPECT_NE(refusal(c).find("pasid_bits"), std::string::npos);
+    EXPECT_NE(refusal(scalable_config(), false).find("mem_cmpxchg64"), std::string::npos);
+    EXPECT_EQ(refusal(scalable_config()), "");
+}
+
+// --- first-stage walks ---
+
+TEST_F(Scalable, FirstStageWalkSetsAccessedAndDirty)
+{
+    t.map_fs(fs, 0x7f12345000, 0xabc000, FS_RW | FS_US);
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x7f12345678, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0xabc000u);
+    EXPECT_EQ(out.addr_mask, 0xfffu);
+    EXPECT_EQ(out.domain_id, DID);
+    // A read of a clean page: A set at every level, D not, and the
+    // translation grants no write yet (the write walks again to set D).
+    for (unsigned level = 4; level >= 1; level--)
+        EXPECT_TRUE(h.get64(t.fs_pte(fs, 0x7f12345000, level)) & FS_A) << level;
+    const uint64_t leaf = t.fs_pte(fs, 0x7f12345000, 1);
+    EXPECT_FALSE(h.get64(leaf) & FS_D);
+    EXPECT_EQ(out.perm, VTD_PERM_READ);
+    ASSERT_EQ(h.translate(SID, 0x7f12345678, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_TRUE(h.get64(leaf) & FS_D);
+    EXPECT_EQ(out.perm, VTD_PERM_RW);
+    EXPECT_FALSE(h.get64(leaf) & FS_EA);
+    const std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "first_stage", "accessed_set"), 4u);
+    EXPECT_EQ(json_counter(s, "first_stage", "dirty_set"), 1u);
+    EXPECT_EQ(json_counter(s, "first_stage", "walks"), 2u);
+    EXPECT_EQ(json_counter(s, "pgtt", "first_stage"), 2u);
+    EXPECT_EQ(json_counter(s, "scalable", "requests_without_pasid"), 2u);
+    // Now both hit (the IOTLB holds the dirty leaf).
+    ASSERT_EQ(h.translate(SID, 0x7f12345000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(json_counter(h.stats(), "first_stage", "walks"), 2u);
+    EXPECT_EQ(json_counter(h.stats(), "pgtt", "first_stage"), 3u);
+}
+
+TEST_F(Scalable, FirstStageLargePages)
+{
+    t.map_fs(fs, 0x40000000, 0x200000, FS_RW | FS_US | FS_A | FS_D, 2);
+    t.map_fs(fs, 0x80000000, 0x40000000, FS_RW | FS_US | FS_A | FS_D, 3);
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x40012345, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.iova_base, 0x40000000u);
+    EXPECT_EQ(out.phys_base, 0x200000u);
+    EXPECT_EQ(out.addr_mask, 0x1fffffu);
+    ASSERT_EQ(h.translate(SID, 0x80012345, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x40000000u);
+    EXPECT_EQ(out.addr_mask, 0x3fffffffu);
+    // Low address bits of a large page are reserved (bit 12 is PAT).
+    h.put64(t.fs_pte(fs, 0x40000000, 2), 0x200000 | 0x2000 | FS_P | FS_PS | FS_US);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x40000000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_RSVD);
+}
+
+TEST(ScalableConfigWalk, OneGigabytePagesNeedFs1gp)
+{
+    VtdConfig c = scalable_config();
+    c.fs1gp = false;
+    FakeHost h{8 << 20, c};
+    ScalableTables t{h};
+    uint64_t dir = t.set_context(SID);
+    uint64_t fs = h.alloc_page();
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID));
+    t.enable();
+    t.map_fs(fs, 0x80000000, 0x40000000, FS_RW | FS_US, 3);
+    EXPECT_EQ(h.translate(SID, 0x80000000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_RSVD);
+}
+
+TEST_F(Scalable, FirstStagePermissions)
+{
+    t.map_fs(fs, 0x1000, 0x5000, FS_US);          // read-only
+    t.map_fs(fs, 0x2000, 0x6000, FS_RW);          // supervisor page
+    t.map_fs(fs, 0x3000, 0x7000, FS_RW | FS_US);  // read-write
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
+    // A denied write leaves the leaf clean.
+    EXPECT_FALSE(h.get64(t.fs_pte(fs, 0x1000, 1)) & FS_D);
+    // Requests without PASID are user requests.
+    EXPECT_EQ(h.translate(SID, 0x2000, VTD_PERM_READ), VTD_FR_SM_FS_USER);
+    EXPECT_EQ(h.translate(SID, 0x3000, VTD_PERM_WRITE), VTD_FR_NONE);
+    // XD never denies a read or write (there are no execute requests).
+    h.put64(t.fs_pte(fs, 0x3000, 1), h.get64(t.fs_pte(fs, 0x3000, 1)) | 1ull << 63);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x3000, VTD_PERM_RW), VTD_FR_NONE);
+}
+
+TEST_F(Scalable, SupervisorRequestsNeedSreAndHonourWpe)
+{
+    const uint32_t PASID = 77;
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0x5000, FS_US);  // read-only user page
+    t.map_fs(fs2, 0x2000, 0x6000, FS_RW);  // supervisor page
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 1));
+    // SRE clear: a supervisor request faults, a user one does not.
+    EXPECT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_SRE);
+    EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    EXPECT_EQ(pasid_translate(PASID, false, 0x2000, VTD_PERM_READ), VTD_FR_SM_FS_USER);
+    // SRE set, WPE clear: supervisor requests reach supervisor pages and
+    // write read-only ones (CR0.WP clear).
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 1, 1));
+    EXPECT_EQ(pasid_translate(PASID, true, 0x2000, VTD_PERM_WRITE), VTD_FR_NONE);
+    EXPECT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_WRITE), VTD_FR_NONE);
+    // WPE set: they do not.
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 1, 1 | 1 << 4));
+    EXPECT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
+    EXPECT_EQ(pasid_translate(PASID, true, 0x2000, VTD_PERM_WRITE), VTD_FR_NONE);
+}
+
+TEST_F(Scalable, ExtendedAccessedFlagWithEafe)
+{
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 7));
+    t.invalidate_all();
+    t.map_fs(fs, 0x1000, 0x5000, FS_RW | FS_US);
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    EXPECT_EQ(h.get64(t.fs_pte(fs, 0x1000, 1)) & (FS_A | FS_EA), FS_A | FS_EA);
+}
+
+TEST_F(Scalable, FirstStageFaults)
+{
+    t.map_fs(fs, 0x1000, 0x5000, FS_RW | FS_US);
+    EXPECT_EQ(h.translate(SID, 0x200000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    // Not canonical: bits 63:47 differ.
+    EXPECT_EQ(h.translate(SID, 1ull << 47, VTD_PERM_READ), VTD_FR_SM_FS_NON_CANONICAL);
+    EXPECT_EQ(h.translate(SID, 0xffff800000000000ull, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    // PS in a PML4 entry is reserved, and so are address bits above HAW.
+    const uint64_t pml4e = t.fs_pte(fs, 0x1000, 4);
+    const uint64_t good = h.get64(pml4e);
+    h.put64(pml4e, good | FS_PS);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_RSVD);
+    h.put64(pml4e, good | 1ull << 50);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_RSVD);
+    // A lower table outside RAM.
+    h.put64(pml4e, (good & 0xfff) | 0x40000000);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_INV);
+    // FSPTPTR outside RAM.
+    t.set_pasid(dir, 0, ScalableTables::first_stage(0x40000000, DID));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_TOP_INV);
+}
+
+TEST_F(Scalable, LoopingFirstStageTableTerminates)
+{
+    // The PML4 entry points to the PML4 itself: every level reads the same
+    // entry, which lacks U/S, so the walk ends at level 1 with a fault.
+    h.put64(fs, fs | FS_P | FS_RW);
+    EXPECT_EQ(h.translate(SID, 0x0, VTD_PERM_READ), VTD_FR_SM_FS_USER);
+    EXPECT_EQ(json_counter(h.stats(), "first_stage", "entries_read"), 4u);
+}
+
+TEST_F(Scalable, AccessedUpdateRacesWithTheGuest)
+{
+    t.map_fs(fs, 0x1000, 0x5000, FS_RW | FS_US);
+    const uint64_t leaf = t.fs_pte(fs, 0x1000, 1);
+    // The guest clears P just before the unit's swap: the swap fails, the
+    // entry is evaluated again and is not present.
+    bool once = true;
+    h.before_cmpxchg = [&](uint64_t gpa) {
+        if (gpa == leaf && once) {
+            once = false;
+            h.put64(leaf, 0);
+        }
+    };
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(h.get64(leaf), 0u);  // nothing written over the guest's value
+    EXPECT_EQ(json_counter(h.stats(), "first_stage", "ad_update_retries"), 1u);
+    // A guest that changes the entry before every swap: bounded retries.
+    uint64_t flip = 0;
+    h.before_cmpxchg = [&](uint64_t gpa) {
+        if (gpa == leaf)
+            h.put64(leaf, 0x5000 | FS_P | FS_RW | FS_US | ((++flip & 1) ? 1u << 9 : 0));
+    };
+    h.put64(leaf, 0x5000 | FS_P | FS_RW | FS_US);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_INV);
+    EXPECT_EQ(flip, 16u);
+}
+
+TEST(ScalableConfigWalk, FiveLevelFirstStageWithAw57)
+{
+    VtdConfig c = scalable_config();
+    c.aw_bits = 57;
+    FakeHost h{8 << 20, c};
+    ScalableTables t{h};
+    uint64_t dir = t.set_context(SID);
+    uint64_t fs = h.alloc_page();
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 2));  // FSPM: 5-level
+    t.enable();
+    const uint64_t iova = 0x00f0000012345000ull;
+    t.map_fs(fs, iova, 0x9000, FS_RW | FS_US | FS_A | FS_D, 1, 5);
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, iova, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x9000u);
+    EXPECT_EQ(h.translate(SID, 1ull << 56, VTD_PERM_READ), VTD_FR_SM_FS_NON_CANONICAL);
+}
+
+TEST_F(Scalable, FiveLevelFirstStageNeedsFs5lp)
+{
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 2));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_INV);
+}
+
+// --- second stage, nested, pass-through ---
+
+TEST_F(Scalable, SecondStagePgtt)
+{
+    uint64_t ss = h.alloc_page();
+    t.set_pasid(dir, 0, ScalableTables::second_stage(ss, DID));
+    t.invalidate_all();
+    h.map(ss, 4, 0x1000, 0x5000, 1);  // read-only
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
+    EXPECT_EQ(out.domain_id, DID);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
+    EXPECT_EQ(h.translate(SID, 0x200000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_P);
+    EXPECT_EQ(h.translate(SID, 1ull << 48, VTD_PERM_READ), VTD_FR_SM_ADDR_BEYOND_AW);
+    h.map(ss, 4, 0x3000, 0x7000 | 1ull << 11, 3);  // SNP: reserved
+    EXPECT_EQ(h.translate(SID, 0x3000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_RSVD);
+    EXPECT_EQ(json_counter(h.stats(), "pgtt", "second_stage"), 5u);
+    // SSPTPTR outside RAM.
+    t.set_pasid(dir, 0, ScalableTables::second_stage(0x40000000, DID));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_SS_TOP_INV);
+    // AW the unit does not offer (5-level at 48 bits).
+    t.set_pasid(dir, 0, ScalableTables::second_stage(ss, DID, 5));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_INV);
+}
+
+TEST_F(Scalable, NestedTranslation)
+{
+    // Guest-physical layout: the first-stage tables at GPA 0x10000.. and
+    // the page at GPA 0x80000; the second stage maps GPA 0..1 MiB to host
+    // 0x400000.. (2 MiB page at 0 -> 0x400000).
+    uint64_t ss = h.alloc_page();
+    h.map(ss, 4, 0, 0x400000, 3, 2);
+    // First-stage tables live in host memory at 0x400000 + GPA.
+    const uint64_t fs_gpa = 0x10000;
+    auto host_of = [](uint64_t gpa) { return 0x400000 + gpa; };
+    std::memset(h.ram.data() + host_of(fs_gpa), 0, 4 * 4096);
+    h.put64(host_of(fs_gpa), (fs_gpa + 0x1000) | FS_P | FS_RW | FS_US);
+    h.put64(host_of(fs_gpa + 0x1000), (fs_gpa + 0x2000) | FS_P | FS_RW | FS_US);
+    h.put64(host_of(fs_gpa + 0x2000), (fs_gpa + 0x3000) | FS_P | FS_RW | FS_US);
+    h.put64(host_of(fs_gpa + 0x3000) + 5 * 8, 0x80000 | FS_P | FS_RW | FS_US);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs_gpa, DID, 0, PGTT_NESTED, ss, 4));
+    t.invalidate_all();
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x5123, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x480000u);
+    EXPECT_EQ(out.addr_mask, 0xfffu);  // min(4 KiB first stage, 2 MiB second)
+    // A/D flags were set through the second stage, in host memory.
+    EXPECT_TRUE(h.get64(host_of(fs_gpa + 0x3000) + 5 * 8) & FS_D);
+    const std::string s = h.stats();
+    EXPECT_EQ(json_counter(s, "first_stage", "nested_second_stage_walks"), 5u);
+    EXPECT_EQ(json_counter(s, "pgtt", "nested"), 1u);
+
+    // Output the second stage does not map.
+    h.put64(host_of(fs_gpa + 0x3000) + 6 * 8, 0x300000 | FS_P | FS_RW | FS_US);
+    EXPECT_EQ(h.translate(SID, 0x6000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_P);
+    // A lower first-stage table the second stage does not map.
+    h.put64(host_of(fs_gpa + 0x2000) + 8, 0x300000 | FS_P | FS_RW | FS_US);
+    EXPECT_EQ(h.translate(SID, 0x200000, VTD_PERM_READ), VTD_FR_SM_NESTED_FS_READ);
+    // A first-stage table beyond a 3-level second stage's 39 bits.
+    uint64_t ss3 = h.alloc_page();
+    h.map(ss3, 3, 0, 0x400000, 3, 2);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs_gpa, DID, 0, PGTT_NESTED, ss3, 3));
+    t.invalidate_all();
+    h.put64(host_of(fs_gpa + 0x2000) + 16, (1ull << 40) | FS_P | FS_RW | FS_US);
+    EXPECT_EQ(h.translate(SID, 0x400000, VTD_PERM_READ), VTD_FR_SM_NESTED_FS_BEYOND_AW);
+    // The second stage maps the tables read-only: the A/D update faults.
+    uint64_t ss_ro = h.alloc_page();
+    h.map(ss_ro, 4, 0, 0x400000, 1, 2);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs_gpa, DID, 0, PGTT_NESTED, ss_ro, 4));
+    t.invalidate_all();
+    h.put64(host_of(fs_gpa + 0x3000) + 7 * 8, 0x80000 | FS_P | FS_RW | FS_US);
+    EXPECT_EQ(h.translate(SID, 0x7000, VTD_PERM_READ), VTD_FR_SM_NESTED_FS_WRITE);
+    // FSPTPTR the second stage does not map.
+    t.set_pasid(dir, 0, ScalableTables::first_stage(0x300000, DID, 0, PGTT_NESTED, ss, 4));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_READ), VTD_FR_SM_NESTED_FS_TOP_READ);
+}
+
+TEST_F(Scalable, PassThroughPgtt)
+{
+    t.set_pasid(dir, 0, ScalableTables::pass_through(DID));
+    t.invalidate_all();
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x12345678, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x12345000u);
+    EXPECT_TRUE(vtd_engine_is_pass_through(h.e, SID));
+    EXPECT_EQ(json_counter(h.stats(), "pgtt", "pass_through"), 1u);
+}
+
+TEST(ScalableConfigWalk, LegacyTablesStillWorkOnAScalableUnit)
+{
+    FakeHost l{8 << 20, scalable_config()};
+    uint64_t pt = l.alloc_page();
+    l.set_context(SID, pt, DID, 4);
+    l.map(pt, 4, 0x1000, 0x5000, 3);
+    l.enable_translation();  // TTM = legacy
+    EXPECT_EQ(l.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_NONE);
+    VtdTranslation out{};
+    EXPECT_EQ(vtd_engine_translate_pasid(l.e, SID, 5, false, 0x1000, VTD_PERM_READ, true, &out),
+              VTD_FR_SM_TTM0_PASID);
+}
+
+// --- RID_PASID and requests with PASID ---
+
+TEST_F(Scalable, RequestsWithoutPasidUseRidPasid)
+{
+    uint64_t fs5 = h.alloc_page();
+    t.map_fs(fs5, 0x1000, 0x9000, FS_RW | FS_US);
+    t.set_pasid(dir, 5, ScalableTables::first_stage(fs5, DID + 5));
+    t.set_context(SID, dir, 0, 5);
+    t.invalidate_all();
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x9000u);
+    EXPECT_EQ(out.domain_id, DID + 5);
+}
+
+TEST(ScalableConfigWalk, RidPasidBeyondThePasidWidth)
+{
+    VtdConfig c = scalable_config();
+    c.pasid_bits = 4;
+    FakeHost h{8 << 20, c};
+    ScalableTables t{h};
+    t.set_context(SID, 0, 0, 16);
+    t.enable();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_RID_PASID_INV);
+}
+
+TEST_F(Scalable, RequestsWithPasid)
+{
+    const uint32_t PASID = 0x4321;  // directory entry 0x10c: needs PDTS >= 2
+    uint64_t dir2 = t.set_context(SID, 0, 2);
+    t.set_pasid(dir2, 0, ScalableTables::first_stage(fs, DID));
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0xa000, FS_RW | FS_US);
+    t.set_pasid(dir2, PASID, ScalableTables::first_stage(fs2, 40));
+    t.invalidate_all();
+    VtdTranslation out{};
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0xa000u);
+    EXPECT_EQ(out.domain_id, 40);
+    // Without PASID the same address is RID_PASID's (nothing mapped).
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(json_counter(h.stats(), "scalable", "requests_with_pasid"), 1u);
+    // A fault of a request with PASID records it: PP (bit 95), PV (123:104).
+    EXPECT_EQ(pasid_translate(PASID, false, 0x2000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    uint64_t hi = record_hi(1);
+    EXPECT_TRUE(hi & (1ull << 31));
+    EXPECT_EQ((hi >> 40) & 0xfffff, PASID);
+    EXPECT_EQ((hi >> 32) & 0xff, VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_FALSE(record_hi(0) & (1ull << 31));  // the request without PASID
+    // Beyond the directory (PDTS 2: 512 entries, PASIDs below 2^15).
+    EXPECT_EQ(pasid_translate(1u << 15, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_BEYOND_PDTS);
+    EXPECT_EQ(pasid_translate(1u << 20, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_BEYOND_PDTS);
+    // PASIDE clear: requests with PASID are blocked.
+    t.set_context(SID, dir2, 2, 0, false);
+    EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_PASIDE);
+}
+
+TEST_F(Scalable, RequestsWithPasidThroughSecondStageAndPassThrough)
+{
+    uint64_t ss = h.alloc_page();
+    h.map(ss, 4, 0x1000, 0x5000, 3);
+    t.set_pasid(dir, 3, ScalableTables::second_stage(ss, 30));
+    t.set_pasid(dir, 4, ScalableTables::pass_through(31));
+    VtdTranslation out{};
+    ASSERT_EQ(pasid_translate(3, true, 0x1000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
+    EXPECT_EQ(pasid_translate(3, false, 0x2000, VTD_PERM_WRITE), VTD_FR_SM_SS_ENTRY_P);
+    ASSERT_EQ(pasid_translate(4, false, 0x123000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x123000u);
+}
+
+// --- entry formats: presence, access errors and reserved bits ---
+
+TEST_F(Scalable, RootAndContextEntryFaults)
+{
+    // Root entry outside RAM: a root table at the end of RAM.
+    const uint16_t far = 0xff00;
+    EXPECT_EQ(h.translate(far, 0x1000, VTD_PERM_READ), VTD_FR_SM_ROOT_ENTRY_P);
+    // Upper half not present for devfn >= 128 while the lower one is.
+    EXPECT_EQ(h.translate(SID | 0x80, 0x1000, VTD_PERM_READ), VTD_FR_SM_ROOT_ENTRY_P);
+    const uint64_t re = t.root + (SID >> 8) * 16;
+    const uint64_t lo = h.get64(re);
+    h.put64(re, lo | 0x10);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_ROOT_ENTRY_RSVD);
+    h.put64(re, 0x40000000 | 1);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_ENTRY_INV_ACCESS);
+    h.put64(re, lo);
+
+    const uint64_t ce = t.context_entry(SID);
+    const uint64_t ce_lo = h.get64(ce);
+    struct Case {
+        unsigned word;
+        uint64_t bits;
+        VtdFaultReason r;
+    } cases[] = {
+        {0, 1ull << 5, VTD_FR_SM_CONTEXT_ENTRY_RSVD},   // bits 8:5
+        {0, 1ull << 4, VTD_FR_SM_CONTEXT_ENTRY_RSVD},   // PRE: no page requests
+        {0, 1ull << 2, VTD_FR_SM_CONTEXT_ENTRY_RSVD},   // DTE: no device-TLB
+        {0, 1ull << 50, VTD_FR_SM_CONTEXT_ENTRY_RSVD},  // above HAW
+        {1, 1ull << 20, VTD_FR_SM_CONTEXT_ENTRY_RSVD},  // RID_PRIV
+        {2, 1, VTD_FR_SM_CONTEXT_ENTRY_RSVD},           // bits 255:128
+        {3, 1ull << 63, VTD_FR_SM_CONTEXT_ENTRY_RSVD},
+    };
+    for (const Case &c : cases) {
+        const uint64_t a = ce + c.word * 8;
+        const uint64_t v = h.get64(a);
+        h.put64(a, v | c.bits);
+        t.invalidate_all();
+        EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), c.r) << c.word << " " << c.bits;
+        h.put64(a, v);
+    }
+    h.put64(ce, ce_lo & ~1ull);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_ENTRY_P);
+    h.put64(ce, ce_lo);
+    // The root table itself outside RAM.
+    h.w64(RTADDR, 0x17ff000 | 1u << 10);
+    h.w32(GCMD, h.gcmd_shadow | SRTP);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_ROOT_ENTRY_INV);
+}
+
+TEST_F(Scalable, PasidDirectoryAndTableFaults)
+{
+    t.map_fs(fs, 0x1000, 0x5000, FS_RW | FS_US);
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    const uint64_t de = dir;
+    const uint64_t de_v = h.get64(de);
+    auto expect = [&](VtdFaultReason r, const char *what) {
+        t.invalidate_all();
+        EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), r) << what;
+    };
+    h.put64(de, de_v & ~1ull);
+    expect(VTD_FR_SM_PASID_DIR_P, "directory entry not present");
+    h.put64(de, de_v | 1u << 4);
+    expect(VTD_FR_SM_PASID_DIR_RSVD, "directory entry bits 11:2");
+    h.put64(de, 0x40000000 | 1);
+    expect(VTD_FR_SM_PASID_ENTRY_INV_ACCESS, "PASID table outside RAM");
+    h.put64(de, de_v);
+
+    auto w = ScalableTables::first_stage(fs, DID);
+    auto with = [&](unsigned word, uint64_t v, VtdFaultReason r, const char *what) {
+        auto x = w;
+        x[word] = v;
+        t.set_pasid(dir, 0, x);
+        expect(r, what);
+    };
+    with(0, 0, VTD_FR_SM_PASID_ENTRY_P, "not present");
+    with(0, w[0] | 1u << 10, VTD_FR_SM_PASID_ENTRY_RSVD, "word 0 bits 11:10");
+    with(1, w[1] | 1u << 16, VTD_FR_SM_PASID_ENTRY_RSVD, "word 1 bits 22:16");
+    with(1, w[1] | 1u << 24, VTD_FR_SM_PASID_ENTRY_RSVD, "PGSNP without ECAP.SC");
+    with(2, w[2] | 1u << 1, VTD_FR_SM_PASID_ENTRY_RSVD, "ERE without ECAP.ERS");
+    with(2, w[2] | 1ull << 50, VTD_FR_SM_PASID_ENTRY_RSVD, "FSPTPTR above HAW");
+    with(3, 1, VTD_FR_SM_PASID_ENTRY_RSVD, "word 3");
+    with(7, 1ull << 63, VTD_FR_SM_PASID_ENTRY_RSVD, "word 7");
+    with(0, 1, VTD_FR_SM_PASID_ENTRY_INV, "PGTT 000b");
+    with(0, 1 | 5u << 6, VTD_FR_SM_PASID_ENTRY_INV, "PGTT 101b");
+    with(2, w[2] | 2u << 2, VTD_FR_SM_PASID_ENTRY_INV, "FSPM 10b");
+    auto ss = ScalableTables::second_stage(fs, DID);
+    ss[0] |= 1u << 9;  // SSADE without second-stage A/D support
+    t.set_pasid(dir, 0, ss);
+    expect(VTD_FR_SM_PASID_ENTRY_RSVD, "SSADE");
+    // PWSNP is accepted (ECAP.SMPWC).
+    with(1, w[1] | 1u << 23, VTD_FR_NONE, "PWSNP");
+}
+
+TEST(ScalableConfigWalk, PgttTheUnitDoesNotOffer)
+{
+    VtdConfig c = scalable_config();
+    c.first_stage = false;
+    c.fs1gp = false;
+    c.pass_through = false;
+    FakeHost h{8 << 20, c};
+    ScalableTables t{h};
+    uint64_t dir = t.set_context(SID);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(h.alloc_page(), DID));
+    t.set_pasid(dir, 1, ScalableTables::pass_through(DID));
+    t.set_context(0x0311, dir, 0, 1);
+    t.enable();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_INV);
+    EXPECT_EQ(h.translate(0x0311, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_INV);
+}
+
+TEST_F(Scalable, FpdInEveryScalableEntrySuppressesRecording)
+{
+    auto recorded = [&] { return json_counter(h.stats(), "faults", "recorded"); };
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(recorded(), 1u);
+    // PASID-table entry FPD.
+    auto w = ScalableTables::first_stage(fs, DID);
+    w[0] |= 2;
+    t.set_pasid(dir, 0, w);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(recorded(), 1u);
+    // Directory entry FPD.
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID));
+    h.put64(dir, h.get64(dir) | 2);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(recorded(), 1u);
+    // Context entry FPD, also for a fault of the PASID entry itself.
+    h.put64(dir, h.get64(dir) & ~2ull);
+    t.set_context(SID, dir, 0, 0, true, true);
+    t.set_pasid(dir, 0, {});
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_P);
+    EXPECT_EQ(recorded(), 1u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "suppressed_fpd"), 3u);
+    EXPECT_EQ(json_counter(h.stats(), "by_reason", "sm_first_stage_entry_not_present"), 3u);
+}
+
+// --- caches ---
+
+TEST_F(Scalable, ContextCacheHoldsThePasidEntryUntilInvalidated)
+{
+    t.map_fs(fs, 0x1000, 0x5000, FS_RW | FS_US | FS_A | FS_D);
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    // A new PASID entry is not seen until the caches are invalidated.
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0x6000, FS_RW | FS_US | FS_A | FS_D);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs2, DID + 1));
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
+    t.invalidate_all();
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x6000u);
+    EXPECT_EQ(out.domain_id, DID + 1);
+    EXPECT_EQ(json_counter(h.stats(), "context_cache", "misses"), 2u);
+}
+
+// --- migration ---
+
+TEST(ScalableMigration, TtmAndPasidFaultRecordsRoundTrip)
+{
+    FakeHost a{8 << 20, scalable_config()};
+    ScalableTables t{a};
+    t.set_context(SID);
+    t.enable();
+    VtdTranslation out{};
+    EXPECT_EQ(vtd_engine_translate_pasid(a.e, SID, 9, false, 0x1000, VTD_PERM_READ, true, &out),
+              VTD_FR_SM_PASID_DIR_P);
+    VtdState st{};
+    vtd_engine_get_state(a.e, &st);
+    EXPECT_EQ(st.rtaddr & (3u << 10), 1u << 10);
+    EXPECT_EQ(st.root_table, t.root | 1u << 10);
+    FakeHost b{8 << 20, scalable_config()};
+    ASSERT_EQ(vtd_engine_set_state(b.e, &st), VTD_STATE_OK);
+    VtdState again{};
+    vtd_engine_get_state(b.e, &again);
+    EXPECT_EQ(std::memcmp(&st, &again, sizeof(st)), 0);
+    // A legacy-only unit holds no TTM, and no PASID in its records.
+    VtdState legacy = st;
+    FakeHost c;
+    legacy.cap = c.cap;
+    legacy.ecap = c.ecap;
+    EXPECT_EQ(vtd_engine_set_state(c.e, &legacy), VTD_STATE_BAD_GLOBAL);
+    legacy.rtaddr &= ~(1ull << 10);
+    legacy.root_table &= ~(1ull << 10);
+    EXPECT_EQ(vtd_engine_set_state(c.e, &legacy), VTD_STATE_BAD_FAULTS);
+}
