@@ -31,7 +31,11 @@ ccache_wrap=""
 command -v ccache >/dev/null && ccache_wrap="ccache "
 
 # The same lean feature set as build-qemu.sh, with clang, libFuzzer and the sanitizers.
-config_line="--target-list=x86_64-softmmu --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3 --enable-fuzzing --enable-asan --enable-ubsan"
+# QEMU applies its sanitizer and fuzzer flags to C only (C++ is a Windows-only
+# language in its meson.build), so the engine's C++ and every executable
+# linked by clang++ (all of them: the engine is C++) get them through
+# --extra-cxxflags, which configure puts in cpp_args and cpp_link_args.
+config_line="--target-list=x86_64-softmmu --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3 --enable-fuzzing --enable-asan --enable-ubsan --extra-cxxflags=-fsanitize=address,undefined,fuzzer-no-link"
 if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.viommu-lab-config" 2>/dev/null)" != "$config_line" ]; then
     say "configuring QEMU for fuzzing (clang, libFuzzer, ASan+UBSan) in build/qemu-fuzz"
     rm -rf "$obj"; mkdir -p "$obj"
