@@ -136,7 +136,8 @@ ViommuSimWorkload *viommu_sim_workload_from_params(const ViommuSimParams *p)
         return nullptr;
     try {
         auto w = Workload::create(p->p);
-        return w ? std::make_unique<ViommuSimWorkload>(std::move(w), std::vector<Step>{}).release()
+        return w ? std::make_unique<ViommuSimWorkload>(ViommuSimWorkload{std::move(w), {}})
+                       .release()
                  : nullptr;
     } catch (...) {
         return nullptr;
@@ -159,7 +160,8 @@ ViommuSimWorkload *viommu_sim_workload_new(const char *name, unsigned ncpus, uin
         return nullptr;
     try {
         auto w = Workload::create(name, ncpus, seed);
-        return w ? std::make_unique<ViommuSimWorkload>(std::move(w), std::vector<Step>{}).release()
+        return w ? std::make_unique<ViommuSimWorkload>(ViommuSimWorkload{std::move(w), {}})
+                       .release()
                  : nullptr;
     } catch (...) {
         return nullptr;

@@ -454,8 +454,10 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         for (const auto &[site, rec] : l.sites()) {
             if (!rec.acquisitions)
                 continue;
+            // A named copy: clang before 16 cannot capture a structured binding.
+            const auto &site_name = site;
             auto it = std::find_if(res.profile.begin(), res.profile.end(), [&](const auto &p) {
-                return p.lock == l.name() && p.site == site;
+                return p.lock == l.name() && p.site == site_name;
             });
             if (it == res.profile.end())
                 it = res.profile.insert(res.profile.end(), {l.name(), site});
