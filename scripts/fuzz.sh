@@ -22,7 +22,7 @@ targets=${FUZZ_TARGETS:-engine iova trace qemu}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # The generic-fuzz configuration (docs/fuzzing.rst).
-QEMU_FUZZ_ARGS=${QEMU_FUZZ_ARGS:-"-M q35,kernel-irqchip=split -m 64M -nodefaults -device viommu-vtd -device viommu-dma,addr=04.0 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,iommu_platform=on,disable-legacy=on,addr=05.0"}
+QEMU_FUZZ_ARGS=${QEMU_FUZZ_ARGS:-"-M q35,kernel-irqchip=split -m 64M -nodefaults -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu -device viommu-vtd -device viommu-dma,addr=04.0 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,iommu_platform=on,disable-legacy=on,addr=05.0"}
 QEMU_FUZZ_OBJECTS=${QEMU_FUZZ_OBJECTS:-"viommu-vtd viommu-dma* virtio*"}
 export QEMU_FUZZ_ARGS QEMU_FUZZ_OBJECTS
 
