@@ -52,15 +52,20 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
         start = clocks_[cpu];
         while (l.held_ && l.holder_ != static_cast<int>(cpu)) {
             blocked = true;
+            l.waiting_++;
             yielder_->wait_release(l, cpu);
+            l.waiting_--;
         }
     }
     bool waited = blocked || l.free_at_ > start;
     bool remote = l.last_cpu_ >= 0 && l.last_cpu_ != static_cast<int>(cpu);
     Nanos xfer = remote ? transfer(static_cast<unsigned>(l.last_cpu_), cpu) : 0;
+    // The lock word comes over in the lock function: once from the
+    // releaser (queued), or behind the other spinners' re-reads (ticket).
+    unsigned spinners = blocked ? l.spinners_at_release_ : waited ? 1 : 0;
+    Nanos lock_xfer = xfer * handoff_half_transfers(spinlock_, spinners) / 2;
     advance_to(cpu, l.free_at_);
-    // The lock word comes over in the lock function ...
-    clocks_[cpu] += cost_.lock_local + xfer;
+    clocks_[cpu] += cost_.lock_local + lock_xfer;
     auto it = l.sites_.find(site);
     if (it == l.sites_.end())
         it = l.sites_.emplace(std::string(site), SpinRecord{}).first;
@@ -68,6 +73,7 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
     r.acquisitions++;
     r.contended += waited;
     r.spin_ns += clocks_[cpu] - start;
+    r.handoff_ns += lock_xfer;
     l.current_ = &r;
     l.held_ = true;
     l.holder_ = static_cast<int>(cpu);
@@ -80,6 +86,13 @@ bool Machine::acquire(VirtualLock &l, unsigned cpu, std::string_view site, unsig
 
 void Machine::release(VirtualLock &l, unsigned cpu)
 {
+    if (yielder_ && spinlock_ == Spinlock::ticket) {
+        // Every CPU whose clock is behind the release reaches its attempt
+        // first (and blocks on the lock it wants), so the spinners on the
+        // lock word at the release are all known.
+        yielder_->before_attempt(cpu);
+        l.spinners_at_release_ = l.waiting_;
+    }
     l.held_ = false;
     l.holder_ = -1;
     l.free_at_ = clocks_[cpu];

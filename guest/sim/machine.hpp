@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cost.hpp"
+#include "spinlock.hpp"
 
 namespace viommu::sim {
 
@@ -30,6 +31,7 @@ struct SpinRecord {
     uint64_t contended = 0;  // had to wait for another holder
     Nanos spin_ns = 0;       // in the lock function: wait + line fetch + local cost
     Nanos hold_ns = 0;
+    Nanos handoff_ns = 0;    // ... of which the lock line's transfers from a previous holder
 };
 
 class VirtualLock {
@@ -49,6 +51,8 @@ private:
     int holder_ = -1;
     Nanos held_since_ = 0;
     SpinRecord *current_ = nullptr;
+    unsigned waiting_ = 0;           // CPUs blocked in an attempt while it is held
+    unsigned spinners_at_release_ = 0;  // ... counted at the last release (ticket locks)
     std::map<std::string, SpinRecord, std::less<>> sites_;
 };
 
@@ -86,6 +90,9 @@ public:
     // the other CPUs of the machine.
     Nanos transfer_from_any(unsigned to) const;
     const CostModel &cost() const { return cost_; }
+    // The kernel's spinlock implementation (spinlock.hpp); queued by default.
+    void set_spinlock(Spinlock k) { spinlock_ = k; }
+    Spinlock spinlock() const { return spinlock_; }
     Nanos now(unsigned cpu) const { return clocks_[cpu]; }
     void advance(unsigned cpu, Nanos d) { clocks_[cpu] += d; }
     void advance_to(unsigned cpu, Nanos t)
@@ -137,6 +144,7 @@ public:
 private:
     CostModel cost_;
     unsigned sockets_ = 1;
+    Spinlock spinlock_ = Spinlock::queued;
     std::vector<Nanos> clocks_;
     std::vector<Nanos> window_start_;
     std::deque<VirtualLock> locks_;

@@ -197,6 +197,11 @@ const std::vector<Info> &table()
          "sockets the CPUs are spread over, numbered socket by socket (a cache line moved "
          "between sockets costs line_transfer_socket)",
          uint_field(&Params::sockets, 1, 16)},
+        {"spinlock", "", "queued", all,
+         "the kernel's spinlock: queued (qspinlock: x86 from 4.2, arm64 from 4.19; a handoff "
+         "moves the lock line once) or ticket (before those: every waiter spins on the lock "
+         "word, a handoff costs more the more CPUs wait)",
+         choice_field(&Params::spinlock, {"queued", "ticket"})},
         {"devices", "devices", "1", all, "devices (NVMe drives, NIC ports) doing DMA",
          uint_field(&Params::devices, 1, 255)},
         {"queues-per-device", "queues", "0 (one per CPU)", block | nic_like,
@@ -693,6 +698,7 @@ std::string Params::json() const
         str("trace", trace);
     num("cpus", cpus);
     num("sockets", sockets);
+    str("spinlock", spinlock);
     num("devices", devices);
     num("queues-per-device", queues_per_device);
     num("iodepth", iodepth);

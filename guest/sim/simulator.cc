@@ -397,6 +397,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     {
         auto bwl = make_wl();
         Machine m(info.cpus, cost, cfg.sockets);
+    m.set_spinlock(*parse_spinlock(cfg.spinlock));
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
         Measured b = drive(run, m, warmup, ops, info.measure_each, duration, [] {});
@@ -423,6 +424,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     }
 
     Machine m(info.cpus, cost, cfg.sockets);
+    m.set_spinlock(*parse_spinlock(cfg.spinlock));
     SimEnv env(m);
     DmaDomains iommu(cfg, info, m, env);
     if (!iommu.ok())
@@ -465,6 +467,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
             it->contended += rec.contended;
             it->spin_ns += rec.spin_ns;
             it->hold_ns += rec.hold_ns;
+            it->handoff_ns += rec.handoff_ns;
             spin += rec.spin_ns;
         }
     }
@@ -621,6 +624,7 @@ std::string SimResult::json() const
              ",\"contended\":" + std::to_string(p.contended) +
              ",\"spin_ns\":" + std::to_string(p.spin_ns) +
              ",\"hold_ns\":" + std::to_string(p.hold_ns) +
+             ",\"handoff_ns\":" + std::to_string(p.handoff_ns) +
              ",\"spin_share\":" + num(spin_share_of(p.lock, p.site)) +
              ",\"spin_fraction\":" + num(spin_fraction_of(p.lock, p.site)) + "}";
     }

@@ -35,6 +35,7 @@ struct LockSiteProfile {
     uint64_t contended = 0;
     Nanos spin_ns = 0;
     Nanos hold_ns = 0;
+    Nanos handoff_ns = 0;  // lock-line transfers on handoffs (in spin_ns)
 };
 
 // Where the CPU time of the measured window went; the entries add up to
