@@ -8,7 +8,7 @@ namespace viommu::sim {
 DmaDomains::DmaDomains(const SimConfig &cfg, const WorkloadInfo &info, Machine &m, SimEnv &env)
     : m_(m), env_(env), legacy_sac_flush_(cfg.dma == "sac-flush")
 {
-    queue_ = InvQueue::create(cfg.invq(), m);
+    queue_ = InvQueue::create(cfg.invq(), m, cfg.cmdq_entries);
     if (!queue_)
         return;
     flusher_ = std::make_unique<SimFlusher>(env, *queue_);

@@ -54,7 +54,10 @@ std::string InvStats::json() const
            ",\"owner_busy_ns\":" + std::to_string(owner_busy_ns) +
            ",\"reservations\":" + std::to_string(reservations) +
            ",\"cmpxchg_retries\":" + std::to_string(cmpxchg_retries) +
-           ",\"reserve_ns\":" + std::to_string(reserve_ns) + per_cpu_json() + "}";
+           ",\"reserve_ns\":" + std::to_string(reserve_ns) +
+           ",\"full_waits\":" + std::to_string(full_waits) +
+           ",\"cons_refreshes\":" + std::to_string(cons_refreshes) +
+           ",\"full_wait_ns\":" + std::to_string(full_wait_ns) + per_cpu_json() + "}";
 }
 
 void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
@@ -169,8 +172,9 @@ private:
 // only ever moves forward in time.
 class LockFreeQueue final : public InvQueue {
 public:
-    LockFreeQueue(Machine &m, bool cmpxchg)
-        : InvQueue(cmpxchg ? "smmu-lockfree" : "smmu-fetch-add", m), cmpxchg_(cmpxchg)
+    LockFreeQueue(Machine &m, bool cmpxchg, unsigned entries)
+        : InvQueue(cmpxchg ? "smmu-lockfree" : "smmu-fetch-add", m), cmpxchg_(cmpxchg),
+          entries_(entries ? entries : kDefaultCmdqEntries)
     {
         stats_.per_cpu.resize(m.ncpus());
     }
@@ -182,7 +186,11 @@ private:
         m_.sync_point(cpu);
         Nanos t0 = m_.now(cpu);
         bool gathered = false;
-        Nanos t = reserve(cpu, t0, gathered);
+        const unsigned n = descs + 1;
+        Nanos t = wait_for_space(cpu, t0, n);
+        t = reserve(cpu, t, gathered);
+        const uint64_t prod = prod_;
+        prod_ += n;
         stats_.reserve_ns += t - t0;
         stats_.reservations++;
         // OWNED was clear in the value our atomic replaced: we own the
@@ -194,6 +202,7 @@ private:
         unsigned lines = (descs + 1 + 3) / 4;
         t += lines * m_.transfer_from_any(cpu);
         t = lock_.rmw(m_, cpu, t);
+        const Nanos shared_at = t;
         t = valid_.rmw(m_, cpu, t);
         InvStats::PerCpu &pc = stats_.per_cpu.at(cpu);
         Nanos done;
@@ -233,6 +242,105 @@ private:
         // cons).  Charged, not queued on the line: it happens after the
         // poll, later than the reservations the other CPUs enter next.
         m_.advance(cpu, lock_.read(m_, cpu, 0) + c.atomic);
+        consumed_.push_back({done, prod + n});
+        // the shared holder's cons: just past its CMD_SYNC
+        holders_.push_back({shared_at, m_.now(cpu), prod + n});
+    }
+
+    // Shared holders of cmdq->lock out by @t, in the order they dropped
+    // it: the one that found itself the last holder (tryunlock failing
+    // with the count at 1: no other holder in at that moment) writes its
+    // cons into the shared word.  A holder's interval is known when its
+    // submission is entered, and every later one starts after @t.
+    void resolve(Nanos t)
+    {
+        for (;;) {
+            auto first = holders_.end();
+            for (auto it = holders_.begin(); it != holders_.end(); ++it)
+                if (it->unlock_at <= t && (first == holders_.end() || it->unlock_at < first->unlock_at))
+                    first = it;
+            if (first == holders_.end())
+                return;
+            if (last_out(*first))
+                cons_ = std::max(cons_, first->cons);
+            holders_.erase(first);
+        }
+    }
+    struct Holder {
+        Nanos lock_at, unlock_at;
+        uint64_t cons;
+    };
+    bool last_out(const Holder &h) const
+    {
+        for (const Holder &g : holders_)
+            if (&g != &h && g.lock_at <= h.unlock_at && g.unlock_at > h.unlock_at)
+                return false;
+        return true;
+    }
+    unsigned holders_at(Nanos t) const
+    {
+        unsigned k = 0;
+        for (const Holder &g : holders_)
+            k += g.lock_at <= t && t < g.unlock_at;
+        return k;
+    }
+    // what the hardware's cons register says at @t
+    uint64_t hw_cons_at(Nanos t)
+    {
+        while (consumed_.size() > 1 && consumed_[1].first <= t)
+            consumed_.pop_front();
+        return !consumed_.empty() && consumed_.front().first <= t ? consumed_.front().second : 0;
+    }
+
+    // Step 0 of the cmpxchg loop: queue_has_space() against the cons
+    // cached in the shared word.  Without space, the CPU runs
+    // arm_smmu_cmdq_poll_until_not_full(): with no shared holder the
+    // exclusive trylock succeeds and it reads the cons register into the
+    // word; otherwise it spins on the word until the last shared holder
+    // out writes its cons there.
+    Nanos wait_for_space(unsigned cpu, Nanos t, unsigned n)
+    {
+        const CostModel &c = m_.cost();
+        const Nanos t0 = t;
+        resolve(t);
+        bool waited = false;
+        for (unsigned guard = 0; prod_ + n > cons_ + entries_ && guard < (1u << 20); guard++) {
+            waited = true;
+            if (!holders_at(t)) {
+                // cmpxchg(lock, 0, INT_MIN), readl(cons_reg), WRITE_ONCE into the word, unlock
+                t = lock_.rmw(m_, cpu, t) + c.inv_submit;
+                uint64_t hw = hw_cons_at(t);
+                stats_.cons_refreshes++;
+                if (hw > cons_)
+                    cons_ = hw;
+                t = word_.rmw(m_, cpu, t);
+                t = lock_.rmw(m_, cpu, t);
+                if (prod_ + n > cons_ + entries_) {
+                    // the hardware has not consumed enough yet: poll again
+                    // once it has (queue_poll's interval)
+                    Nanos next = t + c.inv_poll;
+                    for (const auto &[done, end] : consumed_)
+                        if (end + entries_ >= prod_ + n) {
+                            next = std::max(next, done);
+                            break;
+                        }
+                    t = next;
+                }
+            } else {
+                // the next time a holder leaves last
+                Nanos next = 0;
+                for (const Holder &g : holders_)
+                    if (g.unlock_at > t && last_out(g) && (!next || g.unlock_at < next))
+                        next = g.unlock_at;
+                t = std::max(t + c.inv_poll, next) + c.line_transfer;
+            }
+            resolve(t);
+        }
+        if (waited) {
+            stats_.full_waits++;
+            stats_.full_wait_ns += t - t0;
+        }
+        return t;
     }
 
     // Step 1: reserve slots on the {prod | OWNED, cons} word.  cmpxchg: read
@@ -289,6 +397,11 @@ private:
     Nanos clear_at_ = 0;          // ... and completes at this time (so far)
     unsigned clear_cpu_ = 0;
     Nanos published_ = 0;  // the last owner's producer-register write
+    unsigned entries_;     // the queue's size in commands
+    uint64_t prod_ = 0;    // commands reserved so far
+    uint64_t cons_ = 0;    // cons as cached in the shared word
+    std::vector<Holder> holders_;  // shared holders of cmdq->lock not yet resolved
+    std::deque<std::pair<Nanos, uint64_t>> consumed_;  // (done, prod after): the hardware's cons
 };
 
 constexpr std::array<std::string_view, 4> kind_names{"vtd", "smmu-spinlock", "smmu-lockfree",
@@ -301,16 +414,17 @@ std::span<const std::string_view> InvQueue::kinds()
     return kind_names;
 }
 
-std::unique_ptr<InvQueue> InvQueue::create(std::string_view kind, Machine &m)
+std::unique_ptr<InvQueue> InvQueue::create(std::string_view kind, Machine &m,
+                                           unsigned cmdq_entries)
 {
     if (kind == "vtd")
         return std::make_unique<LockedQueue>(kind, m, false);
     if (kind == "smmu-spinlock")
         return std::make_unique<LockedQueue>(kind, m, true);
     if (kind == "smmu-lockfree")
-        return std::make_unique<LockFreeQueue>(m, true);
+        return std::make_unique<LockFreeQueue>(m, true, cmdq_entries);
     if (kind == "smmu-fetch-add")
-        return std::make_unique<LockFreeQueue>(m, false);
+        return std::make_unique<LockFreeQueue>(m, false, cmdq_entries);
     return nullptr;
 }
 

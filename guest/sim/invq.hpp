@@ -52,6 +52,9 @@ struct InvStats {
     uint64_t reservations = 0;     // smmu lock-free queues: successful reservations
     uint64_t cmpxchg_retries = 0;  // ... failed cmpxchg attempts before them
     Nanos reserve_ns = 0;          // ... time from the first read to the successful atomic
+    uint64_t full_waits = 0;       // ... reservations that found no space (stale cons)
+    uint64_t cons_refreshes = 0;   // ... of which refreshed cons under the exclusive lock
+    Nanos full_wait_ns = 0;        // ... time in arm_smmu_cmdq_poll_until_not_full()
     std::vector<PerCpu> per_cpu;   // smmu lock-free queues, by CPU
     uint64_t descriptors = 0;      // invalidation descriptors, without waits/syncs
     uint64_t owners = 0;           // smmu-lockfree: submissions that were owners
@@ -76,7 +79,14 @@ struct InvStats {
 
 class InvQueue {
 public:
-    static std::unique_ptr<InvQueue> create(std::string_view kind, Machine &m);
+    // @cmdq_entries: the SMMUv3 command queue's size in commands (lock-free
+    // queues; 0: kDefaultCmdqEntries).
+    static std::unique_ptr<InvQueue> create(std::string_view kind, Machine &m,
+                                            unsigned cmdq_entries = 0);
+    // 1 << CMDQ_MAX_SZ_SHIFT of the 5.4+ driver with 4 KiB pages and
+    // CONFIG_CMA_ALIGNMENT 8: (12 + 8) - 4 (16-byte commands) = 16; the
+    // hardware's IDR1.CMDQS may be smaller (docs/cost-model.rst).
+    static constexpr unsigned kDefaultCmdqEntries = 1u << 16;
     static std::span<const std::string_view> kinds();
 
     virtual ~InvQueue() = default;

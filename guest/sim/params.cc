@@ -296,6 +296,18 @@ const std::vector<Info> &table()
          "fetch-add (reserve with one fetch-add); cmpxchg and fetch-add share one model today: "
          "a single atomic per reservation, no cmpxchg retry loop",
          choice_field(&Params::cmdq, {"spinlock", "cmpxchg", "fetch-add"})},
+        {"cmdq-entries", "commands", "65536", all,
+         "SMMUv3 command-queue size (a power of two): the smaller of the driver's maximum "
+         "(65536 with 4 KiB pages) and the hardware's IDR1.CMDQS",
+         [](Params &p, std::string_view v, std::string &e) {
+             uint64_t n = 0;
+             if (!parse_bytes(v, n) || n < 8 || n > (1u << 19) || (n & (n - 1))) {
+                 e = "must be a power of two from 8 to 524288";
+                 return false;
+             }
+             p.cmdq_entries = static_cast<unsigned>(n);
+             return true;
+         }},
         {"dma", "", "sac", all,
          "dma-iommu 32-bit first attempt for PCI devices with a wider mask: sac (try 32 bits), "
          "sac-flush (pre-4.15: a failed attempt flushes every CPU's cache and retries), "
@@ -510,8 +522,10 @@ bool Params::set(std::string_view name, std::string_view value, std::string *err
     given.insert(std::string(name));
     // a change to VT-d drops a command-queue choice made before (a case
     // file's SMMUv3 setup run on VT-d); --cmdq after it is still an error
-    if (name == "iommu" && iommu == "vtd")
+    if (name == "iommu" && iommu == "vtd") {
         given.erase("cmdq");
+        given.erase("cmdq-entries");
+    }
     return true;
 }
 
@@ -643,6 +657,9 @@ bool Params::validate(std::string *error) const
     if (workload == "map-bench" && threads > cpus)
         return fail("--threads " + std::to_string(threads) + ": more than --cpus " +
                     std::to_string(cpus));
+    if (iommu == "vtd" && given.count("cmdq-entries"))
+        return fail("--cmdq-entries " + std::to_string(cmdq_entries) +
+                    ": applies to --iommu smmuv3 only");
     if (iommu == "vtd" && given.count("cmdq"))
         return fail("--cmdq " + cmdq + ": applies to --iommu smmuv3 only");
     if (irq_affinity == "same" && given.count("irq-cpus"))
@@ -721,6 +738,7 @@ std::string Params::json() const
     str("flush", flush);
     str("iommu", iommu);
     str("cmdq", iommu == "smmuv3" ? cmdq : "");
+    num("cmdq-entries", iommu != "smmuv3" ? 0 : cmdq_entries ? cmdq_entries : 65536);
     str("dma", dma);
     o += std::string(",\"warmup\":") + (warmup < 0 ? "null" : std::to_string(warmup));
     num("ops-per-cpu", ops_per_cpu);

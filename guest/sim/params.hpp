@@ -64,6 +64,7 @@ struct Params {
     std::string flush = "flush-queue";
     std::string iommu = "vtd";
     std::string cmdq = "cmpxchg";
+    unsigned cmdq_entries = 0;  // SMMUv3 command queue size; 0: the driver's maximum
     std::string dma = "sac";
     // the run
     int warmup = -1;  // per CPU; -1: one revolution of the largest ring

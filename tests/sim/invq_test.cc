@@ -16,10 +16,11 @@ struct QueueRun {
 
 // Every CPU alternates other work (uniform in [@work_ns / 2, 3 * @work_ns / 2),
 // as I/O completion work varies) with one invalidation + sync.
-QueueRun drive(std::string_view kind, unsigned cpus, Nanos work_ns, unsigned rounds)
+QueueRun drive(std::string_view kind, unsigned cpus, Nanos work_ns, unsigned rounds,
+               unsigned cmdq_entries = 0)
 {
     Machine m(cpus, CostModel::standard());
-    auto q = InvQueue::create(kind, m);
+    auto q = InvQueue::create(kind, m, cmdq_entries);
     EXPECT_NE(q, nullptr);
     Rng rng(1);
     for (unsigned i = 0; i < rounds * cpus; i++) {
@@ -154,6 +155,41 @@ TEST(InvQueue, LockFreePollingGrowsWithCpus)
     // CPUs gather, so the docs get updated with it.
     EXPECT_GT(few.stats.owner_share(), 0.9);
     EXPECT_GT(many.stats.owner_share(), 0.9);
+}
+
+TEST(InvQueue, AQueueFarLargerThanTheListsInFlightNeverWaitsForSpace)
+{
+    // the driver's maximum (65536 commands): 32 CPUs x 100 lists of 2
+    QueueRun r = drive("smmu-lockfree", 32, 4000, 100);
+    EXPECT_EQ(r.stats.full_waits, 0u);
+    EXPECT_EQ(r.stats.full_wait_ns, 0u);
+}
+
+TEST(InvQueue, ASmallQueueWaitsForTheLastSharedHolderToPublishCons)
+{
+    // 16 commands, 8 lists of TLBI + CMD_SYNC, against 32 CPUs: the cons
+    // cached in the shared word only moves when the last holder of the
+    // shared lock leaves, or under the exclusive lock when nobody holds it.
+    QueueRun r = drive("smmu-lockfree", 32, 4000, 50, 16);
+    EXPECT_GT(r.stats.full_waits, r.stats.submissions / 16);
+    EXPECT_GT(r.stats.full_wait_ns, 0u);
+    EXPECT_LE(r.stats.cons_refreshes, r.stats.full_waits);
+    // the CPUs released together reserve together: one owner gathers them
+    QueueRun big = drive("smmu-lockfree", 32, 4000, 50);
+    EXPECT_LT(r.stats.owner_share(), 0.6);
+    EXPECT_GT(big.stats.owner_share(), 0.9);
+    EXPECT_LT(r.stats.owner_share(), big.stats.owner_share());
+}
+
+TEST(InvQueue, OwnerShareFallsAsTheQueueShrinks)
+{
+    double prev = 1.0;
+    for (unsigned entries : {65536u, 256u, 64u, 16u}) {
+        double share = drive("smmu-lockfree", 32, 4000, 50, entries).stats.owner_share();
+        EXPECT_LE(share, prev) << entries;
+        prev = share;
+    }
+    EXPECT_LT(prev, 0.6);
 }
 
 TEST(InvQueue, SpinlockQueueIsSlowerThanTheLockFreeOne)
