@@ -267,7 +267,8 @@ TEST(Cx4_64kThirtyTwoBitExhausted, RcacheFlushOnEveryFailed32BitAttemptIsPatholo
 TEST(Cx4_64kThirtyTwoBitExhausted, NotReproducedTheSeriesDoublingThroughput)
 {
     // Published: the series made this case ~2x faster, still < 10%.  The
-    // model gives no gain (~0.4% vs ~0.7%): both are bound by the flush
+    // model gives no gain (~0.47% vs ~0.72% with the reporter's ticket
+    // spinlocks, ~0.8% vs ~0.7% with queued ones): both are bound by the flush
     // itself, which takes iova_rbtree_lock for each of the 2 x 6
     // magazines of each of the 32 CPUs, empty or not (384 acquisitions
     // per failed map), while every other CPU queues on the same lock; the
@@ -310,7 +311,8 @@ TEST(Cx4_64kThirtyTwoBitExhausted, NotReproducedFullThroughputWhenThe32BitAttemp
     SimResult once = run(nic("linux-6.7", "sac-once"));
     SimResult retry = run(nic("linux-5.0", "sac"));
     // Nate's own experiment, the series without the flush (100%), and
-    // the old code without it (95%): ~26% and ~5% in the model.  The
+    // the old code without it (95%): ~23% and ~2% in the model (ticket
+    // spinlocks, as the reporter's arm64 kernels had).  The
     // failed 32-bit walk is short in both (no 32-bit IOVA returns to the
     // tree without the flush, so cached32_node stays at the lowest node);
     // what costs is the rate: about one map in six takes
