@@ -20,7 +20,12 @@
 //                  grows with contention), polls the valid bitmap for what
 //                  it gathered, writes the producer register once and
 //                  publishes owner_prod.  Every CPU then polls its own
-//                  CMD_SYNC's MSI word and drops the shared lock.
+//                  CMD_SYNC's MSI word and drops the shared lock; the
+//                  last holder out writes its cons into the shared word.
+//                  Before reserving, a CPU checks for space against that
+//                  cached cons; without space it refreshes cons under the
+//                  exclusive lock (no shared holder) or spins until the
+//                  last holder out writes it (--cmdq-entries).
 //   smmu-fetch-add the same queue with the slots reserved by one fetch-add
 //                  (no retry: what a single atomic would give).
 //
