@@ -4,6 +4,11 @@
  * viommu-dma through qtest (/viommu/bench/dma-throughput).  Not a test: it
  * prints figures (see docs/qtest-bench.rst and docs/performance.rst).
  *
+ * Each translation mode (legacy; scalable mode with second-stage or
+ * first-stage tables, the same options on both IOMMUs; see
+ * viommu-bench-common.h) gets its own pair of machines and its own table
+ * of rows and summary, one mode after the other.
+ *
  * Both machines run in the same process, batches interleaved, so both see
  * the same host load.  For every row a working set of W 4K IOVA pages is
  * mapped in one domain (sequential or random page order; before each
@@ -19,6 +24,7 @@
  * DMA MB/s and IOMMU translations/s (ring fetch + status write + one per
  * page-bounded data chunk each way), and the ratio viommu-vtd/intel-iommu.
  *
+ * $VIOMMU_BENCH_MODE     only these modes (legacy, sm-ss, sm-fs; comma-separated)
  * $VIOMMU_BENCH_BATCHES  timed batches per row (default 7)
  * $VIOMMU_BENCH_PAGES    only rows with this working set (pages)
  * $VIOMMU_BENCH_INV      only rows with this invalidation (none, dom, page)
@@ -42,9 +48,6 @@
 #include <math.h>
 
 #include "qemu/bswap.h"
-#include "qobject/qdict.h"
-#include "qobject/qjson.h"
-#include "qapi/error.h"
 #include "viommu-bench-common.h"
 
 #define BATCH       (RING - 1)
@@ -111,25 +114,11 @@ static int64_t run_batch(Mach *m, int64_t *cpu_ns)
     return ns;
 }
 
-/* viommu-vtd's translate.page_walks, or 0 for intel-iommu (no statistics) */
+/* viommu-vtd's translate.page_walks */
 static uint64_t vtd_walks(Mach *m)
 {
-    QDict *resp, *stats, *tr;
-    uint64_t n;
-
-    resp = qtest_qmp(m->e.qts, "{'execute': 'qom-get', 'arguments': "
-                     "{'path': '/machine/peripheral/vtd0', "
-                     "'property': 'stats'}}");
-    g_assert(qdict_haskey(resp, "return"));
-    stats = qobject_to(QDict, qobject_from_json(qdict_get_str(resp, "return"),
-                                                &error_abort));
-    tr = qdict_get_qdict(stats, "translate");
-    n = qdict_get_int(tr, "page_walks");
-    qobject_unref(stats);
-    qobject_unref(resp);
-    return n;
+    return vtd_stat(m->e.qts, "translate", "page_walks");
 }
-
 
 enum { INV_NONE, INV_DOMAIN, INV_PAGES, INV_KINDS };
 static const char *const inv_names[] = { "none", "dom", "page" };
@@ -188,10 +177,10 @@ static void run_row(Mach *m, int pages, bool random, int inv, int batches,
 
             write_rings(&m[i], src, dst);
             if (inv == INV_DOMAIN) {
-                vtd_flush_domain(&m[i].e.g, 1);
+                mach_flush_domain(&m[i]);
             } else if (inv == INV_PAGES) {
                 for (int k = 0; k < NPAGEINV; k++) {
-                    vtd_flush_page(&m[i].e.g, 1, WIN + inv_pages[k] * 4096, 0);
+                    mach_flush_page(&m[i], WIN + inv_pages[k] * 4096, 0);
                 }
             }
             t = run_batch(&m[i], &c);
@@ -210,7 +199,7 @@ static void run_row(Mach *m, int pages, bool random, int inv, int batches,
     }
 }
 
-static void bench(void)
+static void bench_mode(BenchMode mode)
 {
     static const int sets[] = { 64, 256, 1024, 2048, 4096, 16384, 65536 };
     const char *b = getenv("VIOMMU_BENCH_BATCHES");
@@ -235,8 +224,10 @@ static void bench(void)
     tpd = translations_per_desc();
     rng_state = 1;
     for (int i = 0; i < 2; i++) {
-        mach_start(&m[i], base[i], i ? bopts : opts);
+        mach_start(&m[i], base[i], i ? bopts : opts, mode);
     }
+    printf("# mode %s: both IOMMUs with \"%s\"\n", mode_names[mode],
+           mode_opts[mode]);
     printf("# viommu-dma COPY %u B/descriptor, %d x %d descriptors per "
            "batch, median of %d batches per row\n", xlen, NQ, BATCH, batches);
     printf("# %u IOMMU translations per descriptor; vtd = viommu-vtd%s, "
@@ -295,29 +286,33 @@ static void bench(void)
         const char *what = k ? "device CPU time" : "wall clock";
 
         if (rows) {
-            printf("# %s: geometric mean ratio %s/%s: %.2f "
-                   "(%d rows)\n", what, base[0], bopts ? "baseline" : base[1],
-                   exp(geo[k] / rows), rows);
+            printf("# %s %s: geometric mean ratio %s/%s: %.2f "
+                   "(%d rows)\n", mode_names[mode], what, base[0],
+                   bopts ? "baseline" : base[1], exp(geo[k] / rows), rows);
         }
         if (rows_big) {
-            printf("# %s: geometric mean ratio, working sets above 1024 "
-                   "pages: %.2f (%d rows), worst row %.2f\n", what,
-                   exp(geo_big[k] / rows_big), rows_big, worst_big[k]);
+            printf("# %s %s: geometric mean ratio, working sets above 1024 "
+                   "pages: %.2f (%d rows), worst row %.2f\n", mode_names[mode],
+                   what, exp(geo_big[k] / rows_big), rows_big, worst_big[k]);
         }
     }
     for (int i = 0; i < 2; i++) {
-        g_free(m[i].d);
-        vt_stop(&m[i].e);
+        mach_stop(&m[i]);
+    }
+    fflush(stdout);
+}
+
+static void bench(void)
+{
+    for (BenchMode mode = 0; mode < MODES; mode++) {
+        if (mode_selected(mode)) {
+            bench_mode(mode);
+        }
     }
 }
 
+
 int main(int argc, char **argv)
 {
-    g_test_init(&argc, &argv, NULL);
-    if (!vt_have_device("viommu-vtd") || !vt_have_device("intel-iommu")) {
-        printf("# needs both viommu-vtd and intel-iommu\n");
-        return 0;
-    }
-    qtest_add_func("/viommu/bench/dma-throughput", bench);
-    return g_test_run();
+    return bench_main(argc, argv, "/viommu/bench/dma-throughput", bench);
 }

@@ -16,6 +16,12 @@
  * cannot (at most 1000 + 8 keys), so the table ends with the top-up pages
  * and at least one ring page: 1001-1024 entries.
  *
+ * Each translation mode (legacy; scalable mode with second-stage or
+ * first-stage tables, both IOMMUs with the same options) has its own
+ * machines and kinds: in scalable mode the IOTLB page descriptor, P_IOTLB
+ * page- and PASID-selective, PASID-cache PASID-selective, all for
+ * RID_PASID (0) of domain 1.  $VIOMMU_BENCH_MODE picks modes.
+ *
  * The timed part is one IQT write (qtest) that makes the IOMMU process an
  * invalidation descriptor and a status-write wait descriptor, both written
  * to the queue beforehand.  Both IOMMUs process the queue synchronously in
@@ -41,11 +47,28 @@
 
 enum {
     IK_WAIT, IK_IOTLB_GLOBAL, IK_IOTLB_DOMAIN, IK_IOTLB_PAGE, IK_IOTLB_AM9,
-    IK_CC_GLOBAL, IK_KINDS
+    IK_CC_GLOBAL, IK_PIOTLB_PAGE, IK_PIOTLB_PASID, IK_PC_PASID, IK_ALL
 };
 static const char *const ik_names[] = {
     "wait", "iotlb-glob", "iotlb-dom", "iotlb-page", "iotlb-am9", "cc-glob",
+    "piotlb-page", "piotlb-pasid", "pc-pasid",
 };
+/*
+ * The kinds timed in each mode, the wait first.  Scalable mode: a page in
+ * the legacy-form descriptor (Linux's for second-stage tables), and the
+ * PASID-based forms of RID_PASID (0): P_IOTLB page- and PASID-selective,
+ * PASID-cache PASID-selective.
+ */
+static const int legacy_kinds[] = {
+    IK_WAIT, IK_IOTLB_GLOBAL, IK_IOTLB_DOMAIN, IK_IOTLB_PAGE, IK_IOTLB_AM9,
+    IK_CC_GLOBAL,
+};
+static const int sm_kinds[] = {
+    IK_WAIT, IK_IOTLB_PAGE, IK_PIOTLB_PAGE, IK_PIOTLB_PASID, IK_PC_PASID,
+};
+/* the present mode's kinds: kinds[0 .. nkinds - 1] */
+static const int *kinds = legacy_kinds;
+static int nkinds = ARRAY_SIZE(legacy_kinds);
 
 typedef struct ThreadClock {
     int sched_fd, stat_fd;
@@ -276,6 +299,13 @@ static VtdDesc inv_desc(int kind, int pages)
                               false);
     case IK_CC_GLOBAL:
         return vtd_desc_cc(VTD_GRAN_GLOBAL, 0, 0, 0);
+    case IK_PIOTLB_PAGE:
+        return vtd_desc_piotlb(VTD_PIOTLB_PAGE, 1, 0, WIN + page * 4096, 0,
+                               false);
+    case IK_PIOTLB_PASID:
+        return vtd_desc_piotlb(VTD_PIOTLB_PASID, 1, 0, 0, 0, false);
+    case IK_PC_PASID:
+        return vtd_desc_pasid_cache(VTD_PC_PASID, 1, 0);
     }
     return (VtdDesc) { 0, 0 };
 }
@@ -325,7 +355,7 @@ static int inv_pin(Mach *m, int n, int want, cpu_set_t *saved)
  * Every working set has its own pair of machines (m[2 * set + device]);
  * repetitions go through all sets, kinds and devices in turn, so all see
  * the same host load.  The CPU times land in
- * ns[((2 * set + device) * IK_KINDS + kind) * reps + repetition].
+ * ns[((2 * set + device) * nkinds + kind) * reps + repetition].
  */
 static bool inv_measure(Mach *m, ThreadClock *c, const int *set, int nsets,
                         int reps, int64_t *ns)
@@ -336,29 +366,29 @@ static bool inv_measure(Mach *m, ThreadClock *c, const int *set, int nsets,
         }
     }
     for (int r = 0; r < reps; r++) {
-        int order[IK_KINDS];
+        int order[IK_ALL];
 
         /* a new order every time: no kind always follows the same one */
-        for (int k = 0; k < IK_KINDS; k++) {
+        for (int k = 0; k < nkinds; k++) {
             int j = rnd() % (k + 1);
 
             order[k] = order[j];
             order[j] = k;
         }
         for (int s = 0; s < nsets; s++) {
-            for (int o = 0; o < IK_KINDS; o++) {
+            for (int o = 0; o < nkinds; o++) {
                 int k = order[o];
-                VtdDesc desc = inv_desc(k, set[s]);
+                VtdDesc desc = inv_desc(kinds[k], set[s]);
 
                 for (int j = 0; j < 2; j++) {
                     int i = 2 * s + (r & 1 ? 1 - j : j);
                     uint64_t t;
 
                     if (!inv_populate(&m[i], set[s]) ||
-                        !inv_timed(&m[i], &c[i], k, desc, &t)) {
+                        !inv_timed(&m[i], &c[i], kinds[k], desc, &t)) {
                         return false;
                     }
-                    ns[(i * IK_KINDS + k) * reps + r] = t;
+                    ns[(i * nkinds + k) * reps + r] = t;
                 }
             }
         }
@@ -366,7 +396,7 @@ static bool inv_measure(Mach *m, ThreadClock *c, const int *set, int nsets,
     return true;
 }
 
-static void bench_invalidation(void)
+static void bench_invalidation_mode(BenchMode mode)
 {
     static const int sets[INV_SETS] = { 1024, 16384 };
     const char *only = getenv("VIOMMU_BENCH_INV_PAGES");
@@ -397,14 +427,19 @@ static void bench_invalidation(void)
     } else {
         memcpy(set, sets, sizeof(sets));
     }
-    ns = g_new(int64_t, 2 * nsets * IK_KINDS * reps);
+    kinds = mode == MODE_LEGACY ? legacy_kinds : sm_kinds;
+    nkinds = mode == MODE_LEGACY ? ARRAY_SIZE(legacy_kinds)
+                                   : ARRAY_SIZE(sm_kinds);
+    ns = g_new(int64_t, 2 * nsets * nkinds * reps);
     rng_state = 2;
     for (int i = 0; i < 2 * nsets; i++) {
         c[i] = (ThreadClock) { -1, -1 };
-        mach_start(&m[i], iommus[i % 2], i % 2 ? NULL : opts);
+        mach_start(&m[i], iommus[i % 2], i % 2 ? NULL : opts, mode);
         ok = ok && tclock_open(&c[i], qtest_pid(m[i].e.qts));
     }
     cpu = inv_pin(m, 2 * nsets, cpu_env ? atoi(cpu_env) : -2, &affinity);
+    printf("# mode %s: both IOMMUs with \"%s\"\n", mode_names[mode],
+           mode_opts[mode]);
     printf("# invalidation cost through QEMU: QEMU main-thread CPU time "
            "(schedstat) of one IQT write that runs one descriptor + a wait\n");
     printf("# before each: the P-page working set translated (intel-iommu "
@@ -418,11 +453,11 @@ static void bench_invalidation(void)
            "median\n");
     printf("# ratio = int-ns / vtd-ns (above 1: viommu-vtd cheaper; "
            "\">\": vtd-ns within its CI, bound from its upper end)\n");
-    printf("%-6s %-10s %8s %6s %8s %6s %7s\n", "pages", "kind", "vtd-ns",
+    printf("%-6s %-12s %8s %6s %8s %6s %7s\n", "pages", "kind", "vtd-ns",
            "+-", "int-ns", "+-", "ratio");
     ok = ok && inv_measure(m, c, set, nsets, reps, ns);
     for (int s = 0; ok && s < nsets; s++) {
-        double med[2][IK_KINDS], ci[2][IK_KINDS], sum[2] = { 0, 0 };
+        double med[2][IK_ALL], ci[2][IK_ALL], sum[2] = { 0, 0 };
         int cheaper = 0;
 
         /*
@@ -431,9 +466,9 @@ static void bench_invalidation(void)
          * cancel out.  The wait row is sorted last.
          */
         for (int i = 0; i < 2; i++) {
-            int64_t *wait = &ns[(2 * s + i) * IK_KINDS * reps];
+            int64_t *wait = &ns[(2 * s + i) * nkinds * reps];
 
-            for (int k = IK_KINDS - 1; k >= 0; k--) {
+            for (int k = nkinds - 1; k >= 0; k--) {
                 int64_t *v = &wait[k * reps];
 
                 for (int n = 0; k != IK_WAIT && n < reps; n++) {
@@ -442,7 +477,7 @@ static void bench_invalidation(void)
                 med[i][k] = median_ci(v, reps, &ci[i][k]);
             }
         }
-        for (int k = 0; k < IK_KINDS; k++) {
+        for (int k = 0; k < nkinds; k++) {
             char ratio[16];
 
             if (k == IK_WAIT || med[0][k] > ci[0][k]) {
@@ -453,8 +488,8 @@ static void bench_invalidation(void)
                 snprintf(ratio, sizeof(ratio), bound < 10 ? ">%.1f" : ">%.0f",
                          bound);
             }
-            printf("%-6d %-10s %8.0f %6.0f %8.0f %6.0f %7s\n", set[s],
-                   ik_names[k], med[0][k], ci[0][k], med[1][k], ci[1][k],
+            printf("%-6d %-12s %8.0f %6.0f %8.0f %6.0f %7s\n", set[s],
+                   ik_names[kinds[k]], med[0][k], ci[0][k], med[1][k], ci[1][k],
                    ratio);
             if (k != IK_WAIT) {
                 sum[0] += med[0][k];
@@ -462,10 +497,11 @@ static void bench_invalidation(void)
                 cheaper += med[0][k] < med[1][k];
             }
         }
-        printf("# %d pages: one invalidation of each kind: viommu-vtd %.1f us, "
-               "intel-iommu %.1f us (ratio %.2f); viommu-vtd cheaper in %d "
-               "of %d kinds\n", set[s], sum[0] / 1000, sum[1] / 1000,
-               sum[1] / sum[0], cheaper, IK_KINDS - 1);
+        printf("# %s, %d pages: one invalidation of each kind: viommu-vtd "
+               "%.1f us, intel-iommu %.1f us (ratio %.2f); viommu-vtd cheaper "
+               "in %d of %d kinds\n", mode_names[mode], set[s],
+               sum[0] / 1000, sum[1] / 1000,
+               sum[1] / sum[0], cheaper, nkinds - 1);
     }
     fflush(stdout);
     if (!ok) {
@@ -476,18 +512,21 @@ static void bench_invalidation(void)
     }
     for (int i = 0; i < 2 * nsets; i++) {
         tclock_close(&c[i]);
-        g_free(m[i].d);
-        vt_stop(&m[i].e);
+        mach_stop(&m[i]);
+    }
+}
+
+static void bench_invalidation(void)
+{
+    for (BenchMode mode = 0; mode < MODES; mode++) {
+        if (mode_selected(mode)) {
+            bench_invalidation_mode(mode);
+        }
     }
 }
 
 int main(int argc, char **argv)
 {
-    g_test_init(&argc, &argv, NULL);
-    if (!vt_have_device("viommu-vtd") || !vt_have_device("intel-iommu")) {
-        printf("# needs both viommu-vtd and intel-iommu\n");
-        return 0;
-    }
-    qtest_add_func("/viommu/bench/invalidation-cost", bench_invalidation);
-    return g_test_run();
+    return bench_main(argc, argv, "/viommu/bench/invalidation-cost",
+                      bench_invalidation);
 }

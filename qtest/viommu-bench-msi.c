@@ -25,9 +25,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qobject/qdict.h"
-#include "qobject/qjson.h"
-#include "qapi/error.h"
 #include "viommu-bench-common.h"
 
 #define BATCH       (RING - 1)
@@ -100,21 +97,7 @@ static int64_t storm_batch(Storm *m, int64_t *cpu_ns)
 /* viommu-vtd's interrupt_remapping.remappable.remapped */
 static int64_t vtd_remapped(Storm *m)
 {
-    QDict *resp = qtest_qmp(m->e.qts, "{'execute': 'qom-get', 'arguments': "
-                            "{'path': '/machine/peripheral/vtd0', "
-                            "'property': 'stats'}}");
-    QDict *stats;
-    int64_t n;
-
-    g_assert(qdict_haskey(resp, "return"));
-    stats = qobject_to(QDict, qobject_from_json(qdict_get_str(resp, "return"),
-                                                &error_abort));
-    n = qdict_get_int(qdict_get_qdict(qdict_get_qdict(stats,
-                                                      "interrupt_remapping"),
-                                      "remappable"), "remapped");
-    qobject_unref(stats);
-    qobject_unref(resp);
-    return n;
+    return vtd_stat(m->e.qts, "interrupt_remapping/remappable", "remapped");
 }
 
 static void bench(void)
@@ -175,11 +158,5 @@ static void bench(void)
 
 int main(int argc, char **argv)
 {
-    g_test_init(&argc, &argv, NULL);
-    if (!vt_have_device("viommu-vtd") || !vt_have_device("intel-iommu")) {
-        printf("# needs both viommu-vtd and intel-iommu\n");
-        return 0;
-    }
-    qtest_add_func("/viommu/bench/msi-storm", bench);
-    return g_test_run();
+    return bench_main(argc, argv, "/viommu/bench/msi-storm", bench);
 }
