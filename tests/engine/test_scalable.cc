@@ -221,12 +221,15 @@ TEST_F(Scalable, SupervisorRequestsNeedSreAndHonourWpe)
     EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
     EXPECT_EQ(pasid_translate(PASID, false, 0x2000, VTD_PERM_READ), VTD_FR_SM_FS_USER);
     // SRE set, WPE clear: supervisor requests reach supervisor pages and
-    // write read-only ones (CR0.WP clear).
+    // write read-only ones (CR0.WP clear).  (A changed entry needs its
+    // invalidation: the PASID cache holds the old one until then.)
     t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 1, 1));
+    t.invalidate_all();
     EXPECT_EQ(pasid_translate(PASID, true, 0x2000, VTD_PERM_WRITE), VTD_FR_NONE);
     EXPECT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_WRITE), VTD_FR_NONE);
     // WPE set: they do not.
     t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 1, 1 | 1 << 4));
+    t.invalidate_all();
     EXPECT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
     EXPECT_EQ(pasid_translate(PASID, true, 0x2000, VTD_PERM_WRITE), VTD_FR_NONE);
 }
@@ -486,6 +489,7 @@ TEST_F(Scalable, RequestsWithPasid)
     EXPECT_EQ(pasid_translate(1u << 20, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_BEYOND_PDTS);
     // PASIDE clear: requests with PASID are blocked.
     t.set_context(SID, dir2, 2, 0, false);
+    t.invalidate_all();
     EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_PASIDE);
 }
 

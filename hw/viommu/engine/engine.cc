@@ -121,7 +121,10 @@ ContextLookup Engine::resolve_context(uint16_t sid)
     }
     stats_.add(Counter::ContextMisses);
     uint64_t gen = contexts_.generation();
-    ContextLookup r = load_context(host_, f_, root_table_.load(std::memory_order_acquire), sid);
+    const uint64_t rta = root_table_.load(std::memory_order_acquire);
+    ContextLookup r = rta & rtaddr::TTM_SCALABLE
+                          ? resolve_scalable(sid, std::nullopt, rta, Stats::thread_shard())
+                          : load_context(host_, f_, rta, sid);
     stats_.add(Counter::ContextEntriesRead, r.entries_read);
     host_.event([&] { return ev::context_miss(sid, r); });
     if (r.fault == VTD_FR_NONE) {
@@ -284,21 +287,40 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         if (w.fault != VTD_FR_NONE)
             return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds);
         leaf = w.leaf;
-        auto ins = iotlb_.insert(ctx.did, addr, *leaf, *token, stale);
-        if (ins.inserted)
-            stats_.add(Counter::IotlbInserts, 1, shard);
-        if (ins.evicted)
-            stats_.add(Counter::IotlbEvictions, 1, shard);
-        // A dead entry was dropped by its invalidation already, which
-        // bumped the epoch; only evicting a live one changes what hits.
-        if (ins.evicted_live)
-            translations_changed();
+        count_fill(iotlb_.insert(ctx.did, addr, *leaf, *token, stale), shard);
     }
-    if (VtdFaultReason r = check_access(leaf->perm, access); r != VTD_FR_NONE)
-        return fault(sid, addr, access, record, r, ctx.fpd, &ds);
-    uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
-    out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-    remember(sid, addr, epoch, out, ds, Pgtt::Legacy);
+    return map_leaf(sid, addr, access, record, *leaf, ctx, ds, std::nullopt, true, epoch, out);
+}
+
+// After an IOTLB fill: the statistics, and the epoch when a live entry
+// went.  A dead entry was dropped by its invalidation already, which
+// bumped the epoch; only evicting a live one changes what hits.
+void Engine::count_fill(const Iotlb::InsertResult &ins, unsigned shard)
+{
+    if (ins.inserted)
+        stats_.add(Counter::IotlbInserts, 1, shard);
+    if (ins.evicted)
+        stats_.add(Counter::IotlbEvictions, 1, shard);
+    if (ins.evicted_live)
+        translations_changed();
+}
+
+// Every translate path ends here with the leaf that maps addr: the access
+// is checked against it (a fault in the reason of the context's mode),
+// then `out` is the leaf's page, remembered per thread where `recent`.
+// `pasid`: the PASID the fault record names.
+inline VtdFaultReason Engine::map_leaf(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                                       const Leaf &leaf, const Context &ctx, DomainStats &ds,
+                                       std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                                       VtdTranslation &out)
+{
+    if (VtdFaultReason r = check_access(leaf.perm, access); r != VTD_FR_NONE)
+        return fault(sid, addr, access, record, ctx.scalable() ? sm_access_fault(r) : r, ctx.fpd,
+                     &ds, pasid);
+    uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
+    out = {addr & ~size_mask, leaf.phys, size_mask, leaf.perm, ctx.did};
+    if (recent)
+        remember(sid, addr, epoch, out, ds, ctx.pgtt);
     return VTD_FR_NONE;
 }
 
@@ -308,6 +330,14 @@ void Engine::remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, cons
                                DomainStats &ds, Pgtt pgtt)
 {
     remember(sid, addr, epoch, t, ds, pgtt);
+}
+
+VtdFaultReason Engine::map_leaf_scalable(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                                         const Leaf &leaf, const Context &ctx, DomainStats &ds,
+                                         std::optional<uint32_t> pasid, bool recent,
+                                         uint64_t epoch, VtdTranslation &out)
+{
+    return map_leaf(sid, addr, access, record, leaf, ctx, ds, pasid, recent, epoch, out);
 }
 
 bool Engine::is_pass_through(uint16_t sid)
@@ -352,10 +382,17 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
 void Engine::invalidate_context(const ContextInvalidation &req)
 {
     // Scalable mode: the PASID-cache entries came through the context
-    // entries (their PASID directory), so they go too, all of them (more
-    // than asked: context invalidations are rare).
-    if (f_.scalable_mode)
-        pasids_.invalidate_all();
+    // entries (their PASID directory), so those of the invalidated context
+    // entries go too: a device's for a device-selective invalidation, all
+    // for the others (a scalable-mode context entry names no domain).
+    if (f_.scalable_mode) {
+        if (req.granularity == Granularity::Selective) {
+            unsigned fm = req.function_mask & 3;
+            pasids_.invalidate_source(req.sid, ((1u << fm) - 1) << (3 - fm));
+        } else if (req.granularity != Granularity::Invalid) {
+            pasids_.invalidate_all();
+        }
+    }
     size_t dropped = 0;
     switch (req.granularity) {
     case Granularity::Global:

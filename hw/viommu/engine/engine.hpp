@@ -91,6 +91,10 @@ private:
     void run_iotlb_command();
 
     ContextLookup resolve_context(uint16_t sid);
+    // Scalable mode (scalable_translate.cc): the PASID-table entry through
+    // the PASID cache.
+    ContextLookup resolve_scalable(uint16_t sid, std::optional<uint32_t> pasid, uint64_t rta,
+                                   unsigned shard);
     VtdFaultReason fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
                          VtdFaultReason reason, bool fpd, DomainStats *ds,
                          std::optional<uint32_t> pasid = std::nullopt);
@@ -136,6 +140,15 @@ private:
                           unsigned shard, VtdTranslation &out);
     void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
                   DomainStats &ds, Pgtt pgtt);
+    void count_fill(const Iotlb::InsertResult &ins, unsigned shard);
+    VtdFaultReason map_leaf(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                            const Leaf &leaf, const Context &ctx, DomainStats &ds,
+                            std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                            VtdTranslation &out);
+    VtdFaultReason map_leaf_scalable(uint16_t sid, uint64_t addr, unsigned access, bool record,
+                                     const Leaf &leaf, const Context &ctx, DomainStats &ds,
+                                     std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                                     VtdTranslation &out);
     void remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
                            DomainStats &ds, Pgtt pgtt);
     static void identity(uint64_t addr, uint16_t did, VtdTranslation &out);

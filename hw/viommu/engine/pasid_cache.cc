@@ -35,18 +35,16 @@ std::optional<PasidEntry> PasidCache::lookup(uint16_t sid, uint32_t pasid) const
             continue;  // being written: treat as a miss
         if ((w.w[0].load(std::memory_order_relaxed) & KEY_MASK) != key)
             continue;
-        uint64_t v[5];
-        for (unsigned i = 0; i < 5; i++)
+        uint64_t v[WORDS];
+        for (unsigned i = 0; i < WORDS; i++)
             v[i] = w.w[i].load(std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_acquire);
         if (w.seq.load(std::memory_order_relaxed) != seq || (v[0] & KEY_MASK) != key)
             return std::nullopt;
+        if (!current(v))
+            return std::nullopt;
         PasidEntry e;
         e.did = static_cast<uint16_t>(v[0] >> 48);
-        if (!epochs_.current({static_cast<uint32_t>(v[4]), static_cast<uint32_t>(v[4] >> 32)},
-                             e.did) ||
-            pasid_epochs_.get(pasid) != static_cast<uint32_t>(v[1] >> 32))
-            return std::nullopt;
         e.pgtt = (v[0] >> 37) & 7;
         e.fs_levels = (v[0] >> 40) & 15;
         e.sl_levels = (v[0] >> 44) & 15;
@@ -58,27 +56,33 @@ std::optional<PasidEntry> PasidCache::lookup(uint16_t sid, uint32_t pasid) const
     return std::nullopt;
 }
 
-void PasidCache::write(Way &w, const uint64_t (&v)[5])
+// Whether no invalidation retired the entry of words v since its fill.
+bool PasidCache::current(const uint64_t (&v)[WORDS]) const
+{
+    const auto did = static_cast<uint16_t>(v[0] >> 48);
+    const auto sid = static_cast<uint16_t>(v[0] >> 1);
+    const auto pasid = static_cast<uint32_t>((v[0] >> 17) & 0xfffff);
+    return epochs_.current({static_cast<uint32_t>(v[4]), static_cast<uint32_t>(v[4] >> 32)}, did) &&
+           pasid_epochs_.get(pasid) == static_cast<uint32_t>(v[1] >> 32) &&
+           source_epochs_.get(sid) == static_cast<uint32_t>(v[5]);
+}
+
+void PasidCache::write(Way &w, const uint64_t (&v)[WORDS])
 {
     uint32_t seq = w.seq.load(std::memory_order_relaxed);
     w.seq.store(seq + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    for (unsigned i = 0; i < 5; i++)
+    for (unsigned i = 0; i < WORDS; i++)
         w.w[i].store(v[i], std::memory_order_relaxed);
     w.seq.store(seq + 2, std::memory_order_release);
 }
 
 bool PasidCache::live(const Way &w) const
 {
-    const uint64_t w0 = w.w[0].load(std::memory_order_relaxed);
-    if (!(w0 & VALID))
-        return false;
-    const uint64_t w4 = w.w[4].load(std::memory_order_relaxed);
-    const auto pasid = static_cast<uint32_t>((w0 >> 17) & 0xfffff);
-    return epochs_.current({static_cast<uint32_t>(w4), static_cast<uint32_t>(w4 >> 32)},
-                           static_cast<uint16_t>(w0 >> 48)) &&
-           pasid_epochs_.get(pasid) ==
-               static_cast<uint32_t>(w.w[1].load(std::memory_order_relaxed) >> 32);
+    uint64_t v[WORDS];
+    for (unsigned i = 0; i < WORDS; i++)
+        v[i] = w.w[i].load(std::memory_order_relaxed);
+    return (v[0] & VALID) && current(v);
 }
 
 // The epochs are read before `gen` is checked: an invalidation bumps the
@@ -91,11 +95,12 @@ bool PasidCache::insert(uint16_t sid, uint32_t pasid, const PasidEntry &e, uint6
         *evicted = false;
     const EpochTag tag = epochs_.tag(e.did);
     const uint32_t pasid_epoch = pasid_epochs_.get(pasid);
+    const uint32_t source_epoch = source_epochs_.get(sid);
     const uint64_t key = key_word(sid, pasid);
-    const uint64_t v[5] = {key | uint64_t{e.pgtt & 7u} << 37 | uint64_t{e.fs_levels & 15u} << 40 |
+    const uint64_t v[WORDS] = {key | uint64_t{e.pgtt & 7u} << 37 | uint64_t{e.fs_levels & 15u} << 40 |
                                uint64_t{e.sl_levels & 15u} << 44 | uint64_t{e.did} << 48,
                            e.flags | uint64_t{pasid_epoch} << 32, e.fsptptr, e.slptptr,
-                           tag.global | uint64_t{tag.domain} << 32};
+                           tag.global | uint64_t{tag.domain} << 32, source_epoch};
     std::lock_guard guard(writer_);
     if (gen_.load() != gen)
         return false;
@@ -154,12 +159,25 @@ void PasidCache::invalidate_pasid(uint16_t did, uint32_t pasid)
         epochs_.bump(did);
 }
 
+// Without memory for a source-id's counter, every entry goes.
+void PasidCache::invalidate_source(uint16_t sid, uint16_t sid_mask)
+{
+    gen_.fetch_add(1);
+    const uint16_t base = sid & ~sid_mask;
+    for (uint32_t low = 0; low <= sid_mask; low++) {
+        if ((low & ~uint32_t{sid_mask}) == 0 && !source_epochs_.bump(base | low)) {
+            epochs_.bump_all();
+            return;
+        }
+    }
+}
+
 void PasidCache::clear()
 {
     gen_.fetch_add(1);
     epochs_.bump_all();
     std::lock_guard guard(writer_);
-    static constexpr uint64_t zero[5] = {};
+    static constexpr uint64_t zero[WORDS] = {};
     for (Set &set : table_) {
         for (Way &w : set.ways)
             if (w.w[0].load(std::memory_order_relaxed) & VALID)

@@ -11,7 +11,10 @@
 // epoch when their fill started, and a bump of any makes them stale (a
 // PASID-selective invalidation bumps the PASID's epoch, which also retires
 // that PASID's entries of other domains: more than asked, as the
-// specification allows).  A fill replaces a stale way first, else the
+// specification allows).  Entries also record their source-id's epoch: a
+// device-selective context-cache invalidation retires the device's
+// entries (they were found through its context entry) in O(1) per
+// source-id.  A fill replaces a stale way first, else the
 // set's oldest fill (round-robin per set); nothing is flushed because the
 // cache is full.
 #pragma once
@@ -47,7 +50,10 @@ public:
 
     size_t capacity() const { return sets_ * WAYS; }
     size_t size() const;
-    size_t domain_bytes() const { return epochs_.bytes() + pasid_epochs_.bytes(); }
+    size_t domain_bytes() const
+    {
+        return epochs_.bytes() + pasid_epochs_.bytes() + source_epochs_.bytes();
+    }
 
     // Sampled before reading the PASID directory and table.
     uint64_t generation() const { return gen_.load(); }
@@ -61,6 +67,9 @@ public:
     void invalidate_all();
     void invalidate_domain(uint16_t did);
     void invalidate_pasid(uint16_t did, uint32_t pasid);
+    // The entries of source-ids equal to `sid` outside `sid_mask` (a
+    // device-selective context-cache invalidation: at most 8 source-ids).
+    void invalidate_source(uint16_t sid, uint16_t sid_mask);
     // Empties the storage, O(capacity) (reset, root-table switch).
     void clear();
 
@@ -68,10 +77,11 @@ private:
     // w0: valid | sid << 1 | pasid << 17 | pgtt << 37 | fs_levels << 40 | sl_levels << 44
     //     | did << 48
     // w1: flags | epoch of the PASID << 32     w2: fsptptr     w3: slptptr
-    // w4: epoch tag (global | domain << 32)
+    // w4: epoch tag (global | domain << 32)   w5: epoch of the source-id
+    static constexpr unsigned WORDS = 6;
     struct Way {
         std::atomic<uint32_t> seq{0};
-        std::atomic<uint64_t> w[5]{};
+        std::atomic<uint64_t> w[WORDS]{};
     };
     struct alignas(64) Set {
         Way ways[WAYS];
@@ -80,13 +90,15 @@ private:
 
     size_t set_of(uint16_t sid, uint32_t pasid) const;
     bool live(const Way &w) const;
-    static void write(Way &w, const uint64_t (&v)[5]);
+    static void write(Way &w, const uint64_t (&v)[WORDS]);
+    bool current(const uint64_t (&v)[WORDS]) const;
 
     size_t sets_;
     std::vector<Set> table_;
     std::atomic<uint64_t> gen_{0};
     DomainEpochs epochs_;
     ChunkedCounters<20, 12> pasid_epochs_;  // 4 KiB up front, 16 KiB per 4096 PASIDs named
+    ChunkedCounters<16> source_epochs_;     // 2 KiB up front, 1 KiB per 256 source-ids named
     std::mutex writer_;
 };
 

@@ -34,20 +34,28 @@ uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
     return probes;
 }
 
+// The context cache holds, for requests without PASID, the RID_PASID
+// entry decoded with its context entry, tagged with the PASID entry's
+// domain-id: those entries go with the PASID-cache entries they hold,
+// O(1) for each granularity (PASID-selective retires the domain's: more
+// than asked).
 void Engine::invalidate_pasid_cache(const PasidCacheInvalidation &req)
 {
     switch (req.granularity) {
     case PasidCacheGranularity::Domain:
         stats_.add(Counter::PasidCacheDomain);
         pasids_.invalidate_domain(req.did);
+        contexts_.invalidate_domain(req.did);
         break;
     case PasidCacheGranularity::Pasid:
         stats_.add(Counter::PasidCachePasid);
         pasids_.invalidate_pasid(req.did, req.pasid);
+        contexts_.invalidate_domain(req.did);
         break;
     case PasidCacheGranularity::Global:
         stats_.add(Counter::PasidCacheGlobal);
         pasids_.invalidate_all();
+        contexts_.invalidate_all();
         break;
     }
     translations_changed();

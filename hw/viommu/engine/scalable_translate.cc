@@ -6,10 +6,107 @@
 #include "events.hpp"
 #include "first_stage_walk.hpp"
 #include "page_walk.hpp"
+#include "pasid_table.hpp"
 #include "registers.hpp"
 #include "scalable_context.hpp"
 
 namespace viommu::vtd {
+
+namespace {
+
+// PasidEntry::flags as this file fills them: the entry's single-bit
+// fields, FPD of any entry on the way, and whether the context entry
+// allowed requests with PASID (PASIDE) when the entry was filled.
+constexpr uint32_t PE_FPD = 1, PE_SRE = 2, PE_WPE = 4, PE_EAFE = 8, PE_PASIDE = 16;
+
+PasidEntry to_pasid_entry(const Context &c, bool paside)
+{
+    PasidEntry e;
+    e.did = c.did;
+    e.pgtt = static_cast<uint8_t>(c.pgtt);
+    e.fs_levels = c.fs_levels;
+    e.sl_levels = c.levels;
+    e.flags = (c.fpd ? PE_FPD : 0) | (c.sre ? PE_SRE : 0) | (c.wpe ? PE_WPE : 0) |
+              (c.eafe ? PE_EAFE : 0) | (paside ? PE_PASIDE : 0);
+    e.fsptptr = c.fsptptr;
+    e.slptptr = c.slptptr;
+    return e;
+}
+
+Context to_context(const PasidEntry &e, uint32_t pasid)
+{
+    Context c;
+    c.pasid = pasid;
+    c.did = e.did;
+    c.pgtt = static_cast<Pgtt>(e.pgtt);
+    c.tt = c.pgtt == Pgtt::PassThrough ? TranslationType::PassThrough
+                                       : TranslationType::Untranslated;
+    c.fs_levels = e.fs_levels;
+    c.levels = e.sl_levels;
+    c.fpd = e.flags & PE_FPD;
+    c.sre = e.flags & PE_SRE;
+    c.wpe = e.flags & PE_WPE;
+    c.eafe = e.flags & PE_EAFE;
+    c.fsptptr = e.fsptptr;
+    c.slptptr = e.slptptr;
+    return c;
+}
+
+}  // namespace
+
+// The PASID-table entry of (sid, pasid), or of RID_PASID for a request
+// without PASID, through the PASID cache.  A request with PASID that hits
+// reads nothing from guest memory: the entry was filled through a context
+// entry that allowed PASIDs, and the context-cache invalidation that a
+// change of that entry needs retires the source-id's PASID-cache entries
+// (invalidate_context).  A request without PASID reads the context entry
+// for RID_PASID (the context cache in front of this holds the result);
+// on a hit the PASID directory and table are not read.  Only valid
+// entries are cached: a fault is looked up again next time.
+ContextLookup Engine::resolve_scalable(uint16_t sid, std::optional<uint32_t> pasid, uint64_t rta,
+                                       unsigned shard)
+{
+    ContextLookup r;
+    if (pasid) {
+        if (auto e = pasids_.lookup(sid, *pasid); e && (e->flags & PE_PASIDE)) {
+            stats_.add(Counter::PasidCacheHits, 1, shard);
+            r.ctx = to_context(*e, *pasid);
+            r.fpd = r.ctx.fpd;
+            return r;
+        }
+    }
+    // Sampled before the context entry is read: an invalidation of either
+    // entry after this point refuses the fill below.
+    const uint64_t gen = pasids_.generation();
+    ScalableContextEntry ce;
+    r.fault = read_scalable_context(host_, f_, rta & entry::ADDR, sid, ce, r.fpd, r.entries_read);
+    if (r.fault != VTD_FR_NONE)
+        return r;
+    if (pasid && !ce.paside) {
+        r.fault = VTD_FR_SM_CONTEXT_PASIDE;
+        return r;
+    }
+    const uint32_t p = pasid.value_or(ce.rid_pasid);
+    if (!pasid) {
+        if (auto e = pasids_.lookup(sid, p)) {
+            stats_.add(Counter::PasidCacheHits, 1, shard);
+            r.ctx = to_context(*e, p);
+            r.fpd = r.ctx.fpd;
+            return r;
+        }
+    }
+    stats_.add(Counter::PasidCacheMisses, 1, shard);
+    r.fault = load_pasid_entry(host_, f_, ce, p, r.ctx, r.fpd, r.entries_read);
+    if (r.fault != VTD_FR_NONE)
+        return r;
+    bool evicted = false;
+    if (pasids_.insert(sid, p, to_pasid_entry(r.ctx, ce.paside), gen, &evicted)) {
+        stats_.add(Counter::PasidCacheInserts, 1, shard);
+        if (evicted)
+            stats_.add(Counter::PasidCacheEvictions, 1, shard);
+    }
+    return r;
+}
 
 void Engine::count_pgtt(Pgtt pgtt, unsigned shard)
 {
@@ -83,22 +180,9 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     });
     if (w.fault != VTD_FR_NONE)
         return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds, pasid);
-    if (cached) {
-        auto ins = sm_insert(ctx, addr, w.leaf, token, stale);
-        if (ins.inserted)
-            stats_.add(Counter::IotlbInserts, 1, shard);
-        if (ins.evicted)
-            stats_.add(Counter::IotlbEvictions, 1, shard);
-        if (ins.evicted_live)
-            translations_changed();
-    }
-    if (VtdFaultReason r = check_access(w.leaf.perm, access); r != VTD_FR_NONE)
-        return fault(sid, addr, access, record, sm_access_fault(r), ctx.fpd, &ds, pasid);
-    uint64_t size_mask = (uint64_t{1} << level_shift(w.leaf.level)) - 1;
-    out = {addr & ~size_mask, w.leaf.phys, size_mask, w.leaf.perm, ctx.did};
     if (cached)
-        remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
-    return VTD_FR_NONE;
+        count_fill(sm_insert(ctx, addr, w.leaf, token, stale), shard);
+    return map_leaf_scalable(sid, addr, access, record, w.leaf, ctx, ds, pasid, cached, epoch, out);
 }
 
 // PGTT second-stage.  The domain's second stage is the same for every
@@ -137,21 +221,9 @@ VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32
             return fault(sid, addr, access, record, sm_second_stage_fault(w, ctx.levels), ctx.fpd,
                          &ds, pasid);
         leaf = w.leaf;
-        auto ins = sm_insert(ctx, addr, *leaf, token, stale);
-        if (ins.inserted)
-            stats_.add(Counter::IotlbInserts, 1, shard);
-        if (ins.evicted)
-            stats_.add(Counter::IotlbEvictions, 1, shard);
-        if (ins.evicted_live)
-            translations_changed();
+        count_fill(sm_insert(ctx, addr, *leaf, token, stale), shard);
     }
-    if (VtdFaultReason r = check_access(leaf->perm, access); r != VTD_FR_NONE)
-        return fault(sid, addr, access, record, sm_access_fault(r), ctx.fpd, &ds, pasid);
-    uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
-    out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-    if (!pasid)
-        remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
-    return VTD_FR_NONE;
+    return map_leaf_scalable(sid, addr, access, record, *leaf, ctx, ds, pasid, !pasid, epoch, out);
 }
 
 // The IOTLB in scalable mode: every scalable-mode fill and lookup goes
@@ -178,9 +250,9 @@ Iotlb::InsertResult Engine::sm_insert(const Context &ctx, uint64_t addr, const L
                          ctx.pgtt == Pgtt::Nested, stale);
 }
 
-// A request with PASID: resolved from the tables each time (no PASID
-// cache yet), never through the per-thread caches, which are keyed by
-// source-id.
+// A request with PASID: resolved through the PASID cache
+// (resolve_scalable), never through the per-thread caches, which are
+// keyed by source-id.
 VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privileged, uint64_t addr,
                                        unsigned access, bool record, VtdTranslation &out)
 {
@@ -204,10 +276,12 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
     if (!f_.pasid_bits || pasid >> f_.pasid_bits)  // a PASID the unit cannot have
         cl.fault = VTD_FR_SM_PASID_BEYOND_PDTS;
     else
-        cl = load_scalable_context(host_, f_, rta & entry::ADDR, sid, pasid);
-    stats_.add(Counter::ContextEntriesRead, cl.entries_read, shard);
-    stats_.add(Counter::SmPasidEntriesRead, cl.entries_read, shard);
-    host_.event([&] { return ev::context_miss(sid, cl); });
+        cl = resolve_scalable(sid, pasid, rta, shard);
+    if (cl.entries_read || cl.fault != VTD_FR_NONE) {
+        stats_.add(Counter::ContextEntriesRead, cl.entries_read, shard);
+        stats_.add(Counter::SmPasidEntriesRead, cl.entries_read, shard);
+        host_.event([&] { return ev::context_miss(sid, cl); });
+    }
     if (cl.fault != VTD_FR_NONE)
         return fault(sid, addr, access, record, cl.fault, cl.fpd, nullptr, tag);
     const Context &ctx = cl.ctx;

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The PASID cache on the scalable-mode translate path: a PASID-table
+// entry is used from the cache until its invalidation (the specification
+// lets the unit cache present entries: software must invalidate after a
+// change), and never after it: PASID-cache invalidations of each
+// granularity, the P_IOTLB + PASID-cache sequence Linux sends when it
+// replaces RID_PASID's entry, device-selective context-cache invalidation
+// (only that device's entries go), PASIDE, SRTP, and faulting entries
+// (never cached).
+#include "scalable_tables.hpp"
+
+using namespace vtdtest;
+
+namespace {
+
+constexpr uint16_t SID = 0x0310, SID2 = 0x0318;
+constexpr uint16_t DID = 9, DID2 = 12;
+constexpr uint32_t PASID = 7;
+
+// First-stage tables: A maps 0x1000 -> 0x5000, B maps 0x1000 -> 0x6000.
+struct PasidCached : ::testing::Test {
+    FakeHost h{8 << 20, scalable_config()};
+    ScalableTables t{h};
+    uint64_t dir = 0, dir2 = 0, fs_a = 0, fs_b = 0;
+    void SetUp() override
+    {
+        fs_a = h.alloc_page();
+        fs_b = h.alloc_page();
+        t.map_fs(fs_a, 0x1000, 0x5000, FS_RW | FS_US | FS_A | FS_D);
+        t.map_fs(fs_b, 0x1000, 0x6000, FS_RW | FS_US | FS_A | FS_D);
+        dir = t.set_context(SID);
+        dir2 = t.set_context(SID2);
+        for (uint64_t d : {dir, dir2}) {
+            t.set_pasid(d, 0, ScalableTables::first_stage(fs_a, DID));
+            t.set_pasid(d, PASID, ScalableTables::first_stage(fs_a, DID));
+        }
+        t.enable();
+        h.enable_qi(0, true);
+    }
+    // The physical page of 0x1000 for a request with PASID (0 on a fault).
+    uint64_t with_pasid(uint16_t sid = SID, uint32_t pasid = PASID,
+                        VtdFaultReason *r = nullptr)
+    {
+        VtdTranslation out{};
+        VtdFaultReason f =
+            vtd_engine_translate_pasid(h.e, sid, pasid, false, 0x1000, VTD_PERM_READ, true, &out);
+        if (r)
+            *r = f;
+        return f == VTD_FR_NONE ? out.phys_base : 0;
+    }
+    uint64_t without_pasid(uint16_t sid = SID)
+    {
+        VtdTranslation out{};
+        return h.translate(sid, 0x1000, VTD_PERM_READ, &out) == VTD_FR_NONE ? out.phys_base : 0;
+    }
+    uint64_t counter(const char *section, const char *name)
+    {
+        return json_counter(h.stats(), section, name);
+    }
+    // Point (sid's directory, pasid) at table B with `did`, uninvalidated.
+    void change(uint64_t d, uint32_t pasid, uint16_t did = DID)
+    {
+        t.set_pasid(d, pasid, ScalableTables::first_stage(fs_b, did));
+    }
+};
+
+}  // namespace
+
+TEST_F(PasidCached, RequestWithPasidHitsWithoutReadingTheTables)
+{
+    ASSERT_EQ(with_pasid(), 0x5000u);
+    EXPECT_EQ(counter("pasid_cache", "misses"), 1u);
+    EXPECT_EQ(counter("pasid_cache", "inserts"), 1u);
+    const uint64_t read = counter("scalable", "context_and_pasid_entries_read");
+    EXPECT_EQ(read, 4u);  // root, context, directory and PASID-table entries
+    ASSERT_EQ(with_pasid(), 0x5000u);
+    EXPECT_EQ(counter("pasid_cache", "hits"), 1u);
+    EXPECT_EQ(counter("scalable", "context_and_pasid_entries_read"), read);
+}
+
+TEST_F(PasidCached, ChangedEntryUsedUntilPasidSelectiveInvalidation)
+{
+    ASSERT_EQ(with_pasid(), 0x5000u);
+    change(dir, PASID);
+    EXPECT_EQ(with_pasid(), 0x5000u) << "the cached entry stands until invalidated";
+    h.submit(FakeHost::pc_desc(1, DID, PASID), 0);
+    EXPECT_EQ(with_pasid(), 0x6000u);
+    EXPECT_EQ(counter("pasid_cache", "misses"), 2u);
+}
+
+TEST_F(PasidCached, ChangedEntryUsedUntilDomainSelectiveInvalidation)
+{
+    ASSERT_EQ(with_pasid(), 0x5000u);
+    change(dir, PASID, DID2);
+    h.submit(FakeHost::pc_desc(0, DID2, 0), 0);  // the new domain: not the cached entry's
+    EXPECT_EQ(with_pasid(), 0x5000u);
+    h.submit(FakeHost::pc_desc(0, DID, 0), 0);  // the cached entry's domain
+    VtdTranslation out{};
+    ASSERT_EQ(vtd_engine_translate_pasid(h.e, SID, PASID, false, 0x1000, VTD_PERM_READ, true, &out),
+              VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x6000u);
+    EXPECT_EQ(out.domain_id, DID2);
+}
+
+TEST_F(PasidCached, ChangedEntryUsedUntilGlobalInvalidation)
+{
+    ASSERT_EQ(with_pasid(), 0x5000u);
+    ASSERT_EQ(with_pasid(SID2), 0x5000u);
+    change(dir, PASID);
+    change(dir2, PASID);
+    EXPECT_EQ(with_pasid(), 0x5000u);
+    h.submit(FakeHost::pc_desc(3, 0, 0), 0);
+    EXPECT_EQ(with_pasid(), 0x6000u);
+    EXPECT_EQ(with_pasid(SID2), 0x6000u);
+}
+
+// What Linux sends when it replaces a device's RID_PASID entry (tear-down
+// and set-up: PASID-cache PASID-selective and P_IOTLB with the old
+// domain-id); no context-cache invalidation.  Requests without PASID must
+// see the new entry, though the context cache held the old one.
+TEST_F(PasidCached, RidPasidEntryReplacedWithoutContextInvalidation)
+{
+    ASSERT_EQ(without_pasid(), 0x5000u);
+    change(dir, 0, DID2);
+    EXPECT_EQ(without_pasid(), 0x5000u) << "cached until invalidated";
+    h.submit(FakeHost::pc_desc(1, DID, 0), 0);
+    h.submit(FakeHost::piotlb_desc(2, DID, 0), 0);
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x6000u);
+    EXPECT_EQ(out.domain_id, DID2);
+    // The other device's RID_PASID entry was not changed: still right.
+    EXPECT_EQ(without_pasid(SID2), 0x5000u);
+}
+
+// A context-cache miss of a request without PASID reads the context entry
+// for RID_PASID, and takes the PASID-table entry from the PASID cache.
+TEST_F(PasidCached, ContextMissTakesRidPasidEntryFromThePasidCache)
+{
+    ASSERT_EQ(with_pasid(SID, 0), 0x5000u);  // fills (SID, 0)
+    const uint64_t read = counter("translate", "context_entries_read");
+    ASSERT_EQ(without_pasid(), 0x5000u);
+    EXPECT_EQ(counter("pasid_cache", "hits"), 1u);
+    EXPECT_EQ(counter("translate", "context_entries_read") - read, 2u) << "root and context entries";
+}
+
+// Device-selective context-cache invalidation: the device's PASID-cache
+// entries go (they were found through its context entry), another
+// device's stay.
+TEST_F(PasidCached, DeviceSelectiveContextInvalidationRetiresOnlyThatDevice)
+{
+    ASSERT_EQ(with_pasid(SID), 0x5000u);
+    ASSERT_EQ(with_pasid(SID2), 0x5000u);
+    change(dir, PASID);
+    change(dir2, PASID);
+    h.submit(FakeHost::cc_desc(3, DID, SID), 0);
+    EXPECT_EQ(with_pasid(SID), 0x6000u);
+    EXPECT_EQ(with_pasid(SID2), 0x5000u) << "not invalidated: still cached";
+    // A new context entry without PASIDE, once invalidated, blocks
+    // requests with PASID even though their entry is cached.
+    t.set_context(SID2, dir2, 0, 0, false);
+    EXPECT_EQ(with_pasid(SID2), 0x5000u);
+    h.submit(FakeHost::cc_desc(3, 0, SID2), 0);
+    VtdFaultReason r = VTD_FR_NONE;
+    EXPECT_EQ(with_pasid(SID2, PASID, &r), 0u);
+    EXPECT_EQ(r, VTD_FR_SM_CONTEXT_PASIDE);
+}
+
+// The function mask covers the source-ids of a device's functions.
+TEST_F(PasidCached, ContextInvalidationWithFunctionMask)
+{
+    ASSERT_EQ(with_pasid(SID), 0x5000u);
+    ASSERT_EQ(with_pasid(SID2), 0x5000u);
+    change(dir, PASID);
+    change(dir2, PASID);
+    h.submit(FakeHost::cc_desc(3, 0, SID, 3), 0);  // FM 3: SID..SID | 7 (0x310-0x317)
+    EXPECT_EQ(with_pasid(SID), 0x6000u);
+    EXPECT_EQ(with_pasid(SID2), 0x5000u);  // 0x318: outside the mask
+}
+
+TEST_F(PasidCached, NewRootTableRetiresEveryEntry)
+{
+    ASSERT_EQ(with_pasid(), 0x5000u);
+    change(dir, PASID);
+    h.w32(GCMD, h.gcmd_shadow | SRTP);
+    EXPECT_EQ(with_pasid(), 0x6000u);
+}
+
+TEST_F(PasidCached, FaultingEntriesAreNotCached)
+{
+    t.set_pasid(dir, 9, {});
+    VtdFaultReason r = VTD_FR_NONE;
+    EXPECT_EQ(with_pasid(SID, 9, &r), 0u);
+    EXPECT_EQ(r, VTD_FR_SM_PASID_ENTRY_P);
+    change(dir, 9);
+    EXPECT_EQ(with_pasid(SID, 9), 0x6000u) << "a not-present entry is read again";
+    EXPECT_EQ(counter("pasid_cache", "inserts"), 1u);
+}
