@@ -13,7 +13,7 @@ meson test -C "$BUILD/standalone" --no-rebuild --benchmark --verbose
 bash "$TOP/scripts/fetch-qemu.sh"
 bash "$TOP/scripts/build-qemu.sh"
 bash "$TOP/scripts/build-qemu.sh" tests/qtest/viommu/viommu-bench-dma tests/qtest/viommu/viommu-bench-inv tests/qtest/viommu/viommu-bench-msi
-say "viommu-dma traffic, invalidations and an MSI storm through viommu-vtd and intel-iommu (every ratio above 1: viommu-vtd better)"
+say "viommu-dma traffic and invalidations through viommu-vtd and intel-iommu in legacy mode and scalable mode (x-scalable-mode=on, without and with x-flts=on), and an MSI storm (every ratio above 1: viommu-vtd better)"
 for b in dma inv msi; do
     QTEST_QEMU_BINARY=$BUILD/qemu-system-x86_64 "$BUILD/qemu/tests/qtest/viommu/viommu-bench-$b"
 done
