@@ -214,6 +214,26 @@ void mach_flush_page(Mach *m, uint64_t addr, unsigned am)
     g_assert_true(vtd_qi_sync(g));
 }
 
+bool queue_wait(VdmaDev *dev, int q, uint32_t tail, int64_t deadline,
+                const char *who)
+{
+    uint32_t qb = VIOMMU_DMA_Q_BASE(q);
+
+    while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail) {
+        if (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
+            VIOMMU_DMA_QSTS_HALTED) {
+            g_test_message("%s: viommu-dma queue %d halted", who, q);
+            return false;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            g_test_message("%s: viommu-dma queue %d did not finish", who, q);
+            return false;
+        }
+        g_usleep(20);   /* leave the main loop to the device */
+    }
+    return true;
+}
+
 int64_t rings_run(Mach *m, const uint32_t n[NQ], const uint32_t size[NQ])
 {
     VdmaDev *dev = &m->e.dma[0];
@@ -236,21 +256,8 @@ int64_t rings_run(Mach *m, const uint32_t n[NQ], const uint32_t size[NQ])
     }
     /* the queues are served round-robin: the last one finishes last */
     for (int q = NQ - 1; q >= 0; q--) {
-        uint32_t qb = VIOMMU_DMA_Q_BASE(q + 1);
-
-        while (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_HEAD) != tail[q]) {
-            if (vdma_reg_read(dev, qb + VIOMMU_DMA_Q_STATUS) &
-                VIOMMU_DMA_QSTS_HALTED) {
-                g_test_message("%s: viommu-dma queue %d halted", m->e.iommu,
-                               q + 1);
-                return -1;
-            }
-            if (g_get_monotonic_time() > deadline) {
-                g_test_message("%s: viommu-dma queue %d did not finish",
-                               m->e.iommu, q + 1);
-                return -1;
-            }
-            g_usleep(20);   /* leave the main loop to the device */
+        if (!queue_wait(dev, q + 1, tail[q], deadline, m->e.iommu)) {
+            return -1;
         }
     }
     t0 = g_get_monotonic_time() - t0;

@@ -88,6 +88,14 @@ int64_t vtd_stat(QTestState *qts, const char *path, const char *name);
 int bench_main(int argc, char **argv, const char *path, void (*fn)(void));
 
 /*
+ * Poll viommu-dma queue q until its HEAD reaches tail; false, with a
+ * message naming who, if the queue halted or the monotonic clock passed
+ * deadline (us).
+ */
+bool queue_wait(VdmaDev *dev, int q, uint32_t tail, int64_t deadline,
+                const char *who);
+
+/*
  * Make n[q] more descriptors available on each queue q + 1 (a ring of
  * size[q] slots) with back-to-back doorbells and wait until the device
  * has completed them.  Returns the wall-clock ns from the first doorbell,

@@ -83,12 +83,7 @@ static int64_t storm_batch(Storm *m, int64_t *cpu_ns)
     t0 = g_get_monotonic_time();
     deadline = t0 + POLL_NS / 1000;
     vdma_reg_write(d, qb + VIOMMU_DMA_Q_TAIL, m->tail);
-    while (vdma_reg_read(d, qb + VIOMMU_DMA_Q_HEAD) != m->tail) {
-        g_assert_false(vdma_reg_read(d, qb + VIOMMU_DMA_Q_STATUS) &
-                       VIOMMU_DMA_QSTS_HALTED);
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(20);
-    }
+    g_assert_true(queue_wait(d, 1, m->tail, deadline, m->name));
     t0 = g_get_monotonic_time() - t0;
     *cpu_ns = vdma_counter(d, VIOMMU_DMA_REG_BH_NS) - cpu0;
     return t0 * 1000;
