@@ -493,6 +493,40 @@ TEST_F(Scalable, RequestsWithPasid)
     EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_PASIDE);
 }
 
+// User-level requests with PASID through first-stage tables fill and hit
+// the IOTLB under (DID, PASID) until a P_IOTLB of that PASID; supervisor
+// requests walk every time (a leaf's permissions depend on the privilege).
+TEST_F(Scalable, FirstStageRequestsWithPasidUseTheIotlb)
+{
+    const uint32_t PASID = 21;
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0x5000, FS_RW | FS_US | FS_A | FS_D);
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 2, 1));  // SRE
+    h.enable_qi(0, true);
+    auto walks = [&] { return json_counter(h.stats(), "translate", "page_walks"); };
+    VtdTranslation out{};
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(walks(), 1u);
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(walks(), 1u) << "an IOTLB hit";
+    ASSERT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    ASSERT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(walks(), 3u) << "supervisor requests walk";
+    // A changed leaf is not seen until the P_IOTLB of the PASID.
+    h.put64(t.fs_pte(fs2, 0x1000, 1), 0x6000 | FS_P | FS_RW | FS_US | FS_A | FS_D);
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
+    h.submit(FakeHost::piotlb_desc(2, DID + 2, PASID + 1), 0);  // another PASID
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
+    h.submit(FakeHost::piotlb_desc(2, DID + 2, PASID), 0);
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x6000u);
+    // Requests without PASID (RID_PASID 0, another address space) are not
+    // served from PASID 21's entries.
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+}
+
 TEST_F(Scalable, RequestsWithPasidThroughSecondStageAndPassThrough)
 {
     uint64_t ss = h.alloc_page();

@@ -14,7 +14,7 @@ using namespace vtdtest;
 namespace {
 
 constexpr uint16_t SID = 0x0310, SID2 = 0x0318;
-constexpr uint16_t DID = 9, DID2 = 12;
+constexpr uint16_t DID = 9, DID2 = 12, DID3 = 14;
 constexpr uint32_t PASID = 7;
 
 // First-stage tables: A maps 0x1000 -> 0x5000, B maps 0x1000 -> 0x6000.
@@ -30,10 +30,12 @@ struct PasidCached : ::testing::Test {
         t.map_fs(fs_b, 0x1000, 0x6000, FS_RW | FS_US | FS_A | FS_D);
         dir = t.set_context(SID);
         dir2 = t.set_context(SID2);
-        for (uint64_t d : {dir, dir2}) {
-            t.set_pasid(d, 0, ScalableTables::first_stage(fs_a, DID));
-            t.set_pasid(d, PASID, ScalableTables::first_stage(fs_a, DID));
-        }
+        // The devices are in different domains: the IOTLB keys by (DID,
+        // PASID), so only the PASID cache tells their entries apart.
+        t.set_pasid(dir, 0, ScalableTables::first_stage(fs_a, DID));
+        t.set_pasid(dir, PASID, ScalableTables::first_stage(fs_a, DID));
+        t.set_pasid(dir2, 0, ScalableTables::first_stage(fs_a, DID2));
+        t.set_pasid(dir2, PASID, ScalableTables::first_stage(fs_a, DID2));
         t.enable();
         h.enable_qi(0, true);
     }
@@ -53,14 +55,27 @@ struct PasidCached : ::testing::Test {
         VtdTranslation out{};
         return h.translate(sid, 0x1000, VTD_PERM_READ, &out) == VTD_FR_NONE ? out.phys_base : 0;
     }
+    // An invalidation descriptor, then a global IOTLB invalidation (what
+    // software sends after the PASID cache): whatever the next request
+    // sees comes from the PASID cache or the tables.
+    void invalidate(uint64_t desc)
+    {
+        h.submit(desc, 0);
+        h.submit(FakeHost::iotlb_desc(1), 0);
+    }
     uint64_t counter(const char *section, const char *name)
     {
         return json_counter(h.stats(), section, name);
     }
-    // Point (sid's directory, pasid) at table B with `did`, uninvalidated.
-    void change(uint64_t d, uint32_t pasid, uint16_t did = DID)
+    // Point (sid's directory, pasid) at table B with `did`, then send the
+    // P_IOTLB of the old entry's (DID, PASID) as Linux does: the IOTLB
+    // holds nothing of it, only the PASID cache can still hold the old
+    // entry (until the PASID-cache invalidation the test sends).
+    void change(uint64_t d, uint32_t pasid, uint16_t did = 0)
     {
-        t.set_pasid(d, pasid, ScalableTables::first_stage(fs_b, did));
+        const uint16_t old_did = d == dir2 ? DID2 : DID;
+        t.set_pasid(d, pasid, ScalableTables::first_stage(fs_b, did ? did : old_did));
+        h.submit(FakeHost::piotlb_desc(2, old_did, pasid), 0);
     }
 };
 
@@ -83,7 +98,7 @@ TEST_F(PasidCached, ChangedEntryUsedUntilPasidSelectiveInvalidation)
     ASSERT_EQ(with_pasid(), 0x5000u);
     change(dir, PASID);
     EXPECT_EQ(with_pasid(), 0x5000u) << "the cached entry stands until invalidated";
-    h.submit(FakeHost::pc_desc(1, DID, PASID), 0);
+    invalidate(FakeHost::pc_desc(1, DID, PASID));
     EXPECT_EQ(with_pasid(), 0x6000u);
     EXPECT_EQ(counter("pasid_cache", "misses"), 2u);
 }
@@ -91,15 +106,15 @@ TEST_F(PasidCached, ChangedEntryUsedUntilPasidSelectiveInvalidation)
 TEST_F(PasidCached, ChangedEntryUsedUntilDomainSelectiveInvalidation)
 {
     ASSERT_EQ(with_pasid(), 0x5000u);
-    change(dir, PASID, DID2);
-    h.submit(FakeHost::pc_desc(0, DID2, 0), 0);  // the new domain: not the cached entry's
+    change(dir, PASID, DID3);
+    invalidate(FakeHost::pc_desc(0, DID3, 0));  // the new domain: not the cached entry's
     EXPECT_EQ(with_pasid(), 0x5000u);
-    h.submit(FakeHost::pc_desc(0, DID, 0), 0);  // the cached entry's domain
+    invalidate(FakeHost::pc_desc(0, DID, 0));  // the cached entry's domain
     VtdTranslation out{};
     ASSERT_EQ(vtd_engine_translate_pasid(h.e, SID, PASID, false, 0x1000, VTD_PERM_READ, true, &out),
               VTD_FR_NONE);
     EXPECT_EQ(out.phys_base, 0x6000u);
-    EXPECT_EQ(out.domain_id, DID2);
+    EXPECT_EQ(out.domain_id, DID3);
 }
 
 TEST_F(PasidCached, ChangedEntryUsedUntilGlobalInvalidation)
@@ -109,7 +124,7 @@ TEST_F(PasidCached, ChangedEntryUsedUntilGlobalInvalidation)
     change(dir, PASID);
     change(dir2, PASID);
     EXPECT_EQ(with_pasid(), 0x5000u);
-    h.submit(FakeHost::pc_desc(3, 0, 0), 0);
+    invalidate(FakeHost::pc_desc(3, 0, 0));
     EXPECT_EQ(with_pasid(), 0x6000u);
     EXPECT_EQ(with_pasid(SID2), 0x6000u);
 }
@@ -121,14 +136,13 @@ TEST_F(PasidCached, ChangedEntryUsedUntilGlobalInvalidation)
 TEST_F(PasidCached, RidPasidEntryReplacedWithoutContextInvalidation)
 {
     ASSERT_EQ(without_pasid(), 0x5000u);
-    change(dir, 0, DID2);
+    change(dir, 0, DID3);
     EXPECT_EQ(without_pasid(), 0x5000u) << "cached until invalidated";
-    h.submit(FakeHost::pc_desc(1, DID, 0), 0);
-    h.submit(FakeHost::piotlb_desc(2, DID, 0), 0);
+    invalidate(FakeHost::pc_desc(1, DID, 0));
     VtdTranslation out{};
     ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
     EXPECT_EQ(out.phys_base, 0x6000u);
-    EXPECT_EQ(out.domain_id, DID2);
+    EXPECT_EQ(out.domain_id, DID3);
     // The other device's RID_PASID entry was not changed: still right.
     EXPECT_EQ(without_pasid(SID2), 0x5000u);
 }
@@ -153,14 +167,14 @@ TEST_F(PasidCached, DeviceSelectiveContextInvalidationRetiresOnlyThatDevice)
     ASSERT_EQ(with_pasid(SID2), 0x5000u);
     change(dir, PASID);
     change(dir2, PASID);
-    h.submit(FakeHost::cc_desc(3, DID, SID), 0);
+    invalidate(FakeHost::cc_desc(3, DID, SID));
     EXPECT_EQ(with_pasid(SID), 0x6000u);
     EXPECT_EQ(with_pasid(SID2), 0x5000u) << "not invalidated: still cached";
     // A new context entry without PASIDE, once invalidated, blocks
     // requests with PASID even though their entry is cached.
     t.set_context(SID2, dir2, 0, 0, false);
     EXPECT_EQ(with_pasid(SID2), 0x5000u);
-    h.submit(FakeHost::cc_desc(3, 0, SID2), 0);
+    invalidate(FakeHost::cc_desc(3, 0, SID2));
     VtdFaultReason r = VTD_FR_NONE;
     EXPECT_EQ(with_pasid(SID2, PASID, &r), 0u);
     EXPECT_EQ(r, VTD_FR_SM_CONTEXT_PASIDE);
@@ -173,7 +187,7 @@ TEST_F(PasidCached, ContextInvalidationWithFunctionMask)
     ASSERT_EQ(with_pasid(SID2), 0x5000u);
     change(dir, PASID);
     change(dir2, PASID);
-    h.submit(FakeHost::cc_desc(3, 0, SID, 3), 0);  // FM 3: SID..SID | 7 (0x310-0x317)
+    invalidate(FakeHost::cc_desc(3, 0, SID, 3));  // FM 3: SID..SID | 7 (0x310-0x317)
     EXPECT_EQ(with_pasid(SID), 0x6000u);
     EXPECT_EQ(with_pasid(SID2), 0x5000u);  // 0x318: outside the mask
 }

@@ -130,9 +130,12 @@ void Engine::count_pgtt(Pgtt pgtt, unsigned shard)
 }
 
 // First-stage and nested translation.  The IOTLB holds the translations
-// of requests without PASID (those of RID_PASID) under the address space
-// of (domain-id, RID_PASID) (sm_insert); a request with PASID walks every
-// time.  A cached leaf
+// of user-level requests under the address space of (domain-id, PASID)
+// (sm_insert; RID_PASID for requests without PASID); a supervisor request
+// (with PASID and privilege) walks every time, since a first-stage leaf's
+// permissions depend on the privilege level and the IOTLB's entries hold
+// those of user-level walks.  Only requests without PASID go to the
+// per-thread caches (keyed by source-id).  A cached leaf
 // that does not permit the access is walked again rather than faulted:
 // the leaf of a clean page caches no write permission, and the walk that
 // a write needs sets its D flag.
@@ -142,7 +145,7 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
                                              uint64_t epoch, unsigned shard, VtdTranslation &out)
 {
     DomainStats::Hot &ds_hot = ds.hot[shard];
-    const bool cached = !pasid;
+    const bool cached = !supervisor;
     Iotlb::FillToken token{};
     Iotlb::Slot stale;
     if (cached) {
@@ -152,7 +155,8 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
             ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
             uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
             out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-            remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
+            if (!pasid)
+                remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
             return VTD_FR_NONE;
         }
         stats_.add(Counter::IotlbMisses, 1, shard);
@@ -182,7 +186,7 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
         return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds, pasid);
     if (cached)
         count_fill(sm_insert(ctx, addr, w.leaf, token, stale), shard);
-    return map_leaf_scalable(sid, addr, access, record, w.leaf, ctx, ds, pasid, cached, epoch, out);
+    return map_leaf_scalable(sid, addr, access, record, w.leaf, ctx, ds, pasid, !pasid, epoch, out);
 }
 
 // PGTT second-stage.  The domain's second stage is the same for every
