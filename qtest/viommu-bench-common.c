@@ -59,8 +59,8 @@ static uint64_t fs_pde_gpa(Mach *m, uint64_t iova)
     uint64_t table = m->fs_top;
 
     for (int level = 4; level > 2; level--) {
-        uint64_t e = qtest_readq(m->e.qts,
-                                 table + ((iova >> (12 + 9 * (level - 1))) & 511) * 8);
+        unsigned index = (iova >> (12 + 9 * (level - 1))) & 511;
+        uint64_t e = qtest_readq(m->e.qts, table + index * 8);
 
         g_assert(e & VTD_FS_P);
         table = e & 0x000ffffffffff000ULL;

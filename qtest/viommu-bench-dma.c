@@ -24,7 +24,8 @@
  * DMA MB/s and IOMMU translations/s (ring fetch + status write + one per
  * page-bounded data chunk each way), and the ratio viommu-vtd/intel-iommu.
  *
- * $VIOMMU_BENCH_MODE     only these modes (legacy, sm-ss, sm-fs; comma-separated)
+ * $VIOMMU_BENCH_MODE     only these modes (comma-separated: legacy, sm-ss,
+ *                        sm-fs)
  * $VIOMMU_BENCH_BATCHES  timed batches per row (default 7)
  * $VIOMMU_BENCH_PAGES    only rows with this working set (pages)
  * $VIOMMU_BENCH_INV      only rows with this invalidation (none, dom, page)

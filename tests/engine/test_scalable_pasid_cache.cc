@@ -40,8 +40,7 @@ struct PasidCached : ::testing::Test {
         h.enable_qi(0, true);
     }
     // The physical page of 0x1000 for a request with PASID (0 on a fault).
-    uint64_t with_pasid(uint16_t sid = SID, uint32_t pasid = PASID,
-                        VtdFaultReason *r = nullptr)
+    uint64_t with_pasid(uint16_t sid = SID, uint32_t pasid = PASID, VtdFaultReason *r = nullptr)
     {
         VtdTranslation out{};
         VtdFaultReason f =
@@ -155,7 +154,8 @@ TEST_F(PasidCached, ContextMissTakesRidPasidEntryFromThePasidCache)
     const uint64_t read = counter("translate", "context_entries_read");
     ASSERT_EQ(without_pasid(), 0x5000u);
     EXPECT_EQ(counter("pasid_cache", "hits"), 1u);
-    EXPECT_EQ(counter("translate", "context_entries_read") - read, 2u) << "root and context entries";
+    EXPECT_EQ(counter("translate", "context_entries_read") - read, 2u)
+        << "root and context entries";
 }
 
 // Device-selective context-cache invalidation: the device's PASID-cache

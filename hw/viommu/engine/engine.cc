@@ -334,8 +334,8 @@ void Engine::remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, cons
 
 VtdFaultReason Engine::map_leaf_scalable(uint16_t sid, uint64_t addr, unsigned access, bool record,
                                          const Leaf &leaf, const Context &ctx, DomainStats &ds,
-                                         std::optional<uint32_t> pasid, bool recent,
-                                         uint64_t epoch, VtdTranslation &out)
+                                         std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                                         VtdTranslation &out)
 {
     return map_leaf(sid, addr, access, record, leaf, ctx, ds, pasid, recent, epoch, out);
 }

@@ -97,10 +97,14 @@ bool PasidCache::insert(uint16_t sid, uint32_t pasid, const PasidEntry &e, uint6
     const uint32_t pasid_epoch = pasid_epochs_.get(pasid);
     const uint32_t source_epoch = source_epochs_.get(sid);
     const uint64_t key = key_word(sid, pasid);
-    const uint64_t v[WORDS] = {key | uint64_t{e.pgtt & 7u} << 37 | uint64_t{e.fs_levels & 15u} << 40 |
-                               uint64_t{e.sl_levels & 15u} << 44 | uint64_t{e.did} << 48,
-                           e.flags | uint64_t{pasid_epoch} << 32, e.fsptptr, e.slptptr,
-                           tag.global | uint64_t{tag.domain} << 32, source_epoch};
+    const uint64_t v[WORDS] = {key | uint64_t{e.pgtt & 7u} << 37 |
+                                   uint64_t{e.fs_levels & 15u} << 40 |
+                                   uint64_t{e.sl_levels & 15u} << 44 | uint64_t{e.did} << 48,
+                               e.flags | uint64_t{pasid_epoch} << 32,
+                               e.fsptptr,
+                               e.slptptr,
+                               tag.global | uint64_t{tag.domain} << 32,
+                               source_epoch};
     std::lock_guard guard(writer_);
     if (gen_.load() != gen)
         return false;

@@ -39,8 +39,8 @@ Context to_context(const PasidEntry &e, uint32_t pasid)
     c.pasid = pasid;
     c.did = e.did;
     c.pgtt = static_cast<Pgtt>(e.pgtt);
-    c.tt = c.pgtt == Pgtt::PassThrough ? TranslationType::PassThrough
-                                       : TranslationType::Untranslated;
+    c.tt =
+        c.pgtt == Pgtt::PassThrough ? TranslationType::PassThrough : TranslationType::Untranslated;
     c.fs_levels = e.fs_levels;
     c.levels = e.sl_levels;
     c.fpd = e.flags & PE_FPD;
