@@ -338,9 +338,8 @@ BENCHMARK(BM_TranslatePasidByMode)->ArgName("mode")->DenseRange(1, 2);
 // 0's entry: the same domain and tables), one page each, in turn: with 64
 // every PASID-table entry stays in the 1024-entry PASID cache, with 4096
 // almost every request misses it and reads the root, context,
-// PASID-directory and PASID-table entries, as every request with PASID
-// did before the cache was on the translate path.  The IOTLB (16384
-// entries) holds every PASID's page in both cases (second stage).
+// PASID-directory and PASID-table entries (and fills the cache).  The
+// IOTLB (16384 entries) holds every PASID's page in both cases.
 void BM_TranslatePasidSpreadByMode(benchmark::State &state)
 {
     const auto pasids = static_cast<uint32_t>(state.range(1));
