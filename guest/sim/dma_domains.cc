@@ -11,10 +11,16 @@ DmaDomains::DmaDomains(const SimConfig &cfg, const WorkloadInfo &info, Machine &
     queue_ = InvQueue::create(cfg.invq(), m, cfg.cmdq_entries);
     if (!queue_)
         return;
-    flusher_ = std::make_unique<SimFlusher>(env, *queue_);
     unsigned ndomains = 1;
     for (const DeviceSpec &d : info.devices)
         ndomains = std::max(ndomains, d.domain + 1);
+    // global-list is the 2008..4.6 intel-iommu flush_unmaps(): it walks
+    // each entry's device list for device IOTLBs (guest/sim/dev_iotlb.hpp).
+    if (cfg.flush == "global-list")
+        dev_iotlb_ = std::make_unique<DevIotlbWalk>(m);
+    std::vector<unsigned> domain_devices(ndomains, 0);
+    for (const DeviceSpec &d : info.devices)
+        domain_devices[d.domain]++;
     iova::DmaOptions opt{.forcedac = cfg.dma == "forcedac", .sac_once = cfg.dma == "sac-once"};
     for (unsigned i = 0; i < ndomains; i++) {
         Domain &dom = domains_.emplace_back();
@@ -25,7 +31,9 @@ DmaDomains::DmaDomains(const SimConfig &cfg, const WorkloadInfo &info, Machine &
         dom.alloc = iova::Allocator::create(cfg.allocator, env, acfg);
         if (!dom.alloc)
             return;
-        dom.policy = iova::FlushPolicy::create(cfg.flush, *dom.alloc, *flusher_);
+        auto &f = flushers_.emplace_back(
+            std::make_unique<SimFlusher>(env, *queue_, dev_iotlb_.get(), domain_devices[i]));
+        dom.policy = iova::FlushPolicy::create(cfg.flush, *dom.alloc, *f);
         if (!dom.policy)
             return;
         dom.dma = std::make_unique<iova::DmaDomain>(*dom.alloc, *dom.policy, opt);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../iova/iova.hpp"
+#include "dev_iotlb.hpp"
 #include "invq.hpp"
 #include "machine.hpp"
 #include "sim_env.hpp"
@@ -17,16 +18,30 @@
 namespace viommu::sim {
 
 // Invalidations of the flush policies go to the invalidation-queue model,
-// on the virtual CPU that issues them.
+// on the virtual CPU that issues them.  With @walk (the 2008..4.6
+// intel-iommu flush_unmaps(), guest/sim/dev_iotlb.hpp) a domain-wide flush
+// is followed by the device-IOTLB walk of every entry it covers, for a
+// domain of @devices devices.
 class SimFlusher final : public iova::Flusher {
 public:
-    SimFlusher(SimEnv &env, InvQueue &q) : env_(env), q_(q) {}
+    SimFlusher(SimEnv &env, InvQueue &q, DevIotlbWalk *walk = nullptr, unsigned devices = 0)
+        : env_(env), q_(q), walk_(walk), devices_(devices)
+    {
+    }
     void flush_range(iova::Range) override { q_.submit_and_wait(env_.current_cpu(), 1); }
     void flush_all() override { q_.submit_and_wait(env_.current_cpu(), 1); }
+    void flush_all(size_t ranges) override
+    {
+        flush_all();
+        if (walk_)
+            walk_->flush_entries(env_.current_cpu(), ranges, devices_);
+    }
 
 private:
     SimEnv &env_;
     InvQueue &q_;
+    DevIotlbWalk *walk_;
+    unsigned devices_;
 };
 
 // The guest side of a run's IOMMU: per IOMMU domain an allocator, a flush
@@ -62,10 +77,14 @@ public:
     {
         for (Domain &d : domains_)
             d.alloc->reset_stats();
+        if (dev_iotlb_)
+            dev_iotlb_->reset_stats();
         maps = retried_maps = pte_updates = 0;
     }
     uint64_t maps = 0, retried_maps = 0, pte_updates = 0;
     InvQueue &queue() { return *queue_; }
+    // the 2008..4.6 device-IOTLB walks (global-list only), or nullptr
+    DevIotlbWalk *dev_iotlb() { return dev_iotlb_.get(); }
 
 private:
     struct Domain {
@@ -78,7 +97,8 @@ private:
     bool legacy_sac_flush_;
     bool ok_ = false;
     std::unique_ptr<InvQueue> queue_;
-    std::unique_ptr<SimFlusher> flusher_;
+    std::unique_ptr<DevIotlbWalk> dev_iotlb_;
+    std::deque<std::unique_ptr<SimFlusher>> flushers_;  // one per domain
     std::deque<Domain> domains_;
     std::vector<iova::DmaDevice> devices_;
     std::vector<unsigned> device_domain_;

@@ -516,6 +516,8 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
                        env.work_ns(iova::Work::mag_op) + env.work_ns(iova::Work::shared_atomic);
     take("allocator", "", "", alloc_work);
     take("page-tables", "", "", iommu.pte_updates * cost.pte_update);
+    if (const DevIotlbWalk *w = iommu.dev_iotlb())
+        take("dev-iotlb-walk", "", "", w->walk_ns());
     res.cycles.push_back({"other", "", "", rest});
     return res;
 }

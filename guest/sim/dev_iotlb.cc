@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "dev_iotlb.hpp"
+
+namespace viommu::sim {
+
+DevIotlbWalk::DevIotlbWalk(Machine &m) : m_(m), lock_(m.make_lock("device_domain_lock")) {}
+
+void DevIotlbWalk::flush_entries(unsigned cpu, size_t entries, unsigned devices)
+{
+    for (size_t i = 0; i < entries; i++) {
+        m_.acquire(lock_, cpu, "flush_dev_iotlb");
+        if (i == 0) {
+            // the device_domain_info node and its pci_dev, per device
+            Nanos walk = Nanos{devices} * 2 * m_.cost().node_visit;
+            m_.advance(cpu, walk);
+            walk_ns_ += walk;
+        }
+        m_.release(lock_, cpu);
+        walks_++;
+    }
+}
+
+}  // namespace viommu::sim

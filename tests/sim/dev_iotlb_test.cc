@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The 2008..4.6 intel-iommu device-IOTLB walks of flush_unmaps()
+// (guest/sim/dev_iotlb.hpp).
+#include <gtest/gtest.h>
+
+#include "dev_iotlb.hpp"
+
+using namespace viommu::sim;
+
+namespace {
+
+const SpinRecord &site(const VirtualLock &l)
+{
+    static const SpinRecord none;
+    auto it = l.sites().find("flush_dev_iotlb");
+    return it == l.sites().end() ? none : it->second;
+}
+
+TEST(DevIotlbWalk, EveryEntryTakesTheGlobalLockOnce)
+{
+    CostModel c = CostModel::standard();
+    Machine m(2, c);
+    DevIotlbWalk w(m);
+    w.flush_entries(0, 250, 1);
+    EXPECT_EQ(w.walks(), 250u);
+    EXPECT_EQ(site(w.lock()).acquisitions, 250u);
+    EXPECT_EQ(site(w.lock()).contended, 0u);
+    // 250 local acquire + release, and the list of one device walked once
+    EXPECT_EQ(m.now(0), 250 * c.lock_local + 2 * c.node_visit);
+    EXPECT_EQ(w.walk_ns(), 2 * c.node_visit);
+    EXPECT_EQ(m.now(1), 0u);
+}
+
+TEST(DevIotlbWalk, NoEntriesCostNothing)
+{
+    Machine m(1, CostModel::standard());
+    DevIotlbWalk w(m);
+    w.flush_entries(0, 0, 3);
+    EXPECT_EQ(m.now(0), 0u);
+    EXPECT_EQ(w.walks(), 0u);
+}
+
+TEST(DevIotlbWalk, TheWalkGrowsWithTheDomainsDevices)
+{
+    CostModel c = CostModel::standard();
+    Machine one(1, c), four(1, c);
+    DevIotlbWalk w1(one), w4(four);
+    w1.flush_entries(0, 10, 1);
+    w4.flush_entries(0, 10, 4);
+    EXPECT_EQ(four.now(0) - one.now(0), 3 * 2 * c.node_visit);
+}
+
+TEST(DevIotlbWalk, AFlushAfterAnotherCpusFlushPullsTheLockFromIt)
+{
+    CostModel c = CostModel::standard();
+    Machine m(2, c);  // one socket
+    DevIotlbWalk w(m);
+    w.flush_entries(0, 5, 1);
+    Nanos t0 = m.now(0);
+    m.advance_to(1, t0);
+    w.flush_entries(1, 5, 1);
+    // the first acquisition moves the lock line and the list from CPU 0,
+    // the next four find them local
+    EXPECT_EQ(m.now(1) - t0,
+              5 * c.lock_local + c.handoff_lines * c.line_transfer + 2 * c.node_visit);
+}
+
+TEST(DevIotlbWalk, ResetClearsTheCounts)
+{
+    Machine m(1, CostModel::standard());
+    DevIotlbWalk w(m);
+    w.flush_entries(0, 3, 1);
+    w.reset_stats();
+    EXPECT_EQ(w.walks(), 0u);
+    EXPECT_EQ(w.walk_ns(), 0u);
+}
+
+}  // namespace
