@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "invq.hpp"
+#include "qi_sync.hpp"
 
 #include <algorithm>
 #include <array>
@@ -57,7 +58,8 @@ std::string InvStats::json() const
            ",\"reserve_ns\":" + std::to_string(reserve_ns) +
            ",\"full_waits\":" + std::to_string(full_waits) +
            ",\"cons_refreshes\":" + std::to_string(cons_refreshes) +
-           ",\"full_wait_ns\":" + std::to_string(full_wait_ns) + per_cpu_json() + "}";
+           ",\"full_wait_ns\":" + std::to_string(full_wait_ns) +
+           ",\"poll_handoffs\":" + std::to_string(poll_handoffs) + per_cpu_json() + "}";
 }
 
 void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
@@ -418,7 +420,7 @@ std::unique_ptr<InvQueue> InvQueue::create(std::string_view kind, Machine &m,
                                            unsigned cmdq_entries)
 {
     if (kind == "vtd")
-        return std::make_unique<LockedQueue>(kind, m, false);
+        return make_qi_sync_queue(m);  // guest/sim/qi_sync.hpp
     if (kind == "smmu-spinlock")
         return std::make_unique<LockedQueue>(kind, m, true);
     if (kind == "smmu-lockfree")

@@ -68,6 +68,7 @@ struct InvStats {
     Nanos owner_wait_ns = 0;                        // owner waiting for the previous owner
     Nanos busy_ns = 0;                              // CPU time inside submit_and_wait
     Nanos owner_busy_ns = 0;                        // ... of the submissions that were owners
+    uint64_t poll_handoffs = 0;  // vtd: polls that took q_lock's line from another CPU
 
     // mean time in submit_and_wait of an owner / a non-owner submission
     double mean_issue_ns(bool owner) const;
