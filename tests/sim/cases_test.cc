@@ -120,7 +120,10 @@ TEST(Memcached16CpuXl710, NotReproducedPercpuBatchSpinShareAndFreeSplit)
     // rather than idle.  So the published run lost much of its time to
     // costs outside the spinlock profile, or spun in other contexts (the
     // line is for the memcached command only), neither of which this
-    // model separates.  Of the spin time, free_iova_array's 12.85% comes
+    // model separates.  What the 4.x driver does outside its spinlocks is
+    // modelled (page-table writes, the qi_submit_sync() wait with
+    // interrupts off, flush_unmaps()'s device-IOTLB walks) and is small
+    // against that loss.  Of the spin time, free_iova_array's 12.85% comes
     // out at ~4%.  Asserted: what the model shows, so a change that moves
     // it shows up.
     EXPECT_GT(r.spin_share, 0.2187 * 2);
@@ -132,7 +135,7 @@ TEST(Memcached16CpuXl710, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
     SimResult mags = run({"memcached-16cpu-xl710", "linux-4.7", "percpu-defer"});
     SimResult batch = run({"memcached-16cpu-xl710", "percpu-batch", "global-list"});
     SimResult stock = run({"memcached-16cpu-xl710", "linux-4.4", "global-list"});
-    // published 1,067,586 / 1,088,996 = 98%: reproduced (~94%)
+    // published 1,067,586 / 1,088,996 = 98%: reproduced (~93%)
     EXPECT_GT(mags.relative, 0.98 * 0.75);
     EXPECT_LE(mags.relative, 1.0);
     EXPECT_GT(mags.relative, 3 * batch.relative);
@@ -141,9 +144,11 @@ TEST(Memcached16CpuXl710, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
 
 TEST(Memcached16CpuXl710, NotReproducedMagazinesSpinShare)
 {
-    // Published 0.75% of cycles in spinlocks; the model spends ~3%: the
+    // Published 0.75% of cycles in spinlocks; the model spends ~3.6%: the
     // per-CPU deferred-flush locks, taken by the CPU that flushes every
-    // CPU's queue when its own reaches 250 entries.  Asserted: small, but
+    // CPU's queue when its own reaches 250 entries, each queue's flush a
+    // qi_submit_sync() whose polls pass q_lock between CPUs flushing at
+    // the same time.  Asserted: small, but
     // above the published figure by more than 25%.
     SimResult mags = run({"memcached-16cpu-xl710", "linux-4.7", "percpu-defer"});
     EXPECT_LT(mags.spin_share, 0.10);
@@ -159,7 +164,7 @@ TEST(OvsForward64b, GlobalFlushLockCollapsesSmallPacketForwarding)
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
     EXPECT_EQ(r.domains, 2u);
     // published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
-    // Reproduced: a collapse to a few percent (about 8.9%: ratio ~1.8, more
+    // Reproduced: a collapse to a few percent (about 8.3%: ratio ~1.7, more
     // than 25% above; see NotReproducedThroughputRatio) with most CPU time
     // spinning (about 81%, ratio ~1.02).
     EXPECT_LT(r.relative, 0.10);
@@ -177,11 +182,12 @@ TEST(OvsForward64b, GlobalFlushLockCollapsesSmallPacketForwarding)
 
 TEST(OvsForward64b, NotReproducedThroughputRatio)
 {
-    // The published 5% is not within +-25%: the model gives about 8.9%.
+    // The published 5% is not within +-25%: the model gives about 8.3%.
     // At this collapse the rate is set by async_umap_flush_lock, passed
-    // from CPU to CPU: held ~0.7 us per packet (two add_unmaps, and every
-    // 250 unmaps a flush that frees 250 IOVAs) plus ~0.4 us of handovers
-    // (the lock line and the list between cores), ~1.1 us per packet;
+    // from CPU to CPU: held ~0.78 us per packet (two add_unmaps, and every
+    // 250 unmaps a flush that frees 250 IOVAs and walks 250 device lists
+    // under device_domain_lock) plus ~0.4 us of handovers (the lock line
+    // and the list between cores), ~1.2 us per packet;
     // the published 500 Kpps means ~2 us.  The cost model's lock and
     // line-transfer figures are round numbers for that CPU, not fitted.
     // What the model shows, asserted so a change is noticed: above the
@@ -456,20 +462,20 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
         double reproduced, documented;
     };
     const Figure figures[] = {
-        {"memcached percpu-batch throughput", batch.relative, 0.29},
-        {"memcached percpu-batch spin share", batch.spin_share, 0.64},
+        {"memcached percpu-batch throughput", batch.relative, 0.28},
+        {"memcached percpu-batch spin share", batch.spin_share, 0.65},
         {"memcached async_umap_flush_lock share of spin",
          batch.spin_fraction_of("async_umap_flush_lock"), 0.82},
         {"memcached alloc share of spin", batch.spin_fraction_of("iova_rbtree_lock", "insert"),
          0.14},
         {"memcached free_iova_array share of spin",
          batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.04},
-        {"memcached magazines throughput", mags.relative, 0.95},
-        {"memcached magazines spin share", mags.spin_share, 0.024},
-        {"ovs throughput", ovs.relative, 0.088},
-        {"ovs spin share", ovs.spin_share, 0.81},
+        {"memcached magazines throughput", mags.relative, 0.93},
+        {"memcached magazines spin share", mags.spin_share, 0.036},
+        {"ovs throughput", ovs.relative, 0.083},
+        {"ovs spin share", ovs.spin_share, 0.82},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
-         0.62},
+         0.63},
         {"nvme mainline owner share", few.inv.owner_share(), 0.985},
         {"nvme lpi owner share", many.inv.owner_share(), 0.98},
         {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 8.9},
