@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Invalidation-queue submission models, on the virtual clock.
 //
-//   vtd            VT-d qi_submit_sync: one queue lock; write the
-//                  descriptors and a wait descriptor, write the tail,
-//                  release, then spin on the wait descriptor's status.
+//   vtd            VT-d qi_submit_sync (guest/sim/qi_sync.hpp): q_lock with
+//                  interrupts off; write the descriptors, a wait
+//                  descriptor and the tail, then poll the wait
+//                  descriptor's status, q_lock retaken at every poll.
 //   smmu-spinlock  SMMUv3 before 5.4 with polled CMD_SYNC: the queue lock
 //                  is held while the CPU polls the consumer index.
 //   smmu-lockfree  SMMUv3 from 5.4, arm_smmu_cmdq_issue_cmdlist() as in 5.5
