@@ -347,6 +347,30 @@ static const VMStateDescription viommu_vtd_ir_vmstate = {
     }
 };
 
+/*
+ * Scalable mode: IQERCD (the IQEI of a pending FSTS.IQE).  Sent while it
+ * holds something; absent, it is zero.  The other scalable-mode state is
+ * in registers the main section carries (RTADDR.TTM, the latched TTM,
+ * IQA.DW).
+ */
+static bool viommu_vtd_sm_needed(void *opaque)
+{
+    VtdState *st = opaque;
+
+    return st->iqercd;
+}
+
+static const VMStateDescription viommu_vtd_sm_vmstate = {
+    .name = "viommu-vtd/engine/scalable-mode",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = viommu_vtd_sm_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(iqercd, VtdState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /* In register-offset order. */
 static const VMStateDescription viommu_vtd_engine_vmstate = {
     .name = "viommu-vtd/engine",
@@ -383,6 +407,7 @@ static const VMStateDescription viommu_vtd_engine_vmstate = {
     },
     .subsections = (const VMStateDescription * const []) {
         &viommu_vtd_ir_vmstate,
+        &viommu_vtd_sm_vmstate,
         NULL
     }
 };

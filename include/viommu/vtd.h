@@ -406,6 +406,12 @@ typedef struct VtdState {
      * holds IRTPS, IRES and CFIS. */
     uint64_t irta;            /* the register */
     uint64_t irta_latched;    /* IRTA as of the last GCMD.SIRTP */
+    /* Scalable mode (ECAP.SMTS; zero without it): IQERCD_REG as it reads,
+     * the IQEI (3:0) of a pending FSTS.IQE.  ITE and ICE never occur (every
+     * device-TLB invalidation completes at once), so ITESID and ICESID are
+     * zero.  RTADDR.TTM, the latched TTM and IQA.DW are in the registers
+     * above. */
+    uint64_t iqercd;
 } VtdState;
 
 /* Why vtd_engine_set_state() refused a state. */

@@ -435,6 +435,53 @@ TEST(ScalableConfigWalk, LegacyTablesStillWorkOnAScalableUnit)
               VTD_FR_SM_TTM0_PASID);
 }
 
+// RTADDR.TTM must not change while translation is enabled: an SRTP with
+// TES set latches the new table but not a new mode; with TES clear the
+// mode changes.
+TEST(ScalableConfigWalk, TtmDoesNotChangeWhileTranslationIsEnabled)
+{
+    FakeHost h{8 << 20, scalable_config()};
+    ScalableTables t{h};
+    uint64_t dir = t.set_context(SID);
+    uint64_t fs = h.alloc_page();
+    t.map_fs(fs, 0x1000, 0x9000, FS_RW | FS_US);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID));
+    t.enable();
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+
+    // Legacy mode asked for while TES is set: still scalable mode.
+    h.w64(RTADDR, t.root);
+    h.w32(GCMD, h.gcmd_shadow | SRTP);
+    EXPECT_TRUE(h.mmio32(GSTS) & SRTP) << "RTPS: the pointer is latched";
+    EXPECT_EQ(h.mmio64(RTADDR), t.root) << "the register holds what was written";
+    VtdState st{};
+    vtd_engine_get_state(h.e, &st);
+    EXPECT_EQ(st.root_table, t.root | 1u << 10);
+    VtdTranslation out{};
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x9000u);
+    EXPECT_EQ(vtd_engine_translate_pasid(h.e, SID, 5, false, 0x1000, VTD_PERM_READ, true, &out),
+              VTD_FR_SM_PASID_ENTRY_P)
+        << "a request with PASID is not refused as in legacy mode";
+
+    // The same switch with TES clear takes effect.
+    h.gcmd_shadow &= ~TE;
+    h.w32(GCMD, h.gcmd_shadow);
+    h.w32(GCMD, h.gcmd_shadow | SRTP);
+    vtd_engine_get_state(h.e, &st);
+    EXPECT_EQ(st.root_table, t.root);
+    h.gcmd_shadow |= TE;
+    h.w32(GCMD, h.gcmd_shadow);
+    EXPECT_EQ(vtd_engine_translate_pasid(h.e, SID, 5, false, 0x1000, VTD_PERM_READ, true, &out),
+              VTD_FR_SM_TTM0_PASID);
+
+    // And back to scalable mode while TES is set: stays legacy.
+    h.w64(RTADDR, t.root | 1u << 10);
+    h.w32(GCMD, h.gcmd_shadow | SRTP);
+    vtd_engine_get_state(h.e, &st);
+    EXPECT_EQ(st.root_table, t.root);
+}
+
 // --- RID_PASID and requests with PASID ---
 
 TEST_F(Scalable, RequestsWithoutPasidUseRidPasid)
@@ -732,4 +779,25 @@ TEST(ScalableMigration, TtmAndPasidFaultRecordsRoundTrip)
     legacy.rtaddr &= ~(1ull << 10);
     legacy.root_table &= ~(1ull << 10);
     EXPECT_EQ(vtd_engine_set_state(c.e, &legacy), VTD_STATE_BAD_FAULTS);
+}
+
+// Replay (MAP notifiers) walks second-stage tables only: a first-stage or
+// nested RID_PASID entry makes the walk report 5Bh and call back nothing
+// (the glue refuses MAP notifiers with x-flts=on, so no caller gets here
+// in QEMU); a second-stage one replays its leaves.
+TEST_F(Scalable, ReplayWalksSecondStageOnly)
+{
+    t.map_fs(fs, 0x1000, 0x9000, FS_RW | FS_US);
+    unsigned leaves = 0;
+    auto cb = [](void *ctx, const VtdTranslation *) { ++*static_cast<unsigned *>(ctx); };
+    EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, 1 << 20, cb, &leaves), VTD_FR_SM_PASID_ENTRY_INV);
+    EXPECT_EQ(leaves, 0u);
+
+    uint64_t ss = h.alloc_page();
+    h.map(ss, 4, 0x1000, 0x5000, 3);
+    h.map(ss, 4, 0x2000, 0x6000, 3);
+    t.set_pasid(dir, 0, ScalableTables::second_stage(ss, DID));
+    t.invalidate_all();
+    EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, 1 << 20, cb, &leaves), 0);
+    EXPECT_EQ(leaves, 2u);
 }

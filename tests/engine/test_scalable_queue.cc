@@ -6,6 +6,7 @@
 // errors: 128-bit descriptors in a 256-bit queue and the reverse, reserved
 // fields, tails, each with its IQER.IQEI.
 #include <array>
+#include <cstring>
 
 #include "fake_host.hpp"
 
@@ -333,4 +334,45 @@ TEST_F(Wide, UnknownTypes)
     expect_error({9, 0, 0, 0}, INVALID_TYPE);  // page-group response: no PRS
     expect_error({0, 0, 0, 0}, INVALID_TYPE);
     expect_error({1 | (7ull << 9), 0, 0, 0}, INVALID_TYPE);  // type 0x71
+}
+
+// Migration carries IQERCD: the destination reads the IQEI of a pending
+// IQE, and refuses an IQEI no queue could hold.
+TEST(WideQueue, IqeiMigrates)
+{
+    FakeHost a(8 << 20, scalable(true));
+    a.enable_translation();
+    a.enable_qi();
+    a.w32(FECTL, 0);
+    a.submit(FakeHost::piotlb_desc(2, 1, 5), 0);
+    ASSERT_EQ(a.mmio64(IQER), INVALID_WIDTH);
+    VtdState st{};
+    vtd_engine_get_state(a.e, &st);
+    EXPECT_EQ(st.iqercd, INVALID_WIDTH);
+
+    FakeHost b(8 << 20, scalable(true));
+    ASSERT_EQ(vtd_engine_set_state(b.e, &st), VTD_STATE_OK);
+    EXPECT_EQ(b.mmio32(FSTS) & FSTS_IQE, FSTS_IQE);
+    EXPECT_EQ(b.mmio64(IQER), INVALID_WIDTH);
+    VtdState again{};
+    vtd_engine_get_state(b.e, &again);
+    EXPECT_EQ(std::memcmp(&st, &again, sizeof(st)), 0);
+
+    VtdState bad = st;
+    bad.iqercd = MISALIGNED_TAIL + 1;
+    EXPECT_EQ(vtd_engine_set_state(b.e, &bad), VTD_STATE_BAD_QUEUE);
+    bad.iqercd = 1ull << 32;  // an ITESID: ITE never occurs
+    EXPECT_EQ(vtd_engine_set_state(b.e, &bad), VTD_STATE_BAD_QUEUE);
+    bad = st;
+    bad.fsts &= ~FSTS_IQE;
+    EXPECT_EQ(vtd_engine_set_state(b.e, &bad), VTD_STATE_BAD_QUEUE) << "IQEI without IQE";
+    EXPECT_EQ(b.mmio64(IQER), INVALID_WIDTH) << "a refused state changes nothing";
+
+    // Once software replaced the descriptor and cleared IQE there is
+    // nothing to carry.
+    a.put64(a.queue + ((a.mmio64(IQH) >> 4) << 4), FakeHost::wait_desc(false, false, false, 0));
+    a.w32(FSTS, FSTS_IQE);
+    ASSERT_EQ(a.mmio32(FSTS) & FSTS_IQE, 0u);
+    vtd_engine_get_state(a.e, &st);
+    EXPECT_EQ(st.iqercd, 0u);
 }

@@ -454,7 +454,8 @@ QueueErrorInfo InvalidationQueue::wait(uint64_t lo, uint64_t hi)
 
 InvalidationQueue::State InvalidationQueue::save() const
 {
-    return {enabled_, iqh_, iqt_, iqa_, ics_, iectl_, iedata_, ieaddr_, ieuaddr_};
+    return {enabled_, iqh_,    iqt_,    iqa_,     ics_,
+            iectl_,   iedata_, ieaddr_, ieuaddr_, read32(reg::IQER)};
 }
 
 bool InvalidationQueue::load(const State &s)
@@ -464,6 +465,11 @@ bool InvalidationQueue::load(const State &s)
         (s.ieaddr & ~EVENT_ADDR_MASK))
         return false;  // IQH past the queue's end is reachable (IQA rewritten): process() stops
                        // there
+    // IQEI only with scalable mode and only while FSTS.IQE is set (the
+    // fault recorder's state is loaded first); ITESID and ICESID are zero.
+    if (s.iqercd > static_cast<uint64_t>(QueueErrorInfo::MisalignedTail) ||
+        (s.iqercd && (!f_.scalable_mode || !(faults_.fsts() & fsts::IQE))))
+        return false;
     enabled_ = s.enabled;
     iqh_ = s.iqh;
     iqt_ = s.iqt;
@@ -473,7 +479,7 @@ bool InvalidationQueue::load(const State &s)
     iedata_ = s.iedata;
     ieaddr_ = s.ieaddr;
     ieuaddr_ = s.ieuaddr;
-    iqei_ = QueueErrorInfo::None;  // not migrated: IQER reads "no information"
+    iqei_ = static_cast<QueueErrorInfo>(s.iqercd);
     return true;
 }
 

@@ -84,6 +84,7 @@ public:
         bool enabled = false;
         uint64_t iqh = 0, iqt = 0, iqa = 0;
         uint32_t ics = 0, iectl = 0, iedata = 0, ieaddr = 0, ieuaddr = 0;
+        uint64_t iqercd = 0;  // IQERCD as it reads (scalable mode)
     };
     State save() const;
     bool load(const State &s);

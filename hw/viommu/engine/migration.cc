@@ -46,6 +46,7 @@ void Engine::get_state(VtdState &st) const
     st.iedata = qs.iedata;
     st.ieaddr = qs.ieaddr;
     st.ieuaddr = qs.ieuaddr;
+    st.iqercd = qs.iqercd;
 }
 
 VtdStateError Engine::set_state(const VtdState &st)
@@ -99,7 +100,8 @@ VtdStateError Engine::set_state(const VtdState &st)
                                       st.iectl,
                                       st.iedata,
                                       st.ieaddr,
-                                      st.ieuaddr};
+                                      st.ieuaddr,
+                                      st.iqercd};
 
     // The fault recorder and the queue check their parts as they load
     // them; a refusal of the queue's puts the recorder's back.

@@ -139,9 +139,16 @@ void Engine::global_command(uint32_t value)
 {
     const uint32_t before = gsts_ | ir_.status();
     if (value & gcmd::SRTP) {
-        // The table and its format (TTM) are latched together.
-        root_table_.store(rtaddr_ & (entry::ADDR | rtaddr::TTM_SCALABLE),
-                          std::memory_order_release);
+        // The table and its format (TTM) are latched together, except that
+        // the format does not change while translation is enabled.
+        // Software must not change RTADDR.TTM while GSTS.TES is set (VT-d
+        // 11.4.5) and the specification leaves what happens undefined; the
+        // unit keeps translating in the mode it is in (the new table is
+        // read in that mode) until an SRTP with TES clear.
+        uint64_t ttm = rtaddr_ & rtaddr::TTM_SCALABLE;
+        if (translation_enabled())
+            ttm = root_table_.load(std::memory_order_relaxed) & rtaddr::TTM_SCALABLE;
+        root_table_.store((rtaddr_ & entry::ADDR) | ttm, std::memory_order_release);
         flush_caches(VTD_CACHE_RESET_ROOT_TABLE);
         gsts_ |= gcmd::SRTP;  // RTPS: set when the pointer is latched
     }
