@@ -801,3 +801,27 @@ TEST_F(Scalable, ReplayWalksSecondStageOnly)
     EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, 1 << 20, cb, &leaves), 0);
     EXPECT_EQ(leaves, 2u);
 }
+
+// Table pointers outside guest RAM (the host's mem_read fails for MMIO and
+// unbacked addresses alike): the PASID directory (50h, for requests with
+// and without PASID, recorded with the PASID), and a second-stage table
+// below the top one (78h).
+TEST_F(Scalable, TablePointersOutsideRam)
+{
+    t.set_context(SID, 0x40000000);
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_DIR_INV);
+    EXPECT_EQ(pasid_translate(3, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_DIR_INV);
+    uint64_t pasid_record = 0;
+    for (unsigned i = 0; i <= ((h.cap >> 40) & 0xff); i++)  // CAP.NFR + 1 records
+        if (((record_hi(i) >> 32) & 0xff) == VTD_FR_SM_PASID_DIR_INV && (record_hi(i) & 1u << 31))
+            pasid_record = record_hi(i);
+    EXPECT_EQ((pasid_record >> 40) & 0xfffff, 3u) << "recorded with its PASID";
+
+    t.set_context(SID, dir);
+    uint64_t ss = h.alloc_page();
+    h.put64(ss, 0x40000000 | 3);  // the level-4 entry of IOVA 0 points outside RAM
+    t.set_pasid(dir, 0, ScalableTables::second_stage(ss, DID));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_INV);
+}
