@@ -120,6 +120,7 @@ uint32_t vdma_push(VdmaDev *d, unsigned qi, const VdmaDesc *desc)
     stq_le_p(buf + VIOMMU_DMA_DESC_SRC, desc->src);
     stq_le_p(buf + VIOMMU_DMA_DESC_DST, desc->dst);
     stq_le_p(buf + VIOMMU_DMA_DESC_PATTERN, desc->pattern);
+    stl_le_p(buf + VIOMMU_DMA_DESC_PASID, desc->pasid);
     qtest_memwrite(d->qts, q->ring_gpa + (uint64_t)idx * VIOMMU_DMA_DESC_SIZE,
                    buf, sizeof(buf));
     q->tail = (q->tail + 1) % q->size;

@@ -31,6 +31,7 @@ typedef struct VdmaDesc {
     uint8_t flags;
     uint32_t len;
     uint64_t src, dst, pattern;
+    uint32_t pasid;             /* with VIOMMU_DMA_FLAG_PASID */
 } VdmaDesc;
 
 /* find the device at devfn on bus 0, enable memory and bus mastering */

@@ -598,6 +598,8 @@ bool vtd_fault_read(VtdGuest *g, int index, VtdFault *f)
     f->sid = VTD_FRCD_SID(hi);
     f->reason = VTD_FRCD_FR(hi);
     f->is_read = hi & VTD_FRCD_T;
+    f->has_pasid = hi & VTD_FRCD_PP;
+    f->pasid = VTD_FRCD_PV(hi);
     f->index = index;
     return true;
 }

@@ -124,6 +124,8 @@
 #define VTD_FRCD_T          (1ULL << 62)    /* 1: read request */
 #define VTD_FRCD_FR(h)      (((h) >> 32) & 0xff)
 #define VTD_FRCD_SID(h)     ((h) & 0xffff)
+#define VTD_FRCD_PP         (1ULL << 31)
+#define VTD_FRCD_PV(h)      (((h) >> 40) & 0xfffff)
 
 /* Fault reasons (legacy mode) */
 #define VTD_FR_ROOT_NP      0x1
@@ -204,6 +206,8 @@ typedef struct VtdFault {
     uint16_t sid;
     uint8_t reason;
     bool is_read;
+    bool has_pasid;             /* PP: the request had a PASID */
+    uint32_t pasid;             /* PV */
     int index;
 } VtdFault;
 
@@ -357,7 +361,14 @@ void vtd_iec_flush(VtdGuest *g, bool global, uint16_t index, unsigned im);
 #define VTD_FS_XD           (1ULL << 63)
 
 /* scalable-mode fault reasons used by the tests */
+#define VTD_FR_SM_TTM0_PASID    0x31
+#define VTD_FR_SM_CONTEXT_PASIDE 0x45
+#define VTD_FR_SM_PASID_DIR_INV 0x50
+#define VTD_FR_SM_PASID_DIR_P   0x51
+#define VTD_FR_SM_PASID_ENTRY_INV_ACCESS 0x58
 #define VTD_FR_SM_PASID_ENTRY_P 0x59
+#define VTD_FR_SM_PASID_ENTRY_SRE 0x5d
+#define VTD_FR_SM_SS_ENTRY_P    0x79
 #define VTD_FR_SM_FS_ENTRY_P    0x71
 
 /* 256-bit descriptor types */

@@ -296,14 +296,18 @@ static void viommu_vtd_replay(IOMMUMemoryRegion *iommu, IOMMUNotifier *n)
 /*
  * A device bypasses the IOMMU region while remapping is off or its context
  * is pass-through.  A context only stops being pass-through after a context
- * cache invalidation, which re-evaluates this.
+ * cache invalidation, which re-evaluates this.  With PASIDs
+ * (x-pasid-mode=on) a pass-through RID_PASID says nothing about the
+ * device's requests with PASID, which the IOMMU region must see: such a
+ * device bypasses only while remapping is off.
  */
 static void viommu_vtd_as_refresh(ViommuVtdAS *vas)
 {
     ViommuVtdState *s = vas->s;
     uint16_t sid = viommu_vtd_sid(vas);
     bool bypass = !s->dmar_enabled ||
-                  vtd_engine_is_pass_through(s->engine, sid);
+                  (!s->parent_obj.pasid &&
+                   vtd_engine_is_pass_through(s->engine, sid));
 
     qatomic_set(&vas->domain, -1);
     /*
@@ -419,6 +423,33 @@ void viommu_vtd_resync(ViommuVtdState *s)
     viommu_vtd_process_pending(s);
 }
 
+/*
+ * Requests with PASID.  QEMU 10.0's PCI layer looks address spaces up by
+ * requester-id only (PCIIOMMUOps.get_address_space has no PASID), so a
+ * device tags each access instead: MemTxAttrs.pid holds the PASID (8 bits,
+ * as the RISC-V IOMMU reads it) and MemTxAttrs.user is clear for a
+ * privileged request.  The memory core turns the attributes into the
+ * index it passes to translate: 0 for a request without PASID (unspecified
+ * attributes, or pid 0: MSI writes carry a requester-id and nothing else),
+ * 2 * pid + privileged otherwise.
+ */
+#define VIOMMU_VTD_IDX_NO_PASID 0
+#define VIOMMU_VTD_IDX_PASIDS   512     /* 2 * 256 */
+
+static int viommu_vtd_attrs_to_index(IOMMUMemoryRegion *iommu,
+                                     MemTxAttrs attrs)
+{
+    if (attrs.unspecified || !attrs.pid) {
+        return VIOMMU_VTD_IDX_NO_PASID;
+    }
+    return attrs.pid * 2 + !attrs.user;
+}
+
+static int viommu_vtd_num_indexes(IOMMUMemoryRegion *iommu)
+{
+    return VIOMMU_VTD_IDX_PASIDS;
+}
+
 static IOMMUTLBEntry viommu_vtd_translate(IOMMUMemoryRegion *iommu, hwaddr addr,
                                           IOMMUAccessFlags flag, int iommu_idx)
 {
@@ -427,8 +458,14 @@ static IOMMUTLBEntry viommu_vtd_translate(IOMMUMemoryRegion *iommu, hwaddr addr,
     VtdTranslation t;
     VtdFaultReason fr;
 
-    fr = vtd_engine_translate(vas->s->engine, sid, addr, flag & IOMMU_RW,
-                              flag != IOMMU_NONE, &t);
+    if (iommu_idx != VIOMMU_VTD_IDX_NO_PASID) {
+        fr = vtd_engine_translate_pasid(vas->s->engine, sid, iommu_idx / 2,
+                                        iommu_idx & 1, addr, flag & IOMMU_RW,
+                                        flag != IOMMU_NONE, &t);
+    } else {
+        fr = vtd_engine_translate(vas->s->engine, sid, addr, flag & IOMMU_RW,
+                                  flag != IOMMU_NONE, &t);
+    }
     if (fr != VTD_FR_NONE) {
         trace_viommu_vtd_translate_fault(sid, addr, flag, fr);
         return (IOMMUTLBEntry) {
@@ -438,7 +475,10 @@ static IOMMUTLBEntry viommu_vtd_translate(IOMMUMemoryRegion *iommu, hwaddr addr,
             .perm = IOMMU_NONE,
         };
     }
-    qatomic_set(&vas->domain, t.domain_id);
+    /* the domain the notifiers follow is RID_PASID's */
+    if (iommu_idx == VIOMMU_VTD_IDX_NO_PASID) {
+        qatomic_set(&vas->domain, t.domain_id);
+    }
     trace_viommu_vtd_translate(sid, addr, t.phys_base, t.addr_mask, t.perm);
     return (IOMMUTLBEntry) {
         .target_as = &address_space_memory,
@@ -543,6 +583,8 @@ void viommu_vtd_iommu_mr_class_init(ObjectClass *oc, void *data)
     IOMMUMemoryRegionClass *imrc = IOMMU_MEMORY_REGION_CLASS(oc);
 
     imrc->translate = viommu_vtd_translate;
+    imrc->attrs_to_index = viommu_vtd_attrs_to_index;
+    imrc->num_indexes = viommu_vtd_num_indexes;
     imrc->notify_flag_changed = viommu_vtd_notify_flag_changed;
     imrc->replay = viommu_vtd_replay;
 }

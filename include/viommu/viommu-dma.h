@@ -84,6 +84,7 @@
 #define VIOMMU_DMA_DESC_PATTERN     0x18    /* u64, FILL pattern */
 #define VIOMMU_DMA_DESC_STATUS      0x20    /* u32, written by the device */
 #define VIOMMU_DMA_DESC_RESULT      0x24    /* u32, written by the device */
+#define VIOMMU_DMA_DESC_PASID       0x28    /* u32, with FLAG_PASID */
 
 #define VIOMMU_DMA_OP_NOP           0
 #define VIOMMU_DMA_OP_COPY          1   /* dst[0..len) = src[0..len) */
@@ -92,6 +93,16 @@
 #define VIOMMU_DMA_OP_MAX           3
 
 #define VIOMMU_DMA_FLAG_IRQ         (1u << 0)   /* interrupt on completion */
+/*
+ * With the device's pasid=on only (reserved otherwise): the descriptor's
+ * src and dst accesses are requests with PASID (a PASID TLP prefix), the
+ * PASID in DESC_PASID (1..VIOMMU_DMA_PASID_MAX); FLAG_PRIV (only with
+ * FLAG_PASID) sets the prefix's privileged-mode-requested bit.  The ring
+ * and the completion are requests without PASID.
+ */
+#define VIOMMU_DMA_FLAG_PASID       (1u << 1)
+#define VIOMMU_DMA_FLAG_PRIV        (1u << 2)
+#define VIOMMU_DMA_PASID_MAX        255     /* MemTxAttrs.pid is 8 bits */
 
 /*
  * Completion status.  The driver writes 0 (PENDING) before submitting;
@@ -107,5 +118,6 @@
 #define VIOMMU_DMA_ST_BAD_LEN       0x21    /* len == 0 or len > MAXLEN */
 #define VIOMMU_DMA_ST_BAD_ADDR      0x22    /* src/dst + len wraps */
 #define VIOMMU_DMA_ST_BAD_FLAGS     0x23    /* reserved bits set */
+#define VIOMMU_DMA_ST_BAD_PASID     0x24    /* FLAG_PASID, PASID 0 or above MAX */
 
 #endif

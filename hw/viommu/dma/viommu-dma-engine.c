@@ -75,22 +75,42 @@ static MemTxResult vdma_cached_rw(ViommuDmaState *s, uint64_t addr,
     return r;
 }
 
-static MemTxResult vdma_copy_read(ViommuDmaState *s, uint64_t addr,
-                                  uint8_t *buf, uint32_t len)
+/*
+ * A descriptor's own accesses (src, dst) carry its attributes: unspecified
+ * for a request without PASID, MemTxAttrs.pid and .user for one with
+ * PASID (include/viommu/viommu-dma.h).  A MemoryRegionCache takes no
+ * attributes, so x-cached-copy=on applies to requests without PASID only.
+ */
+static MemTxResult vdma_read(ViommuDmaState *s, uint64_t addr, uint8_t *buf,
+                             uint32_t len, MemTxAttrs attrs)
 {
-    if (s->cached_copy) {
+    return pci_dma_rw(PCI_DEVICE(s), addr, buf, len, DMA_DIRECTION_TO_DEVICE,
+                      attrs);
+}
+
+static MemTxResult vdma_write(ViommuDmaState *s, uint64_t addr, uint8_t *buf,
+                              uint32_t len, MemTxAttrs attrs)
+{
+    return pci_dma_rw(PCI_DEVICE(s), addr, buf, len,
+                      DMA_DIRECTION_FROM_DEVICE, attrs);
+}
+
+static MemTxResult vdma_copy_read(ViommuDmaState *s, uint64_t addr,
+                                  uint8_t *buf, uint32_t len, MemTxAttrs attrs)
+{
+    if (s->cached_copy && attrs.unspecified) {
         return vdma_cached_rw(s, addr, buf, len, false);
     }
-    return pci_dma_read(PCI_DEVICE(s), addr, buf, len);
+    return vdma_read(s, addr, buf, len, attrs);
 }
 
 static MemTxResult vdma_copy_write(ViommuDmaState *s, uint64_t addr,
-                                   uint8_t *buf, uint32_t len)
+                                   uint8_t *buf, uint32_t len, MemTxAttrs attrs)
 {
-    if (s->cached_copy) {
+    if (s->cached_copy && attrs.unspecified) {
         return vdma_cached_rw(s, addr, buf, len, true);
     }
-    return pci_dma_write(PCI_DEVICE(s), addr, buf, len);
+    return vdma_write(s, addr, buf, len, attrs);
 }
 
 /*
@@ -103,9 +123,8 @@ static MemTxResult vdma_copy_write(ViommuDmaState *s, uint64_t addr,
  */
 static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
                              uint64_t src, uint64_t dst, uint64_t pattern,
-                             uint32_t *result)
+                             MemTxAttrs attrs, uint32_t *result)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
     uint32_t off = 0;
 
     *result = 0;
@@ -133,7 +152,7 @@ static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
         uint64_t d = dst + off, sa = src + off;
         uint32_t n = MIN(len - off, VDMA_CHUNK - (d & (VDMA_CHUNK - 1)));
 
-        if (op == VIOMMU_DMA_OP_COPY && s->cached_copy) {
+        if (op == VIOMMU_DMA_OP_COPY && s->cached_copy && attrs.unspecified) {
             n = MIN(len - off, VDMA_CHUNK);
         } else if (op != VIOMMU_DMA_OP_FILL) {
             n = MIN(n, VDMA_CHUNK - (sa & (VDMA_CHUNK - 1)));
@@ -142,11 +161,11 @@ static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
 
         switch (op) {
         case VIOMMU_DMA_OP_COPY:
-            if (vdma_copy_read(s, sa, s->buf[0], n) != MEMTX_OK) {
+            if (vdma_copy_read(s, sa, s->buf[0], n, attrs) != MEMTX_OK) {
                 s->faults++;
                 return VIOMMU_DMA_ST_READ_FAULT;
             }
-            if (vdma_copy_write(s, d, s->buf[0], n) != MEMTX_OK) {
+            if (vdma_copy_write(s, d, s->buf[0], n, attrs) != MEMTX_OK) {
                 s->faults++;
                 return VIOMMU_DMA_ST_WRITE_FAULT;
             }
@@ -156,15 +175,15 @@ static uint32_t vdma_execute(ViommuDmaState *s, uint8_t op, uint32_t len,
             for (uint32_t i = 0; i < n; i++) {
                 s->buf[1][i] = s->buf[0][(off + i) % 8];
             }
-            if (pci_dma_write(pdev, d, s->buf[1], n) != MEMTX_OK) {
+            if (vdma_write(s, d, s->buf[1], n, attrs) != MEMTX_OK) {
                 s->faults++;
                 return VIOMMU_DMA_ST_WRITE_FAULT;
             }
             break;
         }
         case VIOMMU_DMA_OP_COMPARE:
-            if (pci_dma_read(pdev, sa, s->buf[0], n) != MEMTX_OK ||
-                pci_dma_read(pdev, d, s->buf[1], n) != MEMTX_OK) {
+            if (vdma_read(s, sa, s->buf[0], n, attrs) != MEMTX_OK ||
+                vdma_read(s, d, s->buf[1], n, attrs) != MEMTX_OK) {
                 s->faults++;
                 return VIOMMU_DMA_ST_READ_FAULT;
             }
@@ -222,6 +241,12 @@ void viommu_dma_prefetch_drop(ViommuDmaState *s, uint32_t qi)
     s->pf_head[qi] = s->pf_end[qi] = 0;
 }
 
+static uint8_t vdma_flags_valid(ViommuDmaState *s)
+{
+    return VIOMMU_DMA_FLAG_IRQ |
+           (s->pasid ? VIOMMU_DMA_FLAG_PASID | VIOMMU_DMA_FLAG_PRIV : 0);
+}
+
 /* Process one descriptor of queue qi; returns the bytes it asked for. */
 static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
 {
@@ -232,6 +257,7 @@ static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
     uint8_t op, flags;
     uint32_t len, status, result;
     uint64_t src, dst, pattern;
+    uint32_t pasid;
     uint8_t done[8];
 
     if (!vdma_fetch(s, qi, desc)) {
@@ -247,13 +273,27 @@ static uint32_t vdma_process_one(ViommuDmaState *s, uint32_t qi)
     src = ldq_le_p(desc + VIOMMU_DMA_DESC_SRC);
     dst = ldq_le_p(desc + VIOMMU_DMA_DESC_DST);
     pattern = ldq_le_p(desc + VIOMMU_DMA_DESC_PATTERN);
+    pasid = ldl_le_p(desc + VIOMMU_DMA_DESC_PASID);
     trace_viommu_dma_desc(qi, q->head, op, flags, len, src, dst);
 
-    if (flags & ~VIOMMU_DMA_FLAG_IRQ) {
+    result = 0;
+    if (flags & ~vdma_flags_valid(s) ||
+        ((flags & VIOMMU_DMA_FLAG_PRIV) && !(flags & VIOMMU_DMA_FLAG_PASID))) {
         status = VIOMMU_DMA_ST_BAD_FLAGS;
-        result = 0;
+    } else if ((flags & VIOMMU_DMA_FLAG_PASID) &&
+               (pasid == 0 || pasid > VIOMMU_DMA_PASID_MAX)) {
+        status = VIOMMU_DMA_ST_BAD_PASID;
     } else {
-        status = vdma_execute(s, op, len, src, dst, pattern, &result);
+        MemTxAttrs attrs = MEMTXATTRS_UNSPECIFIED;
+
+        if (flags & VIOMMU_DMA_FLAG_PASID) {
+            attrs = (MemTxAttrs) {
+                .requester_id = pci_requester_id(pdev),
+                .pid = pasid,
+                .user = !(flags & VIOMMU_DMA_FLAG_PRIV),
+            };
+        }
+        status = vdma_execute(s, op, len, src, dst, pattern, attrs, &result);
     }
 
     stl_le_p(done, status);

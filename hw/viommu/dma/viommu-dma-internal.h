@@ -20,6 +20,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(ViommuDmaState, VIOMMU_DMA)
 /* Descriptors fetched by one DMA read (never across a ring page). */
 #define VDMA_PREFETCH       16
 
+typedef struct VdmaIommuNotifier VdmaIommuNotifier;
+
 typedef struct VDMAQueue {
     uint64_t ring;
     uint32_t size;
@@ -64,6 +66,13 @@ struct ViommuDmaState {
     uint32_t nqueues;
     uint32_t maxlen;
     bool cached_copy;           /* COPY through MemoryRegionCaches */
+    bool pasid;                 /* descriptors may tag DMA with a PASID */
+    bool map_notifier;          /* x-map-notifier: VFIO-style notifiers */
+
+    /* x-map-notifier=on (viommu-dma-notifier.c); not migrated */
+    MemoryListener map_listener;
+    QLIST_HEAD(, VdmaIommuNotifier) map_notifiers;
+    uint64_t map_events, unmap_events, map_refusals;
 };
 
 static inline bool vdma_queue_active(VDMAQueue *q)
@@ -72,6 +81,10 @@ static inline bool vdma_queue_active(VDMAQueue *q)
            !(q->status & (VIOMMU_DMA_QSTS_HALTED | VIOMMU_DMA_QSTS_BADRING)) &&
            q->head != q->tail;
 }
+
+/* viommu-dma-notifier.c */
+void viommu_dma_map_notifier_realize(ViommuDmaState *s);
+void viommu_dma_map_notifier_exit(ViommuDmaState *s);
 
 /* viommu-dma-engine.c */
 void viommu_dma_update_intx(ViommuDmaState *s);

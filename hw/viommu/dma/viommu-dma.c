@@ -242,12 +242,14 @@ static void vdma_realize(PCIDevice *pdev, Error **errp)
     }
     s->bh = qemu_bh_new_guarded(viommu_dma_bh, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
+    viommu_dma_map_notifier_realize(s);
 }
 
 static void vdma_exit(PCIDevice *pdev)
 {
     ViommuDmaState *s = VIOMMU_DMA(pdev);
 
+    viommu_dma_map_notifier_exit(s);
     qemu_bh_delete(s->bh);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -333,6 +335,14 @@ static const Property vdma_properties[] = {
      * path behind an IOMMU (patches/qemu/0002).
      */
     DEFINE_PROP_BOOL("x-cached-copy", ViommuDmaState, cached_copy, false),
+    /* descriptors may tag their DMA with a PASID (VIOMMU_DMA_FLAG_PASID) */
+    DEFINE_PROP_BOOL("pasid", ViommuDmaState, pasid, false),
+    /*
+     * Register MAP and UNMAP notifiers on the IOMMU regions of its address
+     * space, as VFIO does (viommu-dma-notifier.c): tests of an IOMMU's
+     * notifier support without a host device.
+     */
+    DEFINE_PROP_BOOL("x-map-notifier", ViommuDmaState, map_notifier, false),
 };
 
 static void vdma_class_init(ObjectClass *klass, void *data)
