@@ -766,6 +766,36 @@ def t_system_reset():
         vm.kill()
 
 
+def t_map_notifier_first_stage():
+    """A VFIO-style MAP notifier (viommu-dma x-map-notifier=on) on a device
+    behind viommu-vtd with caching-mode=on: refused with a clear message when
+    the unit offers first-stage tables (x-flts=on), which a replay cannot
+    follow; accepted with second-stage tables."""
+    msg = ("viommu-dma: MAP notifier refused: viommu-vtd: device 04.0 needs MAP "
+           "notifications (device assignment), which cannot follow first-stage tables")
+    for flts, refused in ((",x-flts=on", True), ("", False)):
+        vm = VM("viommu-vtd,caching-mode=on,x-scalable-mode=on" + flts,
+                extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                       "-trace", "viommu_vtd_notify_flag_changed"])
+        try:
+            check("refused" not in vm.output(), "refused before translation: %s" % vm.output())
+            # the IOMMU region comes into use (and the notifier with it) at TE
+            vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
+            vm.writel(GCMD, GCMD_SRTP)
+            vm.writel(GCMD, GCMD_TE)
+            check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+            out = vm.output()
+            if refused:
+                check(msg in out, "no clear refusal with x-flts=on: %s" % out)
+            else:
+                check("refused" not in out, "refused with second-stage tables: %s" % out)
+                check("viommu_vtd_notify_flag_changed" in out,
+                      "no notifier registered with second-stage tables: %s" % out)
+            vm.quit()
+        finally:
+            vm.kill()
+
+
 CASES = [
     ("device listed by -device help", t_listed),
     ("properties listed by -device viommu-vtd,help", t_properties),
@@ -775,6 +805,8 @@ CASES = [
      t_scalable_options),
     ("migration keeps RTADDR.TTM and IQA.DW; a legacy destination refuses",
      t_migration_scalable),
+    ("a MAP notifier is refused with first-stage tables, accepted with second-stage",
+     t_map_notifier_first_stage),
     ("CAP/ECAP reflect aw-bits, caching-mode, device-iotlb, pt", t_cap_reflects_config),
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),
