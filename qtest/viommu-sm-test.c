@@ -727,7 +727,6 @@ static void test_migration(void)
     g_autofree VtdDomain *ss = NULL;
     uint64_t qw[8], top, pa, slot, regs[3];
     QTestState *dst;
-    uint32_t res;
 
     sm_start_pasid(&t, ",x-flts=on,second-stage=on");
     top = sm_fs_tables(&t, 0);
@@ -786,6 +785,49 @@ static void test_migration(void)
     sm_check_dst(&t, 0x5e);
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
     sm_stop(&t);
+}
+
+/*
+ * A request with PASID while RTADDR.TTM is legacy mode faults 31h; the
+ * same copy without PASID goes through the legacy context.  A unit
+ * without ECAP.PASID records no PASID.
+ */
+static void test_pasid_in_legacy_mode(void)
+{
+    VtEnv e;
+    VtdGuest *g;
+    uint64_t src, dst;
+    uint32_t res;
+    VtdFault f;
+    VdmaDesc desc = { .op = VIOMMU_DMA_OP_COPY, .flags = VIOMMU_DMA_FLAG_PASID,
+                      .len = 8, .src = BUF_IOVA, .dst = BUF_IOVA + 0x10000,
+                      .pasid = PASID_FS };
+    g_autofree VtdDomain *d = NULL;
+
+    vt_start(&e, vt_iommu_name(), ",id=iommu0", 1, 256,
+             "-global viommu-dma.pasid=on");
+    g = &e.g;
+    vtd_set_root_table(g);
+    src = vtd_alloc(g, 4096, 4096);
+    dst = vtd_alloc(g, 4096, 4096);
+    d = vtd_domain_new(g, DID, 4);
+    vt_map_rings(&e, d, 0);
+    vtd_map(d, BUF_IOVA, src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_map(d, BUF_IOVA + 0x10000, dst, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_attach(d, SID0);
+    vtd_enable_translation(g);
+    g_assert_cmphex(vdma_run(&e.dma[0], 0, &desc, &res), ==,
+                    VIOMMU_DMA_ST_READ_FAULT);
+    g_assert_true(vtd_fault_pop(g, &f));
+    g_assert_cmphex(f.reason, ==, VTD_FR_SM_TTM0_PASID);
+    g_assert_cmphex(f.sid, ==, SID0);
+    g_assert_false(f.has_pasid);
+    qtest_memset(e.qts, src, 0x3b, 4096);
+    g_assert_cmphex(vdma_copy(&e.dma[0], BUF_IOVA, BUF_IOVA + 0x10000, 4096,
+                              &res), ==, VIOMMU_DMA_ST_OK);
+    g_assert_cmphex(qtest_readb(e.qts, dst + 4095), ==, 0x3b);
+    g_assert_cmpint(vtd_fault_count(g), ==, 0);
+    vt_stop(&e);
 }
 
 /*
@@ -853,6 +895,7 @@ static const SmCase cases[] = {
       .vtd_only = true },
     { "pasid-faults", test_pasid_faults, .vtd_only = true },
     { "pasid-flags", test_pasid_flags },
+    { "pasid-in-legacy-mode", test_pasid_in_legacy_mode, .vtd_only = true },
     { "pasid-tables-in-mmio", test_pasid_tables_in_mmio, .vtd_only = true },
     /* the specification leaves a TTM change while TES is set undefined */
     { "ttm-while-enabled", test_ttm_switch_while_enabled, .vtd_only = true },
