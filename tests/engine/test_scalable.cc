@@ -825,3 +825,15 @@ TEST_F(Scalable, TablePointersOutsideRam)
     t.invalidate_all();
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_INV);
 }
+
+// A PASID beyond the directory (PDTS 0: 128 entries, PASIDs below 8192)
+// faults 46h, the record naming the PASID; the last PASID inside does not.
+TEST_F(Scalable, PasidBeyondPdtsIsRecordedWithThePasid)
+{
+    EXPECT_EQ(pasid_translate(8191, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_DIR_P);
+    EXPECT_EQ(pasid_translate(8192, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_BEYOND_PDTS);
+    const uint64_t hi = record_hi(1);
+    EXPECT_EQ((hi >> 32) & 0xff, VTD_FR_SM_PASID_BEYOND_PDTS);
+    EXPECT_TRUE(hi & (1ull << 31));
+    EXPECT_EQ((hi >> 40) & 0xfffff, 8192u);
+}
