@@ -902,50 +902,12 @@ static const SmCase cases[] = {
     { "migration", test_migration, .vtd_only = true },
 };
 
-static void run_case(const void *data)
-{
-    ((const SmCase *)data)->fn();
-}
-
-/* as in viommu-vtd-test.c: a known deviation must still fail */
-static void run_deviation_case(const void *data)
-{
-    const SmCase *c = data;
-
-    if (g_test_subprocess()) {
-        c->fn();
-        return;
-    }
-    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-    if (g_test_trap_has_passed()) {
-        g_test_fail_printf("known intel-iommu deviation no longer "
-                           "reproduces: %s", c->intel_deviation);
-        return;
-    }
-    g_test_message("known intel-iommu deviation reproduced: %s",
-                   c->intel_deviation);
-}
-
 int main(int argc, char **argv)
 {
-    const char *iommu = vt_iommu_name();
-    bool intel = !strcmp(iommu, "intel-iommu");
-
-    g_test_init(&argc, &argv, NULL);
-    if (!vt_have_device(iommu)) {
-        g_test_message("%s is not built into this QEMU", iommu);
-        return g_test_run();
-    }
-    for (int i = 0; i < ARRAY_SIZE(cases); i++) {
-        g_autofree char *path = g_strdup_printf("/viommu-sm/%s/%s", iommu,
-                                                cases[i].path);
-        if (cases[i].vtd_only && !vt_iommu_is("viommu-vtd")) {
-            continue;
-        }
-        if (intel && cases[i].intel_deviation) {
-            qtest_add_data_func(path, &cases[i], run_deviation_case);
-        } else {
-            qtest_add_data_func(path, &cases[i], run_case);
+    if (vt_test_init(&argc, &argv)) {
+        for (int i = 0; i < ARRAY_SIZE(cases); i++) {
+            vt_add_case("/viommu-sm", cases[i].path, cases[i].fn, NULL,
+                        cases[i].intel_deviation, cases[i].vtd_only);
         }
     }
     return g_test_run();

@@ -148,3 +148,77 @@ void vt_map_rings(VtEnv *e, VtdDomain *d, int i)
             ROUND_UP(VT_RING_SIZE * VIOMMU_DMA_DESC_SIZE, 4096), VTD_PTE_RW,
             VTD_PAGE_4K);
 }
+
+typedef struct VtTestCase {
+    void (*fn)(void);
+    const char *intel_aborts;
+    const char *intel_deviation;
+} VtTestCase;
+
+static void vt_run_aborting_case(const void *data)
+{
+    const VtTestCase *c = data;
+    g_autofree char *msg = g_strdup_printf("not run against intel-iommu: %s",
+                                           c->intel_aborts);
+    g_test_skip(msg);
+}
+
+static void vt_run_case(const void *data)
+{
+    ((const VtTestCase *)data)->fn();
+}
+
+static void vt_run_deviation_case(const void *data)
+{
+    const VtTestCase *c = data;
+
+    if (g_test_subprocess()) {
+        c->fn();
+        return;
+    }
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    if (g_test_trap_has_passed()) {
+        g_test_fail_printf("known intel-iommu deviation no longer "
+                           "reproduces: %s", c->intel_deviation);
+        return;
+    }
+    g_test_message("known intel-iommu deviation reproduced: %s",
+                   c->intel_deviation);
+}
+
+bool vt_test_init(int *argc, char ***argv)
+{
+    const char *iommu = vt_iommu_name();
+
+    g_test_init(argc, argv, NULL);
+    if (!vt_have_device(iommu)) {
+        g_test_message("%s is not built into this QEMU", iommu);
+        return false;
+    }
+    return true;
+}
+
+void vt_add_case(const char *prefix, const char *path, void (*fn)(void),
+                 const char *intel_aborts, const char *intel_deviation,
+                 bool vtd_only)
+{
+    const char *iommu = vt_iommu_name();
+    bool intel = !strcmp(iommu, "intel-iommu");
+    g_autofree char *name = NULL;
+    VtTestCase *c;
+
+    if (vtd_only && strcmp(iommu, "viommu-vtd")) {
+        return;
+    }
+    name = g_strdup_printf("%s/%s/%s", prefix, iommu, path);
+    /* GLib keeps the pointer until the program ends */
+    c = g_new(VtTestCase, 1);
+    *c = (VtTestCase){ fn, intel_aborts, intel_deviation };
+    if (intel && intel_aborts) {
+        qtest_add_data_func(name, c, vt_run_aborting_case);
+    } else if (intel && intel_deviation) {
+        qtest_add_data_func(name, c, vt_run_deviation_case);
+    } else {
+        qtest_add_data_func(name, c, vt_run_case);
+    }
+}

@@ -48,4 +48,19 @@ char *vt_cmdline(const char *iommu, const char *iommu_opts, int ndma,
 uint16_t vt_sid(int i);
 void vt_map_rings(VtEnv *e, VtdDomain *d, int i);
 
+/*
+ * The functional suites run against viommu-vtd and, differentially, against
+ * QEMU's intel-iommu ($VIOMMU_TEST_IOMMU).  vt_test_init() starts GLib's
+ * test framework and says whether the IOMMU under test is built in (when it
+ * is not, there is nothing to register).  vt_add_case() registers fn as
+ * <prefix>/<iommu>/<path>; on intel-iommu a case with intel_aborts is
+ * skipped with that reason (it aborts QEMU), one with intel_deviation runs
+ * in a subprocess and must fail there (a fixed intel-iommu shows up as an
+ * unexpected pass), and a vtd_only case is not registered at all.
+ */
+bool vt_test_init(int *argc, char ***argv);
+void vt_add_case(const char *prefix, const char *path, void (*fn)(void),
+                 const char *intel_aborts, const char *intel_deviation,
+                 bool vtd_only);
+
 #endif

@@ -1021,60 +1021,13 @@ static const VtCase cases[] = {
     { "state/migration", test_migration },
 };
 
-static void run_aborting_case(const void *data)
-{
-    const VtCase *c = data;
-    g_autofree char *msg = g_strdup_printf("not run against intel-iommu: %s",
-                                           c->intel_aborts);
-    g_test_skip(msg);
-}
-
-static void run_case(const void *data)
-{
-    ((const VtCase *)data)->fn();
-}
-
-/*
- * A known deviation: run the case in a subprocess and require it to fail,
- * so a fixed intel-iommu shows up as an unexpected pass.
- */
-static void run_deviation_case(const void *data)
-{
-    const VtCase *c = data;
-
-    if (g_test_subprocess()) {
-        c->fn();
-        return;
-    }
-    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-    if (g_test_trap_has_passed()) {
-        g_test_fail_printf("known intel-iommu deviation no longer "
-                           "reproduces: %s", c->intel_deviation);
-        return;
-    }
-    g_test_message("known intel-iommu deviation reproduced: %s",
-                   c->intel_deviation);
-}
-
 int main(int argc, char **argv)
 {
-    const char *iommu = vt_iommu_name();
-    bool intel = !strcmp(iommu, "intel-iommu");
-
-    g_test_init(&argc, &argv, NULL);
-    if (!vt_have_device(iommu)) {
-        g_test_message("%s is not built into this QEMU", iommu);
-        return g_test_run();
-    }
-    for (int i = 0; i < ARRAY_SIZE(cases); i++) {
-        g_autofree char *path = g_strdup_printf("/viommu/%s/%s", iommu,
-                                                cases[i].path);
-        if (intel && cases[i].intel_aborts) {
-            qtest_add_data_func(path, &cases[i], run_aborting_case);
-        } else if (intel && cases[i].intel_deviation) {
-            qtest_add_data_func(path, &cases[i], run_deviation_case);
-        } else {
-            qtest_add_data_func(path, &cases[i], run_case);
+    if (vt_test_init(&argc, &argv)) {
+        for (int i = 0; i < ARRAY_SIZE(cases); i++) {
+            vt_add_case("/viommu", cases[i].path, cases[i].fn,
+                        cases[i].intel_aborts, cases[i].intel_deviation,
+                        false);
         }
     }
     return g_test_run();
