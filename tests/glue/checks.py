@@ -7,6 +7,7 @@ it over QMP and the qtest protocol: register reads and writes reach the engine
 exactly as guest MMIO would.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -154,12 +155,32 @@ class VM:
             self.proc.wait()
 
 
-def run_fail(devargs):
-    """Start QEMU expecting realize to fail; return (exit code, output)."""
+@contextlib.contextmanager
+def running(devargs, extra=(), incoming=None):
+    """A VM for the with block: quit cleanly when the block succeeds, killed
+    whatever happened."""
+    vm = VM(devargs, extra, incoming)
+    try:
+        yield vm
+        vm.quit()
+    finally:
+        vm.kill()
+
+
+def save_state(vm, img):
+    """Stop the VM and migrate its state into the file img."""
+    vm.cmd("stop")
+    vm.cmd("migrate", uri="exec:cat > %s" % img)
+    wait_migration(vm)
+
+
+def run_fail(devargs, extra=()):
+    """Start QEMU expecting it to fail (realize, an incoming migration);
+    return (exit code, output)."""
     p = subprocess.run([QEMU] + FIRMWARE + [
         "-M", "q35,kernel-irqchip=split", "-accel", "qtest", "-display", "none",
         "-nodefaults", "-serial", "none", "-monitor", "none", "-qtest", "null",
-        "-device", devargs], stdin=subprocess.DEVNULL, capture_output=True,
+        "-device", devargs] + list(extra), stdin=subprocess.DEVNULL, capture_output=True,
         text=True, timeout=TIMEOUT)
     return p.returncode, (p.stdout + p.stderr).strip()
 
@@ -227,8 +248,7 @@ def t_scalable_options():
              ECAP_SMTS | ECAP_FLTS | ECAP_SLTS | ECAP_NEST),
             ("viommu-vtd,x-scalable-mode=on,x-pasid-mode=on",
              ECAP_SMTS | ECAP_SLTS | ECAP_PASID)):
-        vm = VM(devargs)
-        try:
+        with running(devargs) as vm:
             ecap = vm.readq(ECAP)
             mask = ECAP_SMTS | ECAP_SLTS | ECAP_FLTS | ECAP_NEST | ECAP_PASID
             check(ecap & mask == want, "%s: ECAP 0x%x, want bits 0x%x" % (devargs, ecap, want))
@@ -237,15 +257,8 @@ def t_scalable_options():
                 check(pss == 19, "%s: ECAP.PSS %d, want 19 (20-bit PASIDs)" % (devargs, pss))
             if "x-flts=on" in devargs:
                 check(vm.readq(CAP) & CAP_FS1GP, "%s: CAP.FS1GP clear" % devargs)
-            vm.quit()
-        finally:
-            vm.kill()
-    vm = VM("viommu-vtd,x-scalable-mode=on,x-flts=on,fs1gp=off")
-    try:
+    with running("viommu-vtd,x-scalable-mode=on,x-flts=on,fs1gp=off") as vm:
         check(not vm.readq(CAP) & CAP_FS1GP, "fs1gp=off: CAP.FS1GP set")
-        vm.quit()
-    finally:
-        vm.kill()
     for devargs, msg in (
             ("viommu-vtd,x-flts=on", "x-flts=on needs x-scalable-mode=on"),
             ("viommu-vtd,x-pasid-mode=on", "x-pasid-mode=on needs x-scalable-mode=on"),
@@ -260,38 +273,23 @@ def t_scalable_options():
 def t_migration_scalable():
     """RTADDR.TTM and IQA.DW reach a scalable-mode destination; a legacy one refuses."""
     devargs = "viommu-vtd,x-scalable-mode=on,x-flts=on,second-stage=on"
-    src = VM(devargs)
-    img = os.path.join(src.dir, "state")
-    try:
+    with running(devargs) as src:
+        img = os.path.join(src.dir, "state")
         src.writeq(RTADDR, 0x100000 | RTADDR_TTM_SM)
         src.writel(GCMD, GCMD_SRTP)
         src.writeq(IQA, 0x200000 | IQA_DW)
         regs = (src.readq(RTADDR), src.readq(IQA), src.readl(GSTS))
         check(regs[0] == 0x100000 | RTADDR_TTM_SM and regs[1] == 0x200000 | IQA_DW,
               "RTADDR 0x%x IQA 0x%x before migration" % regs[:2])
-        src.cmd("stop")
-        src.cmd("migrate", uri="exec:cat > %s" % img)
-        wait_migration(src)
-        src.quit()
-    finally:
-        src.kill()
-    dst = VM(devargs, incoming="exec:cat %s" % img)
-    try:
+        save_state(src, img)
+    with running(devargs, incoming="exec:cat %s" % img) as dst:
         wait_migration(dst)
         got = (dst.readq(RTADDR), dst.readq(IQA), dst.readl(GSTS))
         check(got == regs, "RTADDR/IQA/GSTS %s after migration, %s before" % (
             [hex(v) for v in got], [hex(v) for v in regs]))
-        dst.quit()
-    finally:
-        dst.kill()
     # a destination in legacy mode cannot hold that state
-    p = subprocess.run([QEMU] + FIRMWARE + [
-        "-M", "q35,kernel-irqchip=split", "-accel", "qtest", "-m", "128", "-display", "none",
-        "-nodefaults", "-serial", "none", "-monitor", "none", "-qtest", "null",
-        "-device", "viommu-vtd", "-incoming", "exec:cat %s" % img],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
-    out = (p.stdout + p.stderr).strip()
-    check(p.returncode != 0, "a legacy-mode destination accepted scalable-mode state")
+    rc, out = run_fail("viommu-vtd", ["-m", "128", "-incoming", "exec:cat %s" % img])
+    check(rc != 0, "a legacy-mode destination accepted scalable-mode state")
     check("viommu-vtd: migrated state refused" in out,
           "unclear error on a legacy-mode destination: %s" % out)
 
@@ -305,21 +303,16 @@ def t_bad_engine_config():
     check(rc != 0, "QEMU accepted fault-records=225")
     check("viommu-vtd: fault_records must be 1..224" in out,
           "error does not name the range: %s" % out)
-    vm = VM("viommu-vtd,fault-records=224")
-    try:
+    with running("viommu-vtd,fault-records=224") as vm:
         nfr = ((vm.readq(CAP) >> 40) & 0xff) + 1
         check(nfr == 224, "fault-records=224: CAP.NFR+1 is %d" % nfr)
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_cap_reflects_config():
     for devargs, aw, cm, dt, pt in (("viommu-vtd", 48, False, False, True),
                                     ("viommu-vtd,aw-bits=39,caching-mode=on,"
                                      "device-iotlb=on,pt=off", 39, True, True, False)):
-        vm = VM(devargs)
-        try:
+        with running(devargs) as vm:
             cap, ecap = vm.readq(CAP), vm.readq(ECAP)
             check(cap_mgaw(cap) == aw, "%s: CAP.MGAW %d, want %d" % (devargs, cap_mgaw(cap), aw))
             want_sagaw = 0x4 if aw == 48 else 0x2
@@ -328,14 +321,10 @@ def t_cap_reflects_config():
             check(bool(cap & CAP_CM) == cm, "%s: CAP.CM %d" % (devargs, bool(cap & CAP_CM)))
             check(bool(ecap & ECAP_DT) == dt, "%s: ECAP.DT %d" % (devargs, bool(ecap & ECAP_DT)))
             check(bool(ecap & ECAP_PT) == pt, "%s: ECAP.PT %d" % (devargs, bool(ecap & ECAP_PT)))
-            vm.quit()
-        finally:
-            vm.kill()
 
 
 def t_stats_json():
-    vm = VM("viommu-vtd,id=iommu0")
-    try:
+    with running("viommu-vtd,id=iommu0") as vm:
         raw = vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats")
         doc = json.loads(raw)
         check(isinstance(doc, dict) and doc, "stats is not a JSON object: %r" % raw)
@@ -344,25 +333,17 @@ def t_stats_json():
         text = stats_tool(vm)
         check("viommu-vtd statistics" in text and len(text.splitlines()) > 1,
               "viommu-stats printed no table")
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_stats_anonymous():
-    vm = VM("viommu-vtd")
-    try:
+    with running("viommu-vtd") as vm:
         doc = json.loads(stats_tool(vm, "--json"))
         check(isinstance(doc, dict), "stats of an anonymous device unreadable")
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_stats_count_invalidation():
     """A register-based global context-cache invalidation is counted."""
-    vm = VM("viommu-vtd,id=iommu0")
-    try:
+    with running("viommu-vtd,id=iommu0") as vm:
         def count():
             doc = json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0",
                                     property="stats"))
@@ -374,9 +355,6 @@ def t_stats_count_invalidation():
         check(not vm.readq(CCMD) & CCMD_ICC, "CCMD.ICC still set")
         check(count() == before + 1, "context invalidations %d -> %d, want +1"
               % (before, count()))
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 ECAP_IR, ECAP_EIM = 1 << 3, 1 << 4
@@ -389,15 +367,11 @@ def t_intremap_options():
                              ("viommu-vtd,intremap=off", False, False),
                              ("viommu-vtd,intremap=on", True, False),
                              ("viommu-vtd,intremap=on,eim=on", True, True)):
-        vm = VM(devargs)
-        try:
+        with running(devargs) as vm:
             ecap = vm.readq(ECAP)
             check(bool(ecap & ECAP_IR) == ir, "%s: ECAP.IR %d" % (devargs, bool(ecap & ECAP_IR)))
             check(bool(ecap & ECAP_EIM) == eim,
                   "%s: ECAP.EIM %d" % (devargs, bool(ecap & ECAP_EIM)))
-            vm.quit()
-        finally:
-            vm.kill()
     rc, out = run_fail("viommu-vtd,eim=on")
     check(rc != 0, "QEMU accepted eim=on without intremap=on")
     check("viommu-vtd: eim=on needs intremap=on" in out, "unclear error: %s" % out)
@@ -405,8 +379,7 @@ def t_intremap_options():
 
 def t_stats_interrupt_remapping():
     """The IR section counts a SIRTP; viommu-stats prints it."""
-    vm = VM("viommu-vtd,intremap=on,id=iommu0")
-    try:
+    with running("viommu-vtd,intremap=on,id=iommu0") as vm:
         vm.writeq(IRTA, 0x100000 | 7)
         vm.writel(GCMD, GCMD_SIRTP)
         vm.writel(GCMD, GCMD_IRE)
@@ -421,48 +394,31 @@ def t_stats_interrupt_remapping():
         check(re.search(r"^\s*interrupt_remapping$", text, re.M) and
               re.search(r"^\s*invalidations_sirtp\s+1$", text, re.M),
               "viommu-stats does not print the interrupt_remapping section")
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_migration_interrupt_remapping():
     """IRTA (written after SIRTP) and IRTPS/IRES reach the destination."""
     devargs = "viommu-vtd,intremap=on,eim=on"
-    src = VM(devargs)
-    img = os.path.join(src.dir, "state")
-    try:
+    with running(devargs) as src:
+        img = os.path.join(src.dir, "state")
         src.writeq(IRTA, 0x200000 | (1 << 11) | 3)
         src.writel(GCMD, GCMD_SIRTP)
         src.writel(GCMD, GCMD_IRE)
         src.writeq(IRTA, 0x300000 | 5)
-        src.cmd("stop")
-        src.cmd("migrate", uri="exec:cat > %s" % img)
-        wait_migration(src)
-        src.quit()
-    finally:
-        src.kill()
-    dst = VM(devargs, incoming="exec:cat %s" % img)
-    try:
+        save_state(src, img)
+    with running(devargs, incoming="exec:cat %s" % img) as dst:
         wait_migration(dst)
         check(dst.readq(IRTA) == 0x300000 | 5, "IRTA 0x%x on the destination" % dst.readq(IRTA))
         gsts = dst.readl(GSTS)
         check(gsts & (GCMD_SIRTP | GCMD_IRE) == GCMD_SIRTP | GCMD_IRE,
               "GSTS 0x%x on the destination" % gsts)
-        dst.quit()
-    finally:
-        dst.kill()
 
 
 def t_starts_quits():
-    vm = VM("viommu-vtd,id=iommu0", extra=["-device", "virtio-net-pci,netdev=n0",
-                                           "-netdev", "user,id=n0"])
-    try:
+    with running("viommu-vtd,id=iommu0", extra=["-device", "virtio-net-pci,netdev=n0",
+                                                 "-netdev", "user,id=n0"]) as vm:
         check(vm.readl(VER) != 0, "VER_REG reads 0: register window not mapped")
         check(vm.cmd("query-status")["status"] in ("running", "prelaunch"), "not running")
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def program(vm):
@@ -490,19 +446,12 @@ def wait_migration(vm):
 
 
 def t_migration():
-    src = VM("viommu-vtd,id=iommu0,caching-mode=on")
-    img = os.path.join(src.dir, "state")
-    try:
+    with running("viommu-vtd,id=iommu0,caching-mode=on") as src:
+        img = os.path.join(src.dir, "state")
         regs = program(src)
         check(regs["GSTS"] & GCMD_TE, "GSTS.TES not set after GCMD.TE (0x%x)" % regs["GSTS"])
-        src.cmd("stop")
-        src.cmd("migrate", uri="exec:cat > %s" % img)
-        wait_migration(src)
-        src.quit()
-    finally:
-        src.kill()
-    dst = VM("viommu-vtd,id=iommu0,caching-mode=on", incoming="exec:cat %s" % img)
-    try:
+        save_state(src, img)
+    with running("viommu-vtd,id=iommu0,caching-mode=on", incoming="exec:cat %s" % img) as dst:
         wait_migration(dst)
         got = {k: (dst.readl if k in ("GSTS", "FEDATA", "FEADDR", "FECTL") else dst.readq)(off)
                for k, off in (("GSTS", GSTS), ("RTADDR", RTADDR), ("FEDATA", FEDATA),
@@ -510,22 +459,13 @@ def t_migration():
         check(got == regs, "registers after migration %s, before %s" % (
             {k: hex(v) for k, v in got.items()}, {k: hex(v) for k, v in regs.items()}))
         json.loads(dst.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats"))
-        dst.quit()
-    finally:
-        dst.kill()
 
 
 def t_migration_section():
     """The device state is in the stream (a vmstate without the device would still "migrate")."""
-    src = VM("viommu-vtd,id=iommu0")
-    img = os.path.join(src.dir, "state")
-    try:
-        src.cmd("stop")
-        src.cmd("migrate", uri="exec:cat > %s" % img)
-        wait_migration(src)
-        src.quit()
-    finally:
-        src.kill()
+    with running("viommu-vtd,id=iommu0") as src:
+        img = os.path.join(src.dir, "state")
+        save_state(src, img)
     with open(img, "rb") as f:
         data = f.read()
     check(b"viommu-vtd" in data, "no viommu-vtd section in the migration stream")
@@ -605,9 +545,8 @@ def phys_q(vm, addr):
 def t_migration_dma_in_flight():
     """DMA translated before the migration; descriptors queued on the source
     run on the destination, through the migrated root table and TE."""
-    src = VM("viommu-vtd,id=iommu0", extra=DMA_ARGS)
-    img = os.path.join(src.dir, "state")
-    try:
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS) as src:
+        img = os.path.join(src.dir, "state")
         dma_setup(src)
         dma_push(src, 0, DST_IOVA, 0x1122334455667788)
         dma_doorbell(src, 1)
@@ -618,14 +557,8 @@ def t_migration_dma_in_flight():
         # rung; one of them aims at an unmapped IOVA.
         dma_push(src, 1, DST_IOVA + 0x1000, 0x0102030405060708)
         dma_push(src, 2, UNMAPPED_IOVA, 0x5a5a5a5a5a5a5a5a)
-        src.cmd("stop")
-        src.cmd("migrate", uri="exec:cat > %s" % img)
-        wait_migration(src)
-        src.quit()
-    finally:
-        src.kill()
-    dst = VM("viommu-vtd,id=iommu0", extra=DMA_ARGS, incoming="exec:cat %s" % img)
-    try:
+        save_state(src, img)
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS, incoming="exec:cat %s" % img) as dst:
         wait_migration(dst)
         dst.cmd("cont")
         check(dst.readl(GSTS) & GCMD_TE, "GSTS.TES lost")
@@ -641,9 +574,6 @@ def t_migration_dma_in_flight():
         check(doc["translate"]["requests"] >= 3 and doc["faults"]["recorded"] >= 1,
               "destination counted %s translations, %s faults recorded" % (
                   doc["translate"]["requests"], doc["faults"]["recorded"]))
-        dst.quit()
-    finally:
-        dst.kill()
 
 
 def t_analyze_migration():
@@ -651,16 +581,10 @@ def t_analyze_migration():
     by field (no opaque buffer)."""
     script = os.path.join(TOP, "build", "qemu-src", "scripts", "analyze-migration.py")
     check(os.path.exists(script), "%s missing (run scripts/fetch-qemu.sh)" % script)
-    src = VM("viommu-vtd,id=iommu0,fault-records=4")
-    img = os.path.join(src.dir, "state")
-    try:
+    with running("viommu-vtd,id=iommu0,fault-records=4") as src:
+        img = os.path.join(src.dir, "state")
         regs = program(src)
-        src.cmd("stop")
-        src.cmd("migrate", uri="exec:cat > %s" % img)
-        wait_migration(src)
-        src.quit()
-    finally:
-        src.kill()
+        save_state(src, img)
     p = subprocess.run([sys.executable, script, "-f", img], capture_output=True, text=True,
                        timeout=TIMEOUT)
     check(p.returncode == 0, "analyze-migration.py failed: %s" % p.stderr.strip()[-500:])
@@ -680,8 +604,7 @@ def t_analyze_migration():
 def t_trace_engine_events():
     """-trace 'viommu_vtd_*' shows what the engine does: misses, walks,
     faults, descriptors, invalidations, commands."""
-    vm = VM("viommu-vtd,id=iommu0", extra=DMA_ARGS + ["-trace", "viommu_vtd_*"])
-    try:
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS + ["-trace", "viommu_vtd_*"]) as vm:
         dma_setup(vm)
         dma_push(vm, 0, DST_IOVA, 1)
         dma_push(vm, 1, UNMAPPED_IOVA, 2)
@@ -695,9 +618,6 @@ def t_trace_engine_events():
         vm.writeq(IQA, q)
         vm.writel(GCMD, GCMD_TE | GCMD_QIE)
         vm.writeq(IQT, 0x20)
-        vm.quit()
-    finally:
-        vm.kill()
     log = open(vm.log).read()
     for ev in ("viommu_vtd_gcmd", "viommu_vtd_root_table", "viommu_vtd_cache_reset",
                "viommu_vtd_context_miss", "viommu_vtd_iotlb_miss", "viommu_vtd_page_walk",
@@ -713,24 +633,19 @@ def t_trace_engine_events():
 def t_queue_on_registers():
     """Tables and queues are read from RAM only: a queue aimed at the unit's
     own register window is an invalidation queue error, not a re-entry."""
-    vm = VM("viommu-vtd,id=iommu0")
-    try:
+    with running("viommu-vtd,id=iommu0") as vm:
         vm.writeq(IQA, BASE)
         vm.writel(GCMD, GCMD_QIE)
         check(vm.readl(GSTS) & GCMD_QIE, "GSTS.QIES not set")
         vm.writeq(IQT, 0x10)
         check(vm.readl(FSTS) & FSTS_IQE, "FSTS 0x%x: no IQE" % vm.readl(FSTS))
         check(vm.readq(IQH) == 0, "IQH moved past an unreadable descriptor")
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_wait_status_to_registers():
     """A wait descriptor whose status address is the register window must not
     write the registers."""
-    vm = VM("viommu-vtd,id=iommu0")
-    try:
+    with running("viommu-vtd,id=iommu0") as vm:
         ram = 0x100000
         vm.writel(FEDATA, 0x4041)
         # wait descriptor: type 5, SW, status data 0x1234, status address FEDATA
@@ -743,14 +658,10 @@ def t_wait_status_to_registers():
               "registers" % vm.readl(FEDATA))
         check(vm.readq(IQH) == 0x10, "IQH 0x%x: the wait descriptor was not consumed"
               % vm.readq(IQH))
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_system_reset():
-    vm = VM("viommu-vtd,id=iommu0")
-    try:
+    with running("viommu-vtd,id=iommu0") as vm:
         program(vm)
         check(vm.readl(GSTS) & GCMD_TE, "GSTS.TES not set")
         vm.cmd("system_reset")
@@ -761,9 +672,6 @@ def t_system_reset():
         check(vm.readq(RTADDR) == 0, "RTADDR 0x%x after reset" % vm.readq(RTADDR))
         check(vm.readl(VER) != 0, "register window gone after reset")
         json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats"))
-        vm.quit()
-    finally:
-        vm.kill()
 
 
 def t_map_notifier_first_stage():
