@@ -7,6 +7,7 @@
 #include <functional>
 #include <sstream>
 
+#include "decimal.hpp"
 #include "json.hpp"
 
 #ifndef VIOMMU_SIM_CASES_DIR
@@ -46,23 +47,6 @@ struct Info {
     std::string_view help;
     Setter set;
 };
-
-bool parse_u64(std::string_view s, uint64_t &out)
-{
-    if (s.empty() || s.size() > 20)
-        return false;
-    uint64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9')
-            return false;
-        uint64_t d = uint64_t(c - '0');
-        if (v > (max_u64 - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    out = v;
-    return true;
-}
 
 // "4096", "4K", "4KiB", "64K", "1M"
 bool parse_bytes(std::string_view s, uint64_t &out)

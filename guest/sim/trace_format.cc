@@ -6,6 +6,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "decimal.hpp"
+
 namespace viommu::sim::trace {
 
 namespace {
@@ -13,23 +15,6 @@ namespace {
 constexpr std::array<std::string_view, 9> op_names{"map",  "unmap", "sync",  "flush", "inv",
                                                    "wait", "txn",   "xlate", "idle"};
 constexpr int32_t max_cpu = 4095;
-
-bool dec(std::string_view s, uint64_t &out)
-{
-    if (s.empty() || s.size() > 20)
-        return false;
-    uint64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9')
-            return false;
-        uint64_t d = uint64_t(c - '0');
-        if (v > (~uint64_t{0} - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    out = v;
-    return true;
-}
 
 bool hex(std::string_view s, uint64_t &out)
 {
@@ -127,7 +112,7 @@ bool Parser::parse_event(std::string_view text, Event &e)
     auto f = fields(text);
     if (f.size() < 3)
         return fail("an event needs TIMESTAMP CPU OP, got " + shown(text));
-    if (!dec(f[0], e.ts))
+    if (!parse_u64(f[0], e.ts))
         return fail("timestamp " + shown(f[0]) + ": needs whole nanoseconds");
     bool device_side = header_.side == "device";
     if (f[1] == "-") {
@@ -136,7 +121,7 @@ bool Parser::parse_event(std::string_view text, Event &e)
         e.cpu = -1;
     } else {
         uint64_t c;
-        if (!dec(f[1], c) || c > uint64_t(max_cpu))
+        if (!parse_u64(f[1], c) || c > uint64_t(max_cpu))
             return fail("CPU " + shown(f[1]) + ": needs 0.." + std::to_string(max_cpu) +
                         (device_side ? " or '-'" : ""));
         e.cpu = int32_t(c);
@@ -172,7 +157,7 @@ bool Parser::parse_event(std::string_view text, Event &e)
         bool ok = true;
         switch (idx) {
         case 0:
-            ok = dec(v, e.size) && e.size > 0;
+            ok = parse_u64(v, e.size) && e.size > 0;
             e.has_size = true;
             break;
         case 1:
@@ -192,7 +177,7 @@ bool Parser::parse_event(std::string_view text, Event &e)
             e.has_pa = true;
             break;
         case 5:
-            ok = dec(v, e.dur);
+            ok = parse_u64(v, e.dur);
             e.has_dur = true;
             break;
         case 6:
@@ -247,7 +232,7 @@ bool Parser::line(std::string_view text, std::optional<Event> &out)
                         "...', got " +
                         shown(text));
         uint64_t v;
-        if (f.size() < 2 || !dec(f[1], v))
+        if (f.size() < 2 || !parse_u64(f[1], v))
             return fail("header: needs a version number after 'viommu-trace'");
         if (v != format_version)
             return fail("format version " + std::to_string(v) +
@@ -270,7 +255,7 @@ bool Parser::line(std::string_view text, std::optional<Event> &out)
             } else if (k == "unit")
                 header_.unit = std::string(val);
             else if (k == "window") {
-                if (!dec(val, header_.window))
+                if (!parse_u64(val, header_.window))
                     return fail("header window=" + shown(val) + ": needs a whole number");
             } else
                 return fail("unknown header key " + shown(k) + " (source side unit window)");
@@ -288,7 +273,7 @@ bool Parser::line(std::string_view text, std::optional<Event> &out)
     if (text.substr(i, 4) == "end " || text.substr(i) == "end") {
         auto f = fields(text);
         uint64_t n;
-        if (f.size() != 2 || !dec(f[1], n))
+        if (f.size() != 2 || !parse_u64(f[1], n))
             return fail("end record: needs 'end COUNT'");
         if (n != events_)
             return fail("end record counts " + std::to_string(n) + " events, the file has " +
