@@ -26,70 +26,60 @@ IovaNode *RbTree::make(uint64_t lo, uint64_t hi)
     return n;
 }
 
-IovaNode *RbTree::first() const
+// The node furthest down side @s (first(): left, last(): right).
+IovaNode *RbTree::outermost(Side s) const
 {
     IovaNode *n = root_;
-    while (n && n->left) {
-        n = n->left;
+    while (n && n->*s) {
+        n = n->*s;
         visits_++;
     }
     return n;
+}
+
+IovaNode *RbTree::first() const
+{
+    return outermost(&IovaNode::left);
 }
 
 IovaNode *RbTree::last() const
 {
-    IovaNode *n = root_;
-    while (n && n->right) {
-        n = n->right;
+    return outermost(&IovaNode::right);
+}
+
+// The in-order neighbour of @n towards side @s (prev(): left, next(): right).
+IovaNode *RbTree::step(const IovaNode *n, Side s) const
+{
+    const Side back = other(s);
+    if (n->*s) {
+        IovaNode *p = n->*s;
+        visits_++;
+        while (p->*back) {
+            p = p->*back;
+            visits_++;
+        }
+        return p;
+    }
+    const IovaNode *c = n;
+    IovaNode *p = n->parent;
+    while (p && c == p->*s) {
+        c = p;
+        p = p->parent;
         visits_++;
     }
-    return n;
+    if (p)
+        visits_++;
+    return p;
 }
 
 IovaNode *RbTree::prev(const IovaNode *n) const
 {
-    if (n->left) {
-        IovaNode *p = n->left;
-        visits_++;
-        while (p->right) {
-            p = p->right;
-            visits_++;
-        }
-        return p;
-    }
-    const IovaNode *c = n;
-    IovaNode *p = n->parent;
-    while (p && c == p->left) {
-        c = p;
-        p = p->parent;
-        visits_++;
-    }
-    if (p)
-        visits_++;
-    return p;
+    return step(n, &IovaNode::left);
 }
 
 IovaNode *RbTree::next(const IovaNode *n) const
 {
-    if (n->right) {
-        IovaNode *p = n->right;
-        visits_++;
-        while (p->left) {
-            p = p->left;
-            visits_++;
-        }
-        return p;
-    }
-    const IovaNode *c = n;
-    IovaNode *p = n->parent;
-    while (p && c == p->right) {
-        c = p;
-        p = p->parent;
-        visits_++;
-    }
-    if (p)
-        visits_++;
-    return p;
+    return step(n, &IovaNode::right);
 }
 
 IovaNode *RbTree::find(uint64_t pfn) const
@@ -122,27 +112,18 @@ IovaNode *RbTree::lower_bound(uint64_t pfn) const
     return best;
 }
 
-void RbTree::rotate_left(IovaNode *x)
+// Rotate @x down towards side @s: its child on the other side takes its
+// place (rotate left: s is left).
+void RbTree::rotate(IovaNode *x, Side s)
 {
-    IovaNode *y = x->right;
-    x->right = y->left;
-    if (y->left)
-        y->left->parent = x;
+    const Side o = other(s);
+    IovaNode *y = x->*o;
+    x->*o = y->*s;
+    if (y->*s)
+        (y->*s)->parent = x;
     y->parent = x->parent;
     replace(x, y);
-    y->left = x;
-    x->parent = y;
-}
-
-void RbTree::rotate_right(IovaNode *x)
-{
-    IovaNode *y = x->left;
-    x->left = y->right;
-    if (y->right)
-        y->right->parent = x;
-    y->parent = x->parent;
-    replace(x, y);
-    y->right = x;
+    y->*s = x;
     x->parent = y;
 }
 
@@ -199,39 +180,24 @@ void RbTree::insert_fixup(IovaNode *z)
 {
     while (is_red(z->parent)) {
         IovaNode *p = z->parent, *g = p->parent;
-        if (p == g->left) {
-            IovaNode *u = g->right;
-            if (is_red(u)) {
-                p->red = u->red = false;
-                g->red = true;
-                z = g;
-                continue;
-            }
-            if (z == p->right) {
-                rotate_left(p);
-                z = p;
-                p = z->parent;
-            }
-            p->red = false;
+        // near: the side of g that p is on; the uncle is on the far side
+        const Side near = p == g->left ? &IovaNode::left : &IovaNode::right;
+        const Side far = other(near);
+        IovaNode *u = g->*far;
+        if (is_red(u)) {
+            p->red = u->red = false;
             g->red = true;
-            rotate_right(g);
-        } else {
-            IovaNode *u = g->left;
-            if (is_red(u)) {
-                p->red = u->red = false;
-                g->red = true;
-                z = g;
-                continue;
-            }
-            if (z == p->left) {
-                rotate_right(p);
-                z = p;
-                p = z->parent;
-            }
-            p->red = false;
-            g->red = true;
-            rotate_left(g);
+            z = g;
+            continue;
         }
+        if (z == p->*far) {
+            rotate(p, near);
+            z = p;
+            p = z->parent;
+        }
+        p->red = false;
+        g->red = true;
+        rotate(g, far);
     }
     root_->red = false;
 }
@@ -279,56 +245,32 @@ void RbTree::erase(IovaNode *z)
 void RbTree::erase_fixup(IovaNode *x, IovaNode *xp)
 {
     while (x != root_ && !is_red(x)) {
-        if (x == xp->left) {
-            IovaNode *w = xp->right;
-            if (is_red(w)) {
-                w->red = false;
-                xp->red = true;
-                rotate_left(xp);
-                w = xp->right;
-            }
-            if (!is_red(w->left) && !is_red(w->right)) {
-                w->red = true;
-                x = xp;
-                xp = x->parent;
-            } else {
-                if (!is_red(w->right)) {
-                    w->left->red = false;
-                    w->red = true;
-                    rotate_right(w);
-                    w = xp->right;
-                }
-                w->red = xp->red;
-                xp->red = false;
-                w->right->red = false;
-                rotate_left(xp);
-                x = root_;
-            }
+        // s: the side of xp that x is on; its sibling w is on the other
+        const Side s = x == xp->left ? &IovaNode::left : &IovaNode::right;
+        const Side o = other(s);
+        IovaNode *w = xp->*o;
+        if (is_red(w)) {
+            w->red = false;
+            xp->red = true;
+            rotate(xp, s);
+            w = xp->*o;
+        }
+        if (!is_red(w->left) && !is_red(w->right)) {
+            w->red = true;
+            x = xp;
+            xp = x->parent;
         } else {
-            IovaNode *w = xp->left;
-            if (is_red(w)) {
-                w->red = false;
-                xp->red = true;
-                rotate_right(xp);
-                w = xp->left;
-            }
-            if (!is_red(w->left) && !is_red(w->right)) {
+            if (!is_red(w->*o)) {
+                (w->*s)->red = false;
                 w->red = true;
-                x = xp;
-                xp = x->parent;
-            } else {
-                if (!is_red(w->left)) {
-                    w->right->red = false;
-                    w->red = true;
-                    rotate_left(w);
-                    w = xp->left;
-                }
-                w->red = xp->red;
-                xp->red = false;
-                w->left->red = false;
-                rotate_right(xp);
-                x = root_;
+                rotate(w, o);
+                w = xp->*o;
             }
+            w->red = xp->red;
+            xp->red = false;
+            (w->*o)->red = false;
+            rotate(xp, s);
+            x = root_;
         }
     }
     if (x)

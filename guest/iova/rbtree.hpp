@@ -53,8 +53,13 @@ public:
     bool valid() const;
 
 private:
-    void rotate_left(IovaNode *x);
-    void rotate_right(IovaNode *x);
+    // A side of a node, &IovaNode::left or &IovaNode::right: each
+    // mirror-image pair of operations is one function given the side.
+    using Side = IovaNode *IovaNode::*;
+    static Side other(Side s) { return s == &IovaNode::left ? &IovaNode::right : &IovaNode::left; }
+    IovaNode *outermost(Side s) const;
+    IovaNode *step(const IovaNode *n, Side s) const;
+    void rotate(IovaNode *x, Side s);
     void insert_fixup(IovaNode *z);
     void erase_fixup(IovaNode *x, IovaNode *xparent);
     void replace(IovaNode *u, IovaNode *v);
