@@ -195,8 +195,9 @@ typedef struct VtdConfig {
     bool     superpage_1g;     /* CAP.SLLPS bit for 1 GiB (2 MiB is always on) */
     uint32_t iotlb_entries;    /* IOTLB capacity (entries); 0 = default */
     uint32_t context_entries;  /* context-cache capacity; 0 = default */
-    uint16_t fault_records;    /* CAP.NFR + 1, 1..224 (what fits in the register
-                                * page from FRO 0x200); 0 = default (8) */
+    uint16_t fault_records;    /* CAP.NFR + 1, 1..VTD_MAX_FAULT_RECORDS (224, what
+                                * fits in the register page from FRO 0x200);
+                                * 0 = default (8) */
     bool     intremap;         /* ECAP.IR: interrupt remapping */
     bool     eim;              /* ECAP.EIM: x2APIC (32-bit) destinations; needs intremap */
     bool     scalable_mode;    /* ECAP.SMTS: scalable-mode translation; also makes IQA.DW
@@ -365,7 +366,11 @@ VtdIrResult vtd_engine_remap_interrupt(VtdEngine *e, uint16_t sid, uint64_t addr
  * (below).  A host describes the struct field by field in its own
  * migration format (the QEMU glue: VMState).  The struct has no padding:
  * two states are equal when their bytes are. */
-#define VTD_MAX_FAULT_RECORDS 256
+/* The most fault recording registers this unit has: CAP.NFR's 8 bits could
+ * say 256, but the 16-byte registers follow CAP.FRO (0x200) inside the one
+ * 4 KiB register page (VTD_MMIO_SIZE), so 224 fit; VtdConfig.fault_records
+ * is 1..VTD_MAX_FAULT_RECORDS. */
+#define VTD_MAX_FAULT_RECORDS 224
 
 /* One fault recording register (FRCD), 128 bits. */
 typedef struct VtdFaultRecord {

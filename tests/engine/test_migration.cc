@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <random>
 
 #include "fake_host.hpp"
@@ -77,6 +78,36 @@ TEST(Migration, StateNamesTheRegisters)
     EXPECT_EQ(recorded, 2u);
     for (unsigned i = st.n_fault_records; i < VTD_MAX_FAULT_RECORDS; i++)
         EXPECT_EQ(st.fault_records[i].lo | st.fault_records[i].hi, 0u) << i;
+}
+
+// The largest unit, VTD_MAX_FAULT_RECORDS records (as many as fit in the
+// register page from FRO), fills every one of them and migrates them all:
+// the state's array holds exactly that many, the last one included.
+TEST(Migration, EveryRecordOfTheLargestUnit)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.fault_records = VTD_MAX_FAULT_RECORDS;
+    FakeHost src(8 << 20, c);
+    ASSERT_NE(src.e, nullptr);
+    ASSERT_EQ(src.frcd + VTD_MAX_FAULT_RECORDS * 16, uint32_t{VTD_MMIO_SIZE});
+    uint64_t pt = src.alloc_page();
+    src.set_context(0x0108, pt, 3, 4);
+    src.enable_translation();
+    for (unsigned i = 0; i < VTD_MAX_FAULT_RECORDS; i++)
+        ASSERT_EQ(src.translate(0x0108, 0x1000 * (i + 1), VTD_PERM_READ), VTD_FR_READ);
+    VtdState st = get_state(src);
+    ASSERT_EQ(st.n_fault_records, uint32_t{VTD_MAX_FAULT_RECORDS});
+    EXPECT_EQ(std::size(st.fault_records), size_t{VTD_MAX_FAULT_RECORDS});
+    EXPECT_EQ(st.fault_records[VTD_MAX_FAULT_RECORDS - 1].lo, 0x1000u * VTD_MAX_FAULT_RECORDS);
+
+    FakeHost dst(8 << 20, c);
+    dst.ram = src.ram;
+    ASSERT_EQ(vtd_engine_set_state(dst.e, &st), VTD_STATE_OK);
+    for (unsigned i = 0; i < VTD_MAX_FAULT_RECORDS; i++) {
+        EXPECT_EQ(dst.mmio64(dst.frcd + i * 16), src.mmio64(src.frcd + i * 16)) << i;
+        EXPECT_EQ(dst.mmio64(dst.frcd + i * 16 + 8), src.mmio64(src.frcd + i * 16 + 8)) << i;
+    }
+    EXPECT_TRUE(same(get_state(dst), st));
 }
 
 TEST(Migration, RoundTrip)

@@ -9,9 +9,9 @@ static constexpr uint32_t DEFAULT_IOTLB_ENTRIES = 131072;
 static constexpr uint32_t DEFAULT_CONTEXT_ENTRIES = 1024;
 static constexpr unsigned DEFAULT_FAULT_RECORDS = 8;
 // CAP.NFR could say 256, but the 16-byte records follow FRO in the one
-// 4 KiB register page: 224 of them fit.
+// 4 KiB register page: 224 of them fit, the C ABI's VTD_MAX_FAULT_RECORDS.
 static constexpr unsigned MAX_FAULT_RECORDS = (VTD_MMIO_SIZE - reg::FRCD) / reg::FRCD_LEN;
-static_assert(MAX_FAULT_RECORDS == 224);
+static_assert(MAX_FAULT_RECORDS == VTD_MAX_FAULT_RECORDS && MAX_FAULT_RECORDS == 224);
 static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
 static constexpr unsigned DOMAIN_ID_BITS = 16;
 static constexpr uint32_t IEC_ENTRIES = 1024;
