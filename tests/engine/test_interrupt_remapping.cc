@@ -3,6 +3,7 @@
 // latches, IRE, CFI), every IRTE field, source-id validation, every
 // interrupt-remapping fault reason and its recording (FPD), the interrupt
 // entry cache and its invalidations, and the statistics.
+#include <array>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -907,11 +908,14 @@ TEST_F(Ir, FullIecEvictsOneEntryNeverFlushes)
 // Remaps on other threads race IRTE updates and their invalidations.  For
 // every interleaving: a remap that starts after an invalidation completed
 // sees that update or a later one, never an entry cached from before it.
+// Step counts, not timing, make the workers run between the rounds: before
+// each update the main thread waits until every worker has finished a
+// remap begun after the previous invalidation completed.
 TEST_F(Ir, InvalidationRacingRemapsNeverServesStaleEntries)
 {
     setup(3);
     h.enable_qi();
-    constexpr unsigned ROUNDS = 200, INDEXES = 8;
+    constexpr unsigned ROUNDS = 200, INDEXES = 8, WORKERS = 2;
     auto vector_of = [](unsigned round) { return static_cast<uint8_t>(0x20 + round); };
     Entry e;
     e.vector = vector_of(0);
@@ -920,14 +924,18 @@ TEST_F(Ir, InvalidationRacingRemapsNeverServesStaleEntries)
     std::atomic<unsigned> published{0};
     std::atomic<bool> done{false};
     std::atomic<uint64_t> stale{0}, remapped{0};
+    // Per worker: 1 + the round published when its latest remap began.
+    std::array<std::atomic<unsigned>, WORKERS> reached{};
     std::vector<std::thread> workers;
-    for (unsigned t = 0; t < 2; t++) {
+    for (unsigned t = 0; t < WORKERS; t++) {
         workers.emplace_back([&, t] {
             unsigned i = t;
             while (!done.load(std::memory_order_acquire)) {
                 unsigned seen = published.load(std::memory_order_acquire);
                 VtdInterrupt out{};
-                if (remap(remappable(i++ % INDEXES), 0, &out) != VTD_IR_REMAPPED)
+                VtdIrResult r = remap(remappable(i++ % INDEXES), 0, &out);
+                reached[t].store(seen + 1, std::memory_order_release);
+                if (r != VTD_IR_REMAPPED)
                     continue;
                 remapped.fetch_add(1);
                 if (out.vector < vector_of(seen))
@@ -936,6 +944,9 @@ TEST_F(Ir, InvalidationRacingRemapsNeverServesStaleEntries)
         });
     }
     for (unsigned round = 1; round <= ROUNDS; round++) {
+        for (unsigned t = 0; t < WORKERS; t++)
+            while (reached[t].load(std::memory_order_acquire) < round)
+                std::this_thread::yield();
         e.vector = vector_of(round);
         for (unsigned i = 0; i < INDEXES; i++)
             put(i, e);
@@ -947,6 +958,7 @@ TEST_F(Ir, InvalidationRacingRemapsNeverServesStaleEntries)
         w.join();
     EXPECT_EQ(h.mmio32(FSTS), 0u);
     EXPECT_EQ(stale.load(), 0u);
+    EXPECT_GE(remapped.load(), uint64_t{WORKERS} * ROUNDS) << "a remap by each worker per round";
     EXPECT_EQ(stat("remappable", "remapped"), remapped.load());
     VtdInterrupt out{};
     ASSERT_EQ(remap(remappable(5), 0, &out), VTD_IR_REMAPPED);
