@@ -420,34 +420,6 @@ static void test_ioapic_source_id(void)
     ir_stop(&t);
 }
 
-static void wait_migration(QTestState *src, QTestState *dst)
-{
-    for (int i = 0; i < 100000; i++) {
-        QDict *r = qtest_qmp(src, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(r, "return");
-        const char *st = qdict_haskey(ret, "status") ?
-                         qdict_get_str(ret, "status") : "none";
-        bool done = !strcmp(st, "completed");
-
-        g_assert_cmpstr(st, !=, "failed");
-        qobject_unref(r);
-        if (done) {
-            break;
-        }
-        g_usleep(1000);
-    }
-    for (int i = 0; i < 100000; i++) {
-        QDict *r = qtest_qmp(dst, "{'execute': 'query-status'}");
-        bool running = qdict_get_bool(qdict_get_qdict(r, "return"), "running");
-        qobject_unref(r);
-        if (running) {
-            return;
-        }
-        g_usleep(1000);
-    }
-    g_assert_not_reached();
-}
-
 /* IRTA, the latched table and IRES migrate: remapping goes on as it was. */
 static void test_migration(void)
 {
@@ -470,7 +442,7 @@ static void test_migration(void)
     dst = qtest_init(cmd);
     qtest_qmp_assert_success(t.e.qts, "{'execute': 'migrate',"
                              " 'arguments': {'uri': %s}}", uri);
-    wait_migration(t.e.qts, dst);
+    vt_wait_migration(t.e.qts, dst);
     vdma_free(&t.e.dma[0]);         /* disables MSI-X on the source */
     qtest_quit(t.e.qts);
     t.e.qts = NULL;

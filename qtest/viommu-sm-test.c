@@ -678,34 +678,6 @@ static void test_ttm_switch_while_enabled(void)
     sm_stop(&t);
 }
 
-static void sm_wait_migration(QTestState *src, QTestState *dst)
-{
-    for (int i = 0; i < 100000; i++) {
-        QDict *r = qtest_qmp(src, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(r, "return");
-        const char *st = qdict_haskey(ret, "status") ?
-                         qdict_get_str(ret, "status") : "none";
-        bool done = !strcmp(st, "completed");
-
-        g_assert_cmpstr(st, !=, "failed");
-        qobject_unref(r);
-        if (done) {
-            break;
-        }
-        g_usleep(1000);
-    }
-    for (int i = 0; i < 100000; i++) {
-        QDict *r = qtest_qmp(dst, "{'execute': 'query-status'}");
-        bool running = qdict_get_bool(qdict_get_qdict(r, "return"), "running");
-        qobject_unref(r);
-        if (running) {
-            return;
-        }
-        g_usleep(1000);
-    }
-    g_assert_not_reached();
-}
-
 /*
  * Migration in the middle of scalable mode: first-stage RID_PASID, a
  * second-stage PASID entry, and a P_IOTLB descriptor with a reserved bit
@@ -759,7 +731,7 @@ static void test_migration(void)
     dst = qtest_init(cmd);
     qtest_qmp_assert_success(t.e.qts, "{'execute': 'migrate',"
                              " 'arguments': {'uri': %s}}", uri);
-    sm_wait_migration(t.e.qts, dst);
+    vt_wait_migration(t.e.qts, dst);
     vdma_free(&t.e.dma[0]);
     qtest_quit(t.e.qts);
     t.e.qts = NULL;

@@ -222,3 +222,32 @@ void vt_add_case(const char *prefix, const char *path, void (*fn)(void),
         qtest_add_data_func(name, c, vt_run_case);
     }
 }
+
+/* Wait until the outgoing migration completed and the destination runs. */
+void vt_wait_migration(QTestState *src, QTestState *dst)
+{
+    for (int i = 0; i < 100000; i++) {
+        QDict *r = qtest_qmp(src, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(r, "return");
+        const char *st = qdict_haskey(ret, "status") ?
+                         qdict_get_str(ret, "status") : "none";
+        bool done = !strcmp(st, "completed");
+
+        g_assert_cmpstr(st, !=, "failed");
+        qobject_unref(r);
+        if (done) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    for (int i = 0; i < 100000; i++) {
+        QDict *r = qtest_qmp(dst, "{'execute': 'query-status'}");
+        bool running = qdict_get_bool(qdict_get_qdict(r, "return"), "running");
+        qobject_unref(r);
+        if (running) {
+            return;
+        }
+        g_usleep(1000);
+    }
+    g_assert_not_reached();
+}

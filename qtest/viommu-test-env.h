@@ -58,6 +58,7 @@ void vt_map_rings(VtEnv *e, VtdDomain *d, int i);
  * in a subprocess and must fail there (a fixed intel-iommu shows up as an
  * unexpected pass), and a vtd_only case is not registered at all.
  */
+void vt_wait_migration(QTestState *src, QTestState *dst);
 bool vt_test_init(int *argc, char ***argv);
 void vt_add_case(const char *prefix, const char *path, void (*fn)(void),
                  const char *intel_aborts, const char *intel_deviation,

@@ -846,34 +846,6 @@ static void test_system_reset(void)
     fx_stop(&f);
 }
 
-static void wait_migration(QTestState *src, QTestState *dst)
-{
-    for (int i = 0; i < 100000; i++) {
-        QDict *r = qtest_qmp(src, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(r, "return");
-        const char *st = qdict_haskey(ret, "status") ?
-                         qdict_get_str(ret, "status") : "none";
-        bool done = !strcmp(st, "completed");
-
-        g_assert_cmpstr(st, !=, "failed");
-        qobject_unref(r);
-        if (done) {
-            break;
-        }
-        g_usleep(1000);
-    }
-    for (int i = 0; i < 100000; i++) {
-        QDict *r = qtest_qmp(dst, "{'execute': 'query-status'}");
-        bool running = qdict_get_bool(qdict_get_qdict(r, "return"), "running");
-        qobject_unref(r);
-        if (running) {
-            return;
-        }
-        g_usleep(1000);
-    }
-    g_assert_not_reached();
-}
-
 static void test_migration(void)
 {
     Fx f;
@@ -899,7 +871,7 @@ static void test_migration(void)
     dst = qtest_init(cmd);
     qtest_qmp_assert_success(f.e.qts, "{'execute': 'migrate',"
                              " 'arguments': {'uri': %s}}", uri);
-    wait_migration(f.e.qts, dst);
+    vt_wait_migration(f.e.qts, dst);
     qtest_quit(f.e.qts);
     f.e.qts = NULL;
     vdma_free(&f.e.dma[0]);
