@@ -682,6 +682,25 @@ TEST_F(Scalable, PasidDirectoryAndTableFaults)
     expect(VTD_FR_SM_PASID_ENTRY_RSVD, "SSADE");
     // PWSNP is accepted (ECAP.SMPWC).
     with(1, w[1] | 1u << 23, VTD_FR_NONE, "PWSNP");
+    with(2, w[2] | 1u << 6, VTD_FR_SM_PASID_ENTRY_RSVD, "word 2 bit 6");
+}
+
+// The RID_PASID entry exactly as Linux 6.1 writes it for a DMA domain with
+// first-stage tables (intel_pasid_setup_first_level()): AW in word 0 (a
+// second-stage field, ignored with PGTT first-stage), PWSNP (ECAP.SMPWC),
+// and bit 133 (NXE in the VT-d 3.0 revision); leaves with XD, as 6.1 maps.
+TEST_F(Scalable, LinuxFirstStageEntryIsAccepted)
+{
+    constexpr uint64_t XD = 1ull << 63;
+    t.map_fs(fs, 0x1000, 0x5000, FS_RW | FS_US | FS_A | FS_D | XD);
+    auto w = ScalableTables::first_stage(fs, DID, 1u << 5);
+    w[0] |= 2u << 2;   // AW: agaw 2 (4-level, 48 bits)
+    w[1] |= 1u << 23;  // PWSNP
+    t.set_pasid(dir, 0, w);
+    t.invalidate_all();
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x1234, VTD_PERM_READ | VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
 }
 
 TEST(ScalableConfigWalk, PgttTheUnitDoesNotOffer)

@@ -31,9 +31,12 @@ constexpr uint64_t W0_FPD = bit(1), W0_AW = mask(4, 2), W0_SSEE = bit(5), W0_PGT
 // memory-type fields are reserved (no ECAP.SC, no ECAP.MTS).
 constexpr uint64_t W1_DID = mask(15, 0), W1_RSVD = mask(22, 16) | mask(63, 24);
 // Word 2: SRE, FSPM, WPE, EAFE, FSPTPTR; ERE (bit 1) is reserved (no
-// ECAP.ERS).
-constexpr uint64_t W2_SRE = bit(0), W2_FSPM = mask(3, 2), W2_WPE = bit(4), W2_EAFE = bit(7),
-                   W2_RSVD = bit(1) | mask(6, 5) | mask(11, 8);
+// ECAP.ERS).  Bit 5 (bit 133 of the entry) is accepted and ignored: the
+// VT-d 3.0 revision defined it as NXE (No-Execute Enable, XD honoured in
+// first-stage entries), and Linux (6.1) sets it in every first-stage
+// entry it writes; XD is honoured either way.
+constexpr uint64_t W2_SRE = bit(0), W2_FSPM = mask(3, 2), W2_WPE = bit(4), W2_NXE = bit(5),
+                   W2_EAFE = bit(7), W2_RSVD = bit(1) | bit(6) | mask(11, 8);
 }  // namespace pasid_entry
 
 // Read the PASID directory entry and PASID-table entry of `pasid` under the
