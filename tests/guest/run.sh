@@ -3,9 +3,9 @@
 # Guest tests: boot the Debian guest behind an IOMMU under TCG and check, from
 # inside and from the host, that DMA really goes through it.  TAP on stdout.
 #
-#   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only dma-lazy,dma-strict,fault,vhost,vhost-ats]
+#   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Five boots (about 40-60 s each under TCG):
+# Nine boots (about 40-60 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -17,6 +17,14 @@
 #   dma-strict  the same with iommu.strict=1 (DMA domains), and interrupt
 #               remapping in x2APIC mode (eim=on): the second vCPU has APIC
 #               ID 256, takes eth0's RX interrupt during the fetch.
+#   sm-fs-lazy, sm-fs-strict, sm-ss-lazy, sm-ss-strict
+#               the dma data checks (no interrupt remapping) with the unit in
+#               scalable mode (x-scalable-mode=on), lazy or strict: sm-fs-*
+#               offer both stages (x-flts=on,second-stage=on; intel-iommu:
+#               x-flts=on, first-stage only), where 6.1 maps DMA with
+#               first-stage tables; sm-ss-* offer second-stage tables only.
+#               The guest checks ECAP and RTADDR.TTM; for viommu-vtd the
+#               statistics must show translations by that PASID-entry PGTT.
 #   fault       QEMU's edu device DMAs from an unmapped IOVA: the guest's DMAR
 #               fault handler reports it, edu and QEMU keep working.
 #   vhost       two virtio-net NICs (iommu_platform=on) with vhost-user backends
@@ -37,18 +45,19 @@
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
-iommu=viommu-vtd only="dma-lazy,dma-strict,fault,vhost,vhost-ats"
+ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats"
+iommu=viommu-vtd only=$ALL_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
 case $iommu in viommu-vtd|intel-iommu) ;; *) die "--iommu must be viommu-vtd or intel-iommu, not '$iommu'." ;; esac
 for b in ${only//,/ }; do
-    case $b in dma-lazy|dma-strict|fault|vhost|vhost-ats) ;; *) die "--only: unknown boot '$b' (dma-lazy, dma-strict, fault, vhost, vhost-ats)." ;; esac
+    case ,$ALL_BOOTS, in *",$b,"*) ;; *) die "--only: unknown boot '$b' (${ALL_BOOTS//,/, })." ;; esac
 done
 wants() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 
@@ -75,6 +84,9 @@ DMA_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy blk_present iommu_
 IR_XAPIC_GUEST_CHECKS="ir_enabled ir_ioapic ir_msix_blk ir_msix_net"
 IR_X2APIC_GUEST_CHECKS="ir_enabled ir_ioapic x2apic_enabled cpu_high_apic ir_msix_blk irq_cpu1 ir_msix_net"
 DMA_HOST_CHECKS="scenario_completed blk_read_matches_host blk_write_matches_host net_fetch_matches_host net_upload_matches_host qemu_exit_clean"
+# Scalable mode, reported by the sm-* boots.
+SM_GUEST_CHECKS="sm_ecap sm_rtaddr"
+SM_STATS_CHECKS="stats_sm_stage"
 FAULT_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy edu_present iommu_group_edu edu_ident fault_reported fault_details edu_dma_done edu_alive_after_fault"
 FAULT_HOST_CHECKS="scenario_completed qemu_alive_after_fault qemu_exit_clean"
 DMA_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults"
@@ -91,6 +103,11 @@ for b in dma-lazy dma-strict; do
     wants "$b" || continue
     plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks "$b") $DMA_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $IR_STATS_CHECKS")))
+done
+for b in sm-fs-lazy sm-fs-strict sm-ss-lazy sm-ss-strict; do
+    wants "$b" || continue
+    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $SM_GUEST_CHECKS $DMA_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $SM_STATS_CHECKS")))
 done
 if wants fault; then
     plan=$((plan + $(count_words "$FAULT_GUEST_CHECKS $FAULT_HOST_CHECKS")))
@@ -235,8 +252,20 @@ stats_checks() {  # stats_checks NAME KIND CHECKS...
     done
 }
 
-dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic)
-    local name=$1 mode=$2 ir=$3 d=$work/$1 port i want got ir_args
+# scalable-mode options per stage: what the unit offers, and its properties.
+sm_iommu_opts() {  # sm_iommu_opts first|second
+    case $iommu/$1 in
+        viommu-vtd/first) echo "x-scalable-mode=on,x-flts=on,second-stage=on" ;;
+        intel-iommu/first) echo "x-scalable-mode=on,x-flts=on,aw-bits=48" ;;
+        */second) echo "x-scalable-mode=on" ;;
+    esac
+}
+sm_offer() {  # the stages the unit offers with sm_iommu_opts
+    case $iommu/$1 in viommu-vtd/first) echo both ;; *) echo "$1" ;; esac
+}
+
+dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second)]
+    local name=$1 mode=$2 ir=$3 sm=${4:-} d=$work/$1 port i want got ir_args sm_args
     mkdir -p "$d/srv"
     head -c $((MIB << 20)) /dev/urandom > "$d/srv/payload.bin"
     truncate -s $((4 * MIB))M "$d/disk.img"
@@ -247,13 +276,29 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic)
     for ((i = 0; i < 100; i++)); do [ -s "$d/port" ] && break; sleep 0.1; done
     port=$(cat "$d/port" 2>/dev/null || true); [ -n "$port" ] || port=0
 
-    if [ "$ir" = x2apic ]; then ir_args=(--x2apic); else ir_args=(--intremap on); fi
+    local append=
+    case $ir in
+        x2apic) ir_args=(--x2apic); append="viommu.ir=$ir" ;;
+        xapic) ir_args=(--intremap on); append="viommu.ir=$ir" ;;
+        *) ir_args=() ;;
+    esac
+    # Scalable mode: iomem=relaxed lets the guest read RTADDR_REG with devmem
+    # (the driver holds the register page; CONFIG_IO_STRICT_DEVMEM=y).
+    sm_args=()
+    if [ -n "$sm" ]; then
+        sm_args=(--iommu-opts "$(sm_iommu_opts "$sm")")
+        append+="${append:+ }viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed"
+    fi
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo dma || echo none)" \
         --mode "$mode" --test dma --disk "$d/disk.img" --net --port "$port" \
-        "${ir_args[@]}" --append "viommu.ir=$ir"
+        "${ir_args[@]}" "${sm_args[@]}" ${append:+--append "$append"}
     stop_server
     local log=$work/$name.log
-    guest_checks "$name" $DMA_GUEST_CHECKS $(ir_guest_checks "$name")
+    if [ -n "$sm" ]; then
+        guest_checks "$name" $DMA_GUEST_CHECKS $SM_GUEST_CHECKS
+    else
+        guest_checks "$name" $DMA_GUEST_CHECKS $(ir_guest_checks "$name")
+    fi
     completed_check "$name"
     got=$(datum "$log" blk_read_sha256)
     [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
@@ -270,7 +315,13 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic)
     [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: net_upload_matches_host" "host received what the guest sent: $want" \
         || tap fail "$name: net_upload_matches_host" "guest sent sha256 '${got:-none}', host received '${want:-nothing}'"
     exit_check "$name"
-    [ "$iommu" = viommu-vtd ] && stats_checks "$name" "dma-$ir" $DMA_STATS_CHECKS $IR_STATS_CHECKS
+    if [ "$iommu" = viommu-vtd ]; then
+        if [ -n "$sm" ]; then
+            stats_checks "$name" "dma-sm-$sm" $DMA_STATS_CHECKS $SM_STATS_CHECKS
+        else
+            stats_checks "$name" "dma-$ir" $DMA_STATS_CHECKS $IR_STATS_CHECKS
+        fi
+    fi
     return 0
 }
 
@@ -359,6 +410,10 @@ vhost_boot() {
 
 wants dma-lazy && dma_boot dma-lazy lazy xapic
 wants dma-strict && dma_boot dma-strict strict x2apic
+wants sm-fs-lazy && dma_boot sm-fs-lazy lazy none first
+wants sm-fs-strict && dma_boot sm-fs-strict strict none first
+wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second
+wants sm-ss-strict && dma_boot sm-ss-strict strict none second
 wants fault && fault_boot
 wants vhost && vhost_boot vhost 0
 wants vhost-ats && vhost_boot vhost-ats 1

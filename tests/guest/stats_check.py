@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|dma-xapic|dma-x2apic|fault|vhost-ats0|vhost-ats1 STATS.json [GUEST.log]
+  stats_check.py dma|dma-xapic|dma-x2apic|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1 STATS.json [GUEST.log]
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
@@ -16,6 +16,14 @@ dma-xapic, dma-x2apic: dma, and the guest ran with interrupt remapping
        one remapped request; the engine may count more, those that came
        after the guest looked or that the APIC merged); interrupt-entry-cache
        invalidations arrived through the queue and the cache was used.
+dma-sm-first, dma-sm-second: dma in scalable mode, the guest mapping DMA
+       with first-stage or second-stage tables: its invalidations arrived as
+       PASID-based-IOTLB descriptors (first) or IOTLB descriptors and no
+       PASID-based ones (second),
+       and stats_sm_stage: every translation went through RID_PASID's PASID
+       entry (requests without PASID, none with one) and the PGTT counters
+       show that stage alone; first-stage walks happened with first-stage
+       tables only.
 fault: at least one fault was recorded, with reason "read" (0x6).
 vhost-ats0, vhost-ats1: the vhost-user scenario without / with ATS: page
        walks for the backend's IOTLB misses, no fault, and the backend's
@@ -118,6 +126,31 @@ def ir_checks(s, eim, gdata, check):
                                       get(ir, "iec.invalidations_index") or 0, hits, misses))
 
 
+PGTTS = ("first_stage", "second_stage", "nested", "pass_through")
+
+
+def sm_checks(s, stage, check):
+    """Scalable mode: requests without PASID through RID_PASID's entry, whose
+    PGTT is the stage the guest picked; no other PGTT translated."""
+    without = get(s, "scalable.requests_without_pasid") or 0
+    with_pasid = get(s, "scalable.requests_with_pasid") or 0
+    pgtt = {p: get(s, "scalable.pgtt.%s" % p) or 0 for p in PGTTS}
+    fs_walks = get(s, "scalable.first_stage.walks") or 0
+    fs_read = get(s, "scalable.first_stage.entries_read") or 0
+    want = "%s_stage" % stage
+    others = sum(v for p, v in pgtt.items() if p != want)
+    ok = without > 0 and with_pasid == 0 and pgtt[want] > 0 and others == 0
+    ok = ok and ((fs_walks > 0 and fs_read > 0) if stage == "first" else fs_walks == 0)
+    check("stats_sm_stage", ok,
+          "scalable: requests without PASID %d, with PASID %d; by PGTT %s (want %s only); "
+          "first-stage walks %d reading %d entries, accessed set %d, dirty set %d; "
+          "PASID cache hits %d, misses %d"
+          % (without, with_pasid, " ".join("%s %d" % kv for kv in pgtt.items()), want,
+             fs_walks, fs_read, get(s, "scalable.first_stage.accessed_set") or 0,
+             get(s, "scalable.first_stage.dirty_set") or 0,
+             get(s, "pasid_cache.hits") or 0, get(s, "pasid_cache.misses") or 0))
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
     gdata = guest_data(sys.argv[3] if len(sys.argv) > 3 else None)
@@ -134,20 +167,43 @@ def main():
 
     schema = s.get("schema")
     check("stats_schema", schema == "viommu-vtd-stats/1", "schema %r" % schema)
-    if kind in ("dma", "dma-xapic", "dma-x2apic"):
+    if kind in ("dma", "dma-xapic", "dma-x2apic", "dma-sm-first", "dma-sm-second"):
         req = get(s, "translate.requests") or 0
         walks = get(s, "translate.page_walks") or 0
         hits = get(s, "iotlb.hits") or 0
         check("stats_translations", req > 0 and walks > 0,
               "translate.requests %d, page_walks %d, iotlb.hits %d" % (req, walks, hits))
-        inv = sum(get(s, "invalidations.iotlb.%s" % g) or 0 for g in ("global", "domain", "page"))
-        qi = get(s, "queue.descriptors.iotlb") or 0
         waits = get(s, "queue.waits.total") or 0
-        check("stats_invalidations", inv > 0 and qi > 0 and waits > 0,
-              "IOTLB invalidations %d (%d queued IOTLB descriptors), %d wait descriptors" % (inv, qi, waits))
+        if kind == "dma-sm-first":
+            # 6.1 invalidates first-stage domains with P_IOTLB descriptors
+            # (PASID RID_PASID), by page or the whole PASID.
+            inv = sum(get(s, "invalidations.pasid_iotlb.%s" % g) or 0 for g in ("pasid", "page"))
+            qi = get(s, "queue.descriptors.pasid_iotlb") or 0
+            check("stats_invalidations", inv > 0 and qi > 0 and waits > 0,
+                  "PASID-based-IOTLB invalidations %d (pasid %d, page %d; %d queued P_IOTLB "
+                  "descriptors, %d IOTLB descriptors), %d wait descriptors"
+                  % (inv, get(s, "invalidations.pasid_iotlb.pasid") or 0,
+                     get(s, "invalidations.pasid_iotlb.page") or 0, qi,
+                     get(s, "queue.descriptors.iotlb") or 0, waits))
+        elif kind == "dma-sm-second":
+            # Second-stage domains: IOTLB descriptors only (6.1 sends P_IOTLB
+            # ones for first-stage domains alone).
+            inv = sum(get(s, "invalidations.iotlb.%s" % g) or 0 for g in ("global", "domain", "page"))
+            qi = get(s, "queue.descriptors.iotlb") or 0
+            pqi = get(s, "queue.descriptors.pasid_iotlb") or 0
+            check("stats_invalidations", inv > 0 and qi > 0 and pqi == 0 and waits > 0,
+                  "IOTLB invalidations %d (%d queued IOTLB descriptors, %d P_IOTLB descriptors), "
+                  "%d wait descriptors" % (inv, qi, pqi, waits))
+        else:
+            inv = sum(get(s, "invalidations.iotlb.%s" % g) or 0 for g in ("global", "domain", "page"))
+            qi = get(s, "queue.descriptors.iotlb") or 0
+            check("stats_invalidations", inv > 0 and qi > 0 and waits > 0,
+                  "IOTLB invalidations %d (%d queued IOTLB descriptors), %d wait descriptors" % (inv, qi, waits))
         rec = get(s, "faults.recorded")
         check("stats_no_faults", rec == 0, "faults.recorded %s" % rec)
-        if kind != "dma":
+        if kind in ("dma-sm-first", "dma-sm-second"):
+            sm_checks(s, kind[len("dma-sm-"):], check)
+        elif kind != "dma":
             ir_checks(s, kind == "dma-x2apic", gdata, check)
     elif kind == "fault":
         rec = get(s, "faults.recorded") or 0
