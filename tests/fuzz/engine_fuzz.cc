@@ -87,7 +87,9 @@ struct Reference {
     uint64_t key = 0;         // the context's page-table root, levels and type
     uint64_t lo = 0, hi = 0;  // IOVA range of the leaf, or of the entry that is not present
     unsigned nctx = 0, nlvl = 0;
-    uint32_t ctx_words[4] = {};  // root entry, context entry
+    bool sm = false;              // a scalable-mode walk (root table with TTM = 01b)
+    bool fs = false;              // through first-stage tables: permissions may be fewer
+    uint32_t ctx_words[16] = {};  // root, context (and PASID directory and table) entries
     uint32_t lvl_words[5] = {};
     uint8_t lvl_level[5] = {};
 };
@@ -128,7 +130,8 @@ struct Model {
         uint64_t dsi, psi0;
     };
     struct Inv {
-        uint8_t kind;  // 1 context global, 2 IOTLB global, 3 domain, 4 page, 5 IEC global
+        uint8_t kind;  // 1 context global, 2 IOTLB global, 3 domain, 4 page, 5 IEC global,
+                       // 6 PASID cache global
         bool ih;
         uint16_t did;
         uint64_t lo, hi, seq;
@@ -136,6 +139,11 @@ struct Model {
     static constexpr size_t MAX_LEAVES = 512, MAX_RECS = 256;
 
     uint64_t now = 0, first_activity = 0, srtp = 0, gcc = 0, giotlb = 0;
+    // Scalable mode: when the PASID cache was last emptied (a completed
+    // global PASID-cache invalidation), and whether the latched root table
+    // is a scalable-mode one (RTADDR.TTM = 01b).
+    uint64_t gpc = 0;
+    bool root_sm = false;
     // Interrupt remapping: the table latched by the last SIRTP (unknown
     // after a damaged migration state) and when the interrupt entry cache
     // was last emptied (SIRTP, reset, a completed global IEC invalidation).
@@ -157,7 +165,8 @@ struct Model {
 
     void clear()
     {
-        now = first_activity = srtp = gcc = giotlb = root = 0;
+        now = first_activity = srtp = gcc = giotlb = gpc = root = 0;
+        root_sm = false;
         root_clean = root_known = true;
         ir_known = true;
         irt_base = irt_entries = iec = 0;
@@ -191,7 +200,7 @@ struct Model {
     // A full flush: reset, as the device does.
     void flushed_all()
     {
-        gcc = giotlb = iec = tick();
+        gcc = giotlb = iec = gpc = tick();
         leaves.clear();
         overflow = false;
         pending.clear();
@@ -219,6 +228,9 @@ struct Model {
             break;
         case 5:
             iec = std::max(iec, v.seq);
+            break;
+        case 6:
+            gpc = std::max(gpc, v.seq);
             break;
         case 2:
             giotlb = std::max(giotlb, v.seq);
@@ -290,10 +302,39 @@ struct Model {
         }
         return true;
     }
+    // Scalable mode: a change is covered only by the whole sequence the
+    // specification's guidance asks for, each step completed after the one
+    // before: a global context-cache invalidation after the change, a global
+    // PASID-cache invalidation after that, a global IOTLB invalidation
+    // (which drops every cached translation and paging-structure entry of
+    // every PASID) after that.  Finer invalidations are not modelled here:
+    // nothing is asserted until such a sequence has completed.
+    bool sm_covered(const Reference &ref) const
+    {
+        auto fresh = [&](uint64_t m) {
+            return !after_activity(m) || (gcc > m && gpc > gcc && giotlb > gpc && !overflow);
+        };
+        if (!fresh(srtp))
+            return false;
+        for (unsigned i = 0; i < ref.nctx; i++)
+            if (!fresh(mod[ref.ctx_words[i]]))
+                return false;
+        for (unsigned i = 0; i < ref.nlvl; i++)
+            if (!fresh(mod[ref.lvl_words[i]]))
+                return false;
+        return true;
+    }
     // Whether the specification lets the engine answer anything but `ref`.
     bool covered(const Reference &ref, uint64_t addr)
     {
-        if (!root_known || !ref.clean || !context_fresh(ref))
+        if (!root_known || !ref.clean)
+            return false;
+        if (ref.sm) {
+            if (!sm_covered(ref))
+                return false;
+            return !ref.ctx || ref.pt || !conflict(ref.did, ref.key);
+        }
+        if (!context_fresh(ref))
             return false;
         if (!ref.ctx || ref.pt)
             return true;
@@ -431,6 +472,20 @@ struct Host {
         std::memcpy(v, buf, len < 16 ? len : 16);
         if (len == 8 && (v[0] & 3)) {
             pte_seen.add(v[0] & ADDR_51_12, v[0] & 3);
+        } else if (len == 64) {
+            // A scalable-mode PASID-table entry: PGTT pass-through.
+            if ((v[0] & 1) && ((v[0] >> 6) & 7) == 4)
+                saw_pass_through = true;
+        } else if (len == 32 && queue_dw) {
+            uint64_t w[4];
+            std::memcpy(w, buf, 32);
+            reads16++;
+            last16_gpa = gpa;
+            last16_lo = w[0];
+            last16_hi = w[1];
+            if (in_mmio_write && gpa >= queue_base && gpa - queue_base < queue_entries * 32 &&
+                gpa % 32 == 0 && !w[2] && !w[3])
+                fetched(w[0], w[1]);
         } else if (len == 16) {
             reads16++;
             last16_gpa = gpa;
@@ -456,6 +511,8 @@ struct Host {
             v.kind = 1;
         } else if (lo == 4 && !hi) {
             v.kind = 5;  // global interrupt entry cache invalidation
+        } else if (queue_dw && lo == (7 | 3 << 4) && !hi) {
+            v.kind = 6;  // global PASID-cache invalidation
         } else if (type == 2 && g && !(lo & 0xffff'ffff'0000'ff00ull) && !(hi & 0xf80)) {
             if (g == 1) {
                 v.kind = 2;
@@ -481,8 +538,9 @@ struct Host {
     {
         FUZZ_CHECK(in_mmio_write, gpa, len);
         FUZZ_CHECK(len == 4, gpa, len);
-        FUZZ_CHECK(last16_gpa >= queue_base && last16_gpa - queue_base < queue_entries * 16 &&
-                       (last16_gpa - queue_base) % 16 == 0,
+        const uint64_t slot = queue_dw ? 32 : 16;
+        FUZZ_CHECK(last16_gpa >= queue_base && last16_gpa - queue_base < queue_entries * slot &&
+                       (last16_gpa - queue_base) % slot == 0,
                    last16_gpa, queue_base);
         FUZZ_CHECK((last16_lo & 0xf) == 5 && (last16_lo & 0x20), last16_lo, gpa);
         FUZZ_CHECK(gpa == (last16_hi & ~3ull), gpa, last16_hi);
@@ -497,6 +555,30 @@ struct Host {
             return -1;
         std::memcpy(ram.data() + gpa, buf, len);
         m.written(gpa, len);
+        return 0;
+    }
+
+    // The first stage's accessed/dirty updates.  Oracles: only outside a
+    // register write (a translation does them), only on an 8-byte entry in
+    // RAM whose value the engine expects as it is, and only setting A, D
+    // and EA (bits 5, 6, 10) of a present entry.  A flag update is not a
+    // guest write: it changes no translation, so the model does not see it.
+    int cmpxchg(uint64_t gpa, uint64_t expected, uint64_t desired, uint64_t *found)
+    {
+        FUZZ_CHECK(!in_mmio_write, gpa);
+        FUZZ_CHECK(cfg.first_stage, gpa);
+        if (gpa % 8 || gpa > RAM_SIZE - 8)
+            return -1;
+        uint64_t cur;
+        std::memcpy(&cur, ram.data() + gpa, 8);
+        *found = cur;
+        if (cur != expected)
+            return 0;
+        FUZZ_CHECK((expected & 1) && !(expected & ~desired) &&
+                       !((desired & ~expected) & ~uint64_t{0x460}),
+                   expected, desired);
+        std::memcpy(ram.data() + gpa, &desired, 8);
+        m.dirty |= 1u << (gpa / PAGE);
         return 0;
     }
 
@@ -519,6 +601,10 @@ struct Host {
                 static_cast<Host *>(h)->context_notified_global = true;
         };
         o.now_ns = [](void *h) { return static_cast<Host *>(h)->clock += 3; };
+        o.mem_cmpxchg64 = [](void *h, uint64_t gpa, uint64_t expected, uint64_t desired,
+                             uint64_t *found) {
+            return static_cast<Host *>(h)->cmpxchg(gpa, expected, desired, found);
+        };
         o.device_iotlb_invalidated = [](void *h, uint16_t, uint16_t, uint8_t, uint64_t first,
                                         uint64_t last) {
             FUZZ_CHECK(first <= last, first, last);
@@ -547,8 +633,8 @@ struct Host {
     {
         uint64_t iqa = rd(IQA, 8);
         queue_base = iqa & ~0xfffull;
-        queue_entries = uint64_t{1} << ((iqa & 7) + 8);
         queue_dw = iqa & 0x800;
+        queue_entries = uint64_t{1} << ((iqa & 7) + (queue_dw ? 7 : 8));
         reads16 = 0;
         last16_gpa = UINT64_MAX;
         notified.clear();
@@ -562,7 +648,8 @@ struct Host {
         FUZZ_CHECK(reads16 <= queue_entries, reads16, queue_entries);
         if (reads16) {
             uint64_t iqh = rd(IQH, 8);
-            FUZZ_CHECK(iqh % 16 == 0 && iqh / 16 < queue_entries, iqh, queue_entries);
+            const uint64_t slot = queue_dw ? 32 : 16;
+            FUZZ_CHECK(iqh % slot == 0 && iqh / slot < queue_entries, iqh, queue_entries);
         }
         uint32_t gsts = rd(GSTS, 4);
         FUZZ_CHECK(!(gsts & ~(TE | SRTP | QIE | (cfg.intremap ? IRE | SIRTP | CFI : 0))), gsts);
@@ -584,7 +671,9 @@ struct Host {
         if (off == GCMD && (value & SRTP)) {
             uint64_t rta = rd(RTADDR, 8);
             m.root = rta & ~0xfffull;
-            m.root_clean = !(rta & 0xfff);
+            // TTM (bits 11:10): 00b legacy, 01b scalable mode.
+            m.root_sm = ((rta >> 10) & 3) == 1;
+            m.root_clean = !(rta & 0x3ff) && ((rta >> 10) & 3) <= (cfg.scalable_mode ? 1 : 0);
             m.srtp = m.tick();
         }
         // A fetched descriptor the queue stopped at did not complete.
@@ -674,11 +763,178 @@ struct Host {
         unsigned levels = aw + 2;
         uint64_t table = lo & addr_bits;
         r.key = table | levels << 1 | tt;
+        ss_walk(r, table, levels, addr, access);
+        return r;
+    }
+
+    // The second-level (second-stage) walk from `table` with `levels`
+    // levels, into `r`.
+    void ss_walk(Reference &r, uint64_t table, unsigned levels, uint64_t addr,
+                 unsigned access) const
+    {
+        const uint64_t above_haw = ~uint64_t{0} << (cfg.aw_bits < 52 ? cfg.aw_bits : 52);
+        const uint64_t addr_bits = ADDR_51_12 & ~above_haw;
         if (addr >> (12 + 9 * levels)) {
             r.clean = true;  // beyond the domain's address width: a fault
-            return r;
+            return;
         }
         uint8_t perm = 3;
+        for (unsigned level = levels; level >= 1; level--) {
+            unsigned shift = 12 + 9 * (level - 1);
+            uint64_t gpa = table + ((addr >> shift) & 511) * 8, e;
+            if (!word(gpa, e))
+                return;
+            r.lvl_words[r.nlvl] = gpa / 8;
+            r.lvl_level[r.nlvl++] = level;
+            uint64_t size = uint64_t{1} << shift;
+            r.lo = addr & ~(size - 1);
+            r.hi = r.lo + size - 1;
+            if (!(e & 3)) {
+                r.clean = true;  // not present
+                return;
+            }
+            bool leaf =
+                level == 1 || ((e & 0x80) && (level == 2 || (level == 3 && cfg.superpage_1g)));
+            uint64_t allowed = 3 | addr_bits | (leaf && level > 1 ? 0x80 : 0);
+            if (e & ~allowed)
+                return;
+            perm &= e & 3;
+            if (leaf) {
+                uint64_t phys = e & addr_bits;
+                if ((phys & (size - 1)) || !perm)
+                    return;
+                r.clean = r.leaf = true;
+                r.ok = !(access & ~perm);
+                r.page = phys + (addr & (size - 1) & ~(PAGE - 1));
+                r.perm = perm;
+                return;
+            }
+            table = e & addr_bits;
+        }
+    }
+
+    // A fresh scalable-mode walk (RTADDR.TTM = 01b): the root entry's
+    // half for the device function, the 256-bit context entry, the PASID
+    // directory and 512-bit PASID-table entry of the request's PASID (or
+    // of RID_PASID: `pasid` < 0), and the tables the entry's PGTT selects:
+    // pass-through, second-stage, or first-stage (x86-64 format, U/S, R/W,
+    // WPE, SRE).  Nested entries, EAFE, and anything with a reserved or
+    // ignored bit leave the outcome open.
+    Reference sm_reference(uint16_t sid, int64_t pasid, bool priv, uint64_t addr,
+                           unsigned access) const
+    {
+        Reference r;
+        r.sm = true;
+        if (!m.root_known || !m.root_clean)
+            return r;
+        const uint64_t above_haw = ~uint64_t{0} << (cfg.aw_bits < 52 ? cfg.aw_bits : 52);
+        const uint64_t addr_bits = ADDR_51_12 & ~above_haw;
+        unsigned devfn = sid & 0xff;
+        uint64_t re = m.root + (sid >> 8) * 16 + (devfn >= 128 ? 8 : 0), v;
+        if (!word(re, v))
+            return r;
+        r.ctx_words[r.nctx++] = re / 8;
+        if (!(v & 1)) {
+            r.clean = !(v & ~addr_bits);
+            return r;
+        }
+        if (v & ~uint64_t{1} & ~addr_bits)
+            return r;
+        uint64_t ce = (v & addr_bits) + (devfn & 127) * 32, c[4];
+        for (unsigned i = 0; i < 4; i++) {
+            if (!word(ce + 8 * i, c[i]))
+                return r;
+            r.ctx_words[r.nctx++] = ce / 8 + i;
+        }
+        if (!(c[0] & 1)) {
+            r.clean = true;
+            return r;
+        }
+        // FPD (bit 1) only changes recording; DTE, PASIDE as the unit offers.
+        uint64_t ok_lo = 1 | 2 | (cfg.device_iotlb ? 4 : 0) | (cfg.pasid_bits ? 8 : 0) |
+                         0xe00 | addr_bits;
+        if ((c[0] & ~ok_lo) || (c[1] >> 20) || c[2] || c[3])
+            return r;
+        uint32_t rid_pasid = c[1] & 0xfffff;
+        if (rid_pasid >> cfg.pasid_bits)
+            return r;
+        unsigned pdts = (c[0] >> 9) & 7;
+        if (pasid >= 0 && !(c[0] & 8)) {
+            r.clean = true;  // a request with PASID, PASIDE clear
+            return r;
+        }
+        uint32_t p = pasid >= 0 ? uint32_t(pasid) : rid_pasid;
+        if ((p >> 6) >= (uint64_t{1} << (pdts + 7))) {
+            r.clean = true;  // beyond the PASID directory
+            return r;
+        }
+        uint64_t de = (c[0] & addr_bits) + uint64_t(p >> 6) * 8;
+        if (!word(de, v))
+            return r;
+        r.ctx_words[r.nctx++] = de / 8;
+        if (!(v & 1)) {
+            r.clean = true;
+            return r;
+        }
+        if (v & ~uint64_t{3} & ~addr_bits)
+            return r;
+        uint64_t pe = (v & addr_bits) + uint64_t(p & 63) * 64, w[8];
+        for (unsigned i = 0; i < 8; i++) {
+            if (!word(pe + 8 * i, w[i]))
+                return r;
+            r.ctx_words[r.nctx++] = pe / 8 + i;
+        }
+        if (!(w[0] & 1)) {
+            r.clean = true;
+            return r;
+        }
+        unsigned pgtt = (w[0] >> 6) & 7, aw = (w[0] >> 2) & 7;
+        bool srs = cfg.first_stage && cfg.pasid_bits;
+        // Word 0: P, FPD, AW, PGTT, SSPTPTR; word 1: DID; word 2: SRE,
+        // FSPM, WPE, FSPTPTR; the rest zero.
+        if ((w[0] & ~(0x1df | addr_bits)) || (w[1] & ~0xffffull) ||
+            (w[2] & ~(uint64_t{srs} | 0xc | 0x10 | addr_bits)) || w[3] || w[4] || w[5] ||
+            w[6] || w[7])
+            return r;
+        r.ctx = true;
+        r.did = w[1] & 0xffff;
+        if (pgtt == 4 && cfg.pass_through) {
+            r.pt = r.ok = r.clean = true;
+            r.page = addr & ~(PAGE - 1);
+            r.perm = 3;
+            return r;
+        }
+        if (pgtt == 2 && cfg.second_stage) {
+            if (!((sagaw >> aw) & 1))
+                return r;
+            uint64_t table = w[0] & addr_bits;
+            r.key = table | uint64_t(aw + 2) << 1 | uint64_t{pgtt} << 56;
+            ss_walk(r, table, aw + 2, addr, access);
+            return r;
+        }
+        if (pgtt != 1 || !cfg.first_stage)
+            return r;  // nested, or a PGTT the unit does not offer
+        unsigned fspm = (w[2] >> 2) & 3;
+        if (fspm > 1 || (fspm == 1 && cfg.aw_bits != 57))
+            return r;
+        bool sup = pasid >= 0 && priv;
+        if (sup && !(w[2] & 1)) {
+            r.clean = true;  // a supervisor request, SRE clear
+            return r;
+        }
+        bool wpe = w[2] & 0x10;
+        unsigned levels = fspm ? 5 : 4;
+        uint64_t table = w[2] & addr_bits;
+        // Keyed by the PASID too: first-stage translations are tagged with it.
+        r.key = table | uint64_t{levels} << 1 | uint64_t{pgtt} << 56 | uint64_t{p} << 4;
+        r.fs = true;
+        unsigned in_bits = 12 + 9 * levels;
+        uint64_t top = addr >> (in_bits - 1);
+        if (top != 0 && top != (~uint64_t{0} >> (in_bits - 1))) {
+            r.clean = true;  // not canonical
+            return r;
+        }
+        bool w_ok = true, u_ok = true;
         for (unsigned level = levels; level >= 1; level--) {
             unsigned shift = 12 + 9 * (level - 1);
             uint64_t gpa = table + ((addr >> shift) & 511) * 8, e;
@@ -689,21 +945,30 @@ struct Host {
             uint64_t size = uint64_t{1} << shift;
             r.lo = addr & ~(size - 1);
             r.hi = r.lo + size - 1;
-            if (!(e & 3)) {
+            if (!(e & 1)) {
                 r.clean = true;  // not present
                 return r;
             }
-            bool leaf =
-                level == 1 || ((e & 0x80) && (level == 2 || (level == 3 && cfg.superpage_1g)));
-            uint64_t allowed = 3 | addr_bits | (leaf && level > 1 ? 0x80 : 0);
+            bool ps = e & 0x80;
+            bool leaf = level == 1 || (ps && (level == 2 || (level == 3 && cfg.fs1gp)));
+            if (ps && !leaf)
+                return r;  // PS where it is reserved
+            // P, R/W, U/S, PWT, PCD, A, D, PS, XD; G in a leaf.
+            uint64_t allowed = 0xff | uint64_t{1} << 63 | addr_bits | (leaf ? 0x100 : 0);
             if (e & ~allowed)
                 return r;
-            perm &= e & 3;
+            w_ok = w_ok && (e & 2);
+            u_ok = u_ok && (e & 4);
             if (leaf) {
                 uint64_t phys = e & addr_bits;
-                if ((phys & (size - 1)) || !perm)
-                    return r;
+                if (phys & (size - 1))
+                    return r;  // low address bits of a large page (PAT) are reserved
                 r.clean = r.leaf = true;
+                if (!sup && !u_ok) {
+                    r.ok = false;  // a user request to a supervisor page
+                    return r;
+                }
+                uint8_t perm = 1 | ((w_ok || (sup && !wpe)) ? 2 : 0);
                 r.ok = !(access & ~perm);
                 r.page = phys + (addr & (size - 1) & ~(PAGE - 1));
                 r.perm = perm;
@@ -714,7 +979,7 @@ struct Host {
         return r;
     }
 
-    void check_leaf(const VtdTranslation &t, const char *what)
+    void check_leaf(const VtdTranslation &t, const char *what, bool any_perm = false)
     {
         uint64_t size = t.addr_mask + 1;
         FUZZ_CHECK(size == PAGE || size == (2ull << 20) ||
@@ -723,29 +988,57 @@ struct Host {
         FUZZ_CHECK(!(t.iova_base & t.addr_mask) && !(t.phys_base & t.addr_mask), t.iova_base,
                    t.phys_base);
         uint8_t seen = pte_seen.perm(t.phys_base);
-        if (!seen || (t.perm & ~seen))
+        // Nested: the smaller of the two stages' pages, inside a larger
+        // second-stage leaf (and permissions the AND of both).
+        if (!seen && cfg.first_stage && cfg.second_stage)
+            seen = pte_seen.perm(t.phys_base & ~((2ull << 20) - 1)) |
+                   pte_seen.perm(t.phys_base & ~((1ull << 30) - 1));
+        if (!seen || (!any_perm && (t.perm & ~seen)))
             fuzz::fail(what, t.phys_base, t.perm);
     }
 
-    void translate(uint16_t sid, uint64_t addr, unsigned access, bool record)
+    VtdFaultReason request(uint16_t sid, int64_t pasid, bool priv, uint64_t addr,
+                           unsigned access, bool record, VtdTranslation *t)
+    {
+        if (pasid < 0)
+            return vtd_engine_translate(e, sid, addr, access, record, t);
+        return vtd_engine_translate_pasid(e, sid, uint32_t(pasid), priv, addr, access, record, t);
+    }
+    static bool known_reason(VtdFaultReason r)
+    {
+        return (r >= VTD_FR_NONE && r <= VTD_FR_CONTEXT_ENTRY_TT) ||
+               (r >= VTD_FR_SM_RTADDR_INV && r <= VTD_FR_SM_FS_AD_NO_SNOOP);
+    }
+
+    // A request without PASID (`pasid` < 0) or with one (`priv`: the
+    // privileged-mode-requested bit).
+    void translate(uint16_t sid, uint64_t addr, unsigned access, bool record, int64_t pasid = -1,
+                   bool priv = false)
     {
         bool te_before = vtd_engine_translation_enabled(e);
         Reference ref;
         bool assert_ref = false;
         if (te_before) {
-            ref = reference(sid, addr, access & 3);
+            if (m.root_sm)
+                ref = sm_reference(sid, pasid, priv, addr, access & 3);
+            else if (pasid < 0)
+                ref = reference(sid, addr, access & 3);
+            else
+                ref.clean = true;  // a request with PASID in legacy mode: a fault
             assert_ref = m.covered(ref, addr);
             m.activity();
         }
-        bool pt = vtd_engine_is_pass_through(e, sid);
+        bool pt = pasid < 0 && vtd_engine_is_pass_through(e, sid);
         VtdTranslation t{};
-        VtdFaultReason r = vtd_engine_translate(e, sid, addr, access, record, &t);
+        VtdFaultReason r = request(sid, pasid, priv, addr, access, record, &t);
         // Nothing changed in between: a pass-through source-id gets the
         // identity for any address.
         if (pt)
             FUZZ_CHECK(r == VTD_FR_NONE && t.phys_base == (addr & ~(PAGE - 1)), r, addr);
         bool te_after = vtd_engine_translation_enabled(e);
-        FUZZ_CHECK(r >= VTD_FR_NONE && r <= VTD_FR_CONTEXT_ENTRY_TT, r);
+        FUZZ_CHECK(known_reason(r), r);
+        if (!cfg.scalable_mode)
+            FUZZ_CHECK(r <= VTD_FR_CONTEXT_ENTRY_TT || r == VTD_FR_SM_TTM0_PASID, r);
         m.translations++;
         if (assert_ref) {
             m.compared++;
@@ -756,7 +1049,13 @@ struct Host {
                                                  : UINT64_MAX;
                 if (page != ref.page)
                     fuzz::fail("translation differs from a fresh walk", page, ref.page);
-                FUZZ_CHECK(t.perm == ref.perm, t.perm, ref.perm);
+                // A first-stage leaf grants write only once its D flag is
+                // set: fewer permissions, never more, never less than asked.
+                if (ref.fs)
+                    FUZZ_CHECK(!(t.perm & ~ref.perm) && !(access & 3 & ~t.perm), t.perm,
+                               ref.perm);
+                else
+                    FUZZ_CHECK(t.perm == ref.perm, t.perm, ref.perm);
             } else if (r == VTD_FR_NONE) {
                 fuzz::fail("translation where a fresh walk faults", addr, t.phys_base);
             }
@@ -764,7 +1063,7 @@ struct Host {
         // Nothing changed: asking again (from the caches, or a walk of
         // the same memory) gives the same answer.
         VtdTranslation t2{};
-        VtdFaultReason r2 = vtd_engine_translate(e, sid, addr, access, false, &t2);
+        VtdFaultReason r2 = request(sid, pasid, priv, addr, access, false, &t2);
         FUZZ_CHECK(r2 == r, r, r2);
         if (te_before)
             model_after(ref, assert_ref, r, t);
@@ -784,14 +1083,15 @@ struct Host {
         }
         if (identity && saw_pass_through && cfg.pass_through)
             return;
-        check_leaf(t, "translation not backed by a PTE the engine read");
+        // A supervisor request with WPE clear writes where R/W is clear.
+        check_leaf(t, "translation not backed by a PTE the engine read", pasid >= 0 && priv);
     }
 
     // What the engine may have cached from a translation.
     void model_after(const Reference &ref, bool known, VtdFaultReason r, const VtdTranslation &t)
     {
         uint64_t s = m.tick();
-        bool fresh_ctx = ref.clean && m.context_fresh(ref);
+        bool fresh_ctx = ref.clean && (ref.sm ? m.sm_covered(ref) : m.context_fresh(ref));
         if (!fresh_ctx)
             m.seen(-1, 0, s);
         else if (ref.ctx && !ref.pt)
@@ -864,7 +1164,9 @@ struct Host {
                 c->h->check_leaf(*t, "replayed leaf not backed by a PTE the engine read");
             },
             &c);
-        FUZZ_CHECK(r >= 0 && r <= VTD_FR_CONTEXT_ENTRY_TT, r);
+        FUZZ_CHECK(r >= 0 && known_reason(VtdFaultReason(r)), r);
+        if (!cfg.scalable_mode)
+            FUZZ_CHECK(r <= VTD_FR_CONTEXT_ENTRY_TT, r);
     }
 
     void migrate(fuzz::Input &in)
@@ -958,7 +1260,10 @@ uint64_t config_key(const VtdConfig &c)
 {
     return uint64_t{c.aw_bits} | uint64_t{c.pass_through} << 8 | uint64_t{c.caching_mode} << 9 |
            uint64_t{c.device_iotlb} << 10 | uint64_t{c.superpage_1g} << 11 |
-           uint64_t{c.fault_records} << 12 | uint64_t{c.context_entries} << 24 |
+           uint64_t{c.fault_records} << 12 | uint64_t{c.scalable_mode} << 20 |
+           uint64_t{c.first_stage} << 21 | uint64_t{c.second_stage} << 22 |
+           uint64_t{c.fs1gp} << 23 | uint64_t{c.context_entries} << 24 |
+           uint64_t{c.pasid_bits} << 36 |
            uint64_t{c.iotlb_entries} << 44 | uint64_t{c.intremap} << 62 | uint64_t{c.eim} << 63;
 }
 
@@ -1092,6 +1397,130 @@ void ir_op(Host &h, fuzz::Input &in, uint32_t &gcmd, uint64_t q_base, uint64_t &
     }
 }
 
+// Scalable mode (opcodes 20..24 with VtdConfig.scalable_mode): the root
+// table with RTADDR.TTM = 01b, 256-bit context entries, 512-bit PASID-table
+// entries (any PGTT), 256-bit descriptors (PASID-cache, PASID-based IOTLB
+// and device-TLB, and the legacy types), and requests with PASID.  PASID
+// directory entries, scalable root entries and first-stage entries are
+// 8-byte words: opcode 5's table entries.
+void sm_op(Host &h, fuzz::Input &in, unsigned op, uint32_t &gcmd, uint64_t q_base,
+           uint64_t &q_tail, unsigned q_qs)
+{
+    switch (op - 20) {
+    case 0: {  // a scalable-mode root table (TTM 01b; now and then a reserved TTM)
+        uint64_t v = h.pointer(in) & ~0xfffull;
+        uint8_t b = in.u8();
+        v |= (b & 0x30) == 0x30 ? uint64_t(b & 0xc) << 8 : 1u << 10;
+        h.wr(RTADDR, v, 8);
+        gcmd = (b & 1) ? gcmd | TE : gcmd & ~TE;
+        h.wr(GCMD, gcmd | SRTP, 4);
+        h.wr(GCMD, gcmd, 4);
+        break;
+    }
+    case 1: {  // a 256-bit context entry: P, FPD, DTE, PASIDE, PRE, PDTS, PASIDDIRPTR, RID_PASID
+        uint64_t a = h.gpa(in) & ~31ull;
+        uint8_t b = in.u8();
+        uint64_t lo = (h.pointer(in) & ~0xfffull) | (b & 0x1f) | uint64_t(in.u8() & 7) << 9;
+        uint64_t hi = (b & 0x20) ? in.u32() : in.u8() & 0x3f;
+        h.put64(a, lo);
+        h.put64(a + 8, hi);
+        if (b & 0x40) {  // the reserved upper half
+            h.put64(a + 16, in.u64());
+            h.put64(a + 24, in.u64());
+        }
+        break;
+    }
+    case 2: {  // a 512-bit PASID-table entry
+        uint64_t a = h.gpa(in) & ~63ull;
+        uint8_t b = in.u8();
+        uint64_t w0 = 1 | (h.pointer(in) & ~0xfffull);  // P, SSPTPTR
+        w0 |= uint64_t(b & 7) << 6;                    // PGTT
+        w0 |= uint64_t(in.u8() & 7) << 2;              // AW
+        w0 |= (b & 8) ? 2 : 0;                         // FPD
+        uint64_t w1 = (b & 0x10) ? in.u16() : in.u8() & 7;  // DID
+        uint8_t f = in.u8();
+        uint64_t w2 = (h.pointer(in) & ~0xfffull) | (f & 1) | (f & 0x0c) | (f & 0x10);  // SRE FSPM WPE
+        if (b & 0x20) {  // anything in the flag bits
+            w0 ^= in.u16() & 0xfff;
+            w1 |= uint64_t{in.u32()} << 16;
+            w2 ^= in.u16() & 0xfff;
+        }
+        h.put64(a, w0);
+        h.put64(a + 8, w1);
+        h.put64(a + 16, w2);
+        for (unsigned i = 3; i < 8; i++)
+            h.put64(a + 8 * i, (b & 0x40) && i == 3 ? in.u64() : 0);
+        break;
+    }
+    case 3: {  // a 256-bit descriptor at the tail of a 256-bit queue
+        uint8_t how = in.u8();
+        uint64_t lo, hi = 0, q2 = 0, q3 = 0;
+        uint16_t did = (how & 0x80) ? in.u16() : in.u8() & 7;
+        uint64_t pasid = in.flag() ? in.u32() & 0xfffff : in.u8() & 0x3f;
+        switch (how & 7) {
+        case 0:
+            lo = in.u64();
+            hi = in.u64();
+            q2 = in.flag() ? in.u64() : 0;
+            q3 = 0;
+            break;
+        case 1:  // PASID-cache: G 00b domain, 01b PASID, 11b global
+            lo = 7 | uint64_t((how >> 3) & 3) << 4 | uint64_t{did} << 16 | pasid << 32;
+            break;
+        case 2: {  // PASID-based IOTLB: G 10b (DID, PASID), 11b pages
+            lo = 6 | uint64_t(2 | ((how >> 3) & 1)) << 4 | uint64_t{did} << 16 | pasid << 32;
+            uint64_t addr = uint64_t{in.u16()} << 12;
+            hi = addr | (in.u8() & 0x7f);  // IH, AM
+            break;
+        }
+        case 3:  // context-cache global
+            lo = 1 | 1 << 4;
+            break;
+        case 4:  // IOTLB global, domain
+            lo = 2 | uint64_t(1 + ((how >> 3) & 1)) << 4 | uint64_t{did} << 16;
+            break;
+        case 5: {  // wait with a status write into RAM
+            lo = 5 | 1 << 5 | uint64_t{in.u32()} << 32;
+            hi = (h.gpa(in) % RAM_SIZE) & ~3ull;
+            break;
+        }
+        case 6:  // IOTLB page-selective
+            lo = 2 | 3 << 4 | uint64_t{did} << 16;
+            hi = uint64_t{in.u16()} << 12 | (in.u8() & 0x7f);
+            break;
+        default:  // PASID-based device-TLB
+            lo = 8 | uint64_t{in.u16()} << 16 | pasid << 32 | ((how >> 3) & 1) << 4;
+            hi = uint64_t{in.u16()} << 12 | (in.u8() & 1) << 11;
+            break;
+        }
+        uint64_t n = uint64_t{128} << q_qs;
+        uint64_t at = q_base + q_tail * 32;
+        h.put64(at, lo);
+        h.put64(at + 8, hi);
+        h.put64(at + 16, q2);
+        h.put64(at + 24, q3);
+        q_tail = (q_tail + 1) % n;
+        if (!(how & 0x40))
+            h.wr(IQT, q_tail << 5, 4);
+        break;
+    }
+    default: {  // a request with PASID
+        uint16_t sid = in.flag() ? in.u16() : in.u8();
+        uint8_t how = in.u8();
+        uint32_t pasid = (how & 1) ? in.u32() & 0xfffff : in.u8() & 0x3f;
+        uint64_t addr;
+        if (how & 2) {
+            addr = in.u64();
+        } else {
+            addr = uint64_t{in.u16()} << 12;
+            addr |= in.u16() & 0xfff;
+        }
+        h.translate(sid, addr, (how >> 2) & 3, how & 0x10, pasid, how & 0x20);
+        break;
+    }
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -1117,6 +1546,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h.cfg.iotlb_entries = (c0 & 64) ? 1 + c1 % 64 : 256;
     h.cfg.context_entries = (c0 & 128) ? 1 + (c1 >> 4) : (c1 & 0xe) == 0xe ? 0 : 64;
     h.cfg.fault_records = c1 & 1 ? in.u8() : 0;
+    // Scalable mode (without interrupt remapping: c1 bit 7 is EIM there):
+    // second stage, first stage or both (nested), and 0..20 PASID bits.
+    if (!h.cfg.intremap && (c1 & 0x80)) {
+        unsigned stages = (c1 >> 5) & 3;
+        h.cfg.scalable_mode = true;
+        h.cfg.first_stage = stages != 2;
+        h.cfg.second_stage = stages != 1;
+        h.cfg.fs1gp = h.cfg.first_stage && h.cfg.superpage_1g;
+        static constexpr uint8_t pasid_bits[] = {0, 6, 10, 20};
+        h.cfg.pasid_bits = pasid_bits[(c1 >> 2) & 3];
+    }
     h.e = engine_for(h);
     if (!h.e)
         return 0;
@@ -1128,8 +1568,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t q_base = 0, q_tail = 0;
     unsigned q_qs = 0;
     uint32_t gcmd = 0;
+    const unsigned nops = h.cfg.scalable_mode ? 25 : 20;
     for (unsigned op = 0; op < MAX_OPS && !in.empty(); op++) {
-        switch (in.u8() % 20) {
+        unsigned opcode = in.u8() % nops;
+        switch (opcode) {
         case 0: {  // any access, any size: invalid ones read 0 and do nothing
             uint64_t off = in.flag() ? in.u64() : in.u16() & 0x1fff;
             unsigned size = in.u8() % 9;
@@ -1279,6 +1721,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 vtd_engine_reset(h.e);
                 h.m.flushed_all();
                 h.m.root = 0;
+                h.m.root_sm = false;
                 h.m.root_clean = h.m.root_known = true;
                 h.m.ir_known = true;
                 h.m.irt_base = h.m.irt_entries = 0;
@@ -1307,6 +1750,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             h.wr(reg, in.u32(), 4);
             break;
         }
+        default:
+            sm_op(h, in, opcode, gcmd, q_base, q_tail, q_qs);
+            break;
         }
     }
     engine_done(h);
