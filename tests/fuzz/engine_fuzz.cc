@@ -864,7 +864,7 @@ struct Host {
             return r;
         }
         uint32_t p = pasid >= 0 ? uint32_t(pasid) : rid_pasid;
-        if ((p >> 6) >= (uint64_t{1} << (pdts + 7))) {
+        if ((p >> 6) >= (uint64_t{1} << (pdts + 7)) || (p >> cfg.pasid_bits)) {
             r.clean = true;  // beyond the PASID directory
             return r;
         }
@@ -896,6 +896,12 @@ struct Host {
             (w[2] & ~(uint64_t{srs} | 0xc | 0x10 | addr_bits)) || w[3] || w[4] || w[5] ||
             w[6] || w[7])
             return r;
+        bool sup = pasid >= 0 && priv;
+        // The other stage's fields, and supervisor requests through
+        // anything but the first stage, leave it open.
+        if ((pgtt != 1 && w[2]) || (pgtt == 1 && (w[0] & (addr_bits | 0x1c))) ||
+            (pgtt == 4 && (w[0] & (addr_bits | 0x1c))) || (sup && pgtt != 1))
+            return r;
         r.ctx = true;
         r.did = w[1] & 0xffff;
         if (pgtt == 4 && cfg.pass_through) {
@@ -917,7 +923,6 @@ struct Host {
         unsigned fspm = (w[2] >> 2) & 3;
         if (fspm > 1 || (fspm == 1 && cfg.aw_bits != 57))
             return r;
-        bool sup = pasid >= 0 && priv;
         if (sup && !(w[2] & 1)) {
             r.clean = true;  // a supervisor request, SRE clear
             return r;
@@ -951,8 +956,8 @@ struct Host {
             }
             bool ps = e & 0x80;
             bool leaf = level == 1 || (ps && (level == 2 || (level == 3 && cfg.fs1gp)));
-            if (ps && !leaf)
-                return r;  // PS where it is reserved
+            if ((ps && !leaf) || (ps && level == 1))
+                return r;  // PS where it is reserved; PAT in a 4 KiB leaf
             // P, R/W, U/S, PWT, PCD, A, D, PS, XD; G in a leaf.
             uint64_t allowed = 0xff | uint64_t{1} << 63 | addr_bits | (leaf ? 0x100 : 0);
             if (e & ~allowed)
