@@ -1425,7 +1425,8 @@ void sm_op(Host &h, fuzz::Input &in, unsigned op, uint32_t &gcmd, uint64_t q_bas
     case 1: {  // a 256-bit context entry: P, FPD, DTE, PASIDE, PRE, PDTS, PASIDDIRPTR, RID_PASID
         uint64_t a = h.gpa(in) & ~31ull;
         uint8_t b = in.u8();
-        uint64_t lo = (h.pointer(in) & ~0xfffull) | (b & 0x1f) | uint64_t(in.u8() & 7) << 9;
+        uint64_t lo = (h.pointer(in) & ~0xfffull) | (b & 0x1f);  // one read per statement
+        lo |= uint64_t(in.u8() & 7) << 9;
         uint64_t hi = (b & 0x20) ? in.u32() : in.u8() & 0x3f;
         h.put64(a, lo);
         h.put64(a + 8, hi);
@@ -1491,11 +1492,13 @@ void sm_op(Host &h, fuzz::Input &in, unsigned op, uint32_t &gcmd, uint64_t q_bas
         }
         case 6:  // IOTLB page-selective
             lo = 2 | 3 << 4 | uint64_t{did} << 16;
-            hi = uint64_t{in.u16()} << 12 | (in.u8() & 0x7f);
+            hi = uint64_t{in.u16()} << 12;
+            hi |= in.u8() & 0x7f;
             break;
         default:  // PASID-based device-TLB
             lo = 8 | uint64_t{in.u16()} << 16 | pasid << 32 | ((how >> 3) & 1) << 4;
-            hi = uint64_t{in.u16()} << 12 | (in.u8() & 1) << 11;
+            hi = uint64_t{in.u16()} << 12;
+            hi |= (in.u8() & 1) << 11;
             break;
         }
         uint64_t n = uint64_t{128} << q_qs;
