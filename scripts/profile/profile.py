@@ -293,27 +293,51 @@ def parse_iommu_events(text):
 
 
 def parse_cpu_idle(before, after):
-    """The guest's idle share over the load window, from two /proc/stat snapshots.
+    """The guest's idle share over the load window, from two snapshots of
+    /proc/stat and /proc/uptime taken in the guest.
 
-    Returns {"idle": fraction, "per_cpu": {cpuN: fraction}} or None.  Idle is idle
-    plus iowait ticks over all ticks (user, nice, system, idle, iowait, irq,
-    softirq, steal; guest time is already inside user)."""
+    /proc/stat's idle and iowait fields come from the kernel's nohz idle
+    clock (ktime, complete), but user, system, irq and softirq are counted
+    one tick per timer interrupt the vCPU handled: a tick that fell while
+    QEMU's vCPU thread was not running on the host is never counted
+    (no steal time under TCG).  Dividing by the ticks therefore overstates
+    idle on a starved host.  "idle" divides by the guest's own elapsed time
+    (/proc/uptime, times USER_HZ per vCPU) when the snapshots carry it;
+    "idle_ticks" is the share of the ticks, and "tick_coverage" the ticks
+    counted over the ticks elapsed (1.0 when none were lost).
+    Returns {"idle", "per_cpu", "idle_ticks", "per_cpu_ticks", "tick_coverage",
+    "elapsed_s"} or None (idle, idle_ticks: idle plus iowait; guest time is
+    inside user)."""
+    user_hz = 100  # /proc/stat's unit, USER_HZ, on every Linux architecture
+
     def parse(text):
-        out = {}
+        out, up = {}, None
         for line in (text or "").splitlines():
             f = line.split()
             if len(f) >= 5 and f[0].startswith("cpu") and all(x.isdigit() for x in f[1:]):
                 ticks = [int(x) for x in f[1:9]]
                 out[f[0]] = (ticks[3] + ticks[4], sum(ticks))
-        return out
-    b, e = parse(before), parse(after)
+            elif len(f) == 3 and f[0] == "uptime" and _num(f[1]) is not None:
+                up = _num(f[1])
+        return out, up
+    (b, up0), (e, up1) = parse(before), parse(after)
     share = {}
     for cpu in e:
         if cpu in b and e[cpu][1] > b[cpu][1]:
             share[cpu] = (e[cpu][0] - b[cpu][0]) / (e[cpu][1] - b[cpu][1])
     if "cpu" not in share:
         return None
-    return {"idle": share.pop("cpu"), "per_cpu": share}
+    res = {"idle_ticks": share.pop("cpu"), "per_cpu_ticks": share}
+    ncpu = len(share)
+    if up0 is not None and up1 is not None and up1 > up0 and ncpu:
+        wall = (up1 - up0) * user_hz
+        res["elapsed_s"] = round(up1 - up0, 2)
+        res["per_cpu"] = {c: min(1.0, (e[c][0] - b[c][0]) / wall) for c in share}
+        res["idle"] = min(1.0, (e["cpu"][0] - b["cpu"][0]) / (wall * ncpu))
+        res["tick_coverage"] = (e["cpu"][1] - b["cpu"][1]) / (wall * ncpu)
+    else:  # older guest images: the share of the ticks only
+        res["idle"], res["per_cpu"] = res["idle_ticks"], dict(share)
+    return res
 
 
 def parse_perf_report(text):
@@ -416,7 +440,7 @@ def convert_recording(raw, target):
 
 def host_snapshot(pid):
     """QEMU's threads' CPU ticks (by thread name), the host's CPU ticks and load."""
-    snap = {"t": time.monotonic(), "threads": {}, "host": None, "loadavg": None}
+    snap = {"t": time.monotonic(), "threads": {}, "sched": {}, "host": None, "loadavg": None}
     try:
         for tid in os.listdir("/proc/%d/task" % pid):
             try:
@@ -426,6 +450,11 @@ def host_snapshot(pid):
                     st = f.read().rsplit(")", 1)[1].split()
                 # fields 14 and 15 (utime, stime) are 12 and 13 after the comm
                 snap["threads"][name] = snap["threads"].get(name, 0) + int(st[11]) + int(st[12])
+                # schedstat: ns on a CPU, ns runnable but waiting for one
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    run, wait = (int(x) for x in f.read().split()[:2])
+                r0, w0 = snap["sched"].get(name, (0, 0))
+                snap["sched"][name] = (r0 + run, w0 + wait)
             except (OSError, IndexError, ValueError):
                 pass
         with open("/proc/stat") as f:
@@ -450,6 +479,16 @@ def host_usage(s0, s1):
            "qemu_cores": round(sum(thr.values()), 3),
            "vcpu_cores": round(sum(v for n, v in thr.items() if n.startswith("CPU ")), 3),
            "loadavg": s1["loadavg"], "cores": os.cpu_count()}
+    # Where each vCPU thread spent the window: on a host CPU, runnable but
+    # waiting for one, or asleep (the vCPU halted, or blocked in QEMU).
+    sched = {}
+    for n, (run, wait) in s1.get("sched", {}).items():
+        if n.startswith("CPU ") and n in s0.get("sched", {}):
+            r0, w0 = s0["sched"][n]
+            r, w = (run - r0) / 1e9 / dt, (wait - w0) / 1e9 / dt
+            sched[n] = {"run": round(r, 3), "wait": round(w, 3), "sleep": round(max(0.0, 1 - r - w), 3)}
+    if sched:
+        out["vcpu_sched"] = sched
     if s0["host"] and s1["host"] and s1["host"][1] > s0["host"][1]:
         out["host_idle"] = round((s1["host"][0] - s0["host"][0]) / (s1["host"][1] - s0["host"][1]), 3)
     return out
@@ -869,6 +908,11 @@ def report(res):
         L.append("   guest idle       %s of the vCPUs' time during the load (%s)" % (
             fmt(100 * gc["idle"], "%"), ", ".join("%s %s" % (c, fmt(100 * v, "%"))
                                                  for c, v in sorted(gc["per_cpu"].items()))))
+        if "tick_coverage" in gc:
+            L.append("                    over %s s of guest time; the busy ticks cover %s of it, so the "
+                     "share of the ticks would say %s idle" % (
+                         fmt(gc["elapsed_s"], "", 1), fmt(100 * gc["tick_coverage"], "%"),
+                         fmt(100 * gc["idle_ticks"], "%")))
     else:
         L.append("   guest idle       n/a (no /proc/stat snapshots)")
     h = a.get("host")
@@ -878,6 +922,11 @@ def report(res):
                      fmt(h.get("loadavg"), "", 1), h["cores"], fmt(100 * h["host_idle"], "%")
                      if "host_idle" in h else "n/a", h["qemu_cores"], h["vcpu_cores"],
                      ", ".join("%s %.0f%%" % (n, 100 * v) for n, v in sorted(h["threads"].items()))))
+        if h.get("vcpu_sched"):
+            L.append("   vCPU threads     on a host CPU / runnable, waiting for one / asleep (halted or "
+                     "blocked): %s" % ", ".join("%s %.0f/%.0f/%.0f%%" % (n, 100 * v["run"], 100 * v["wait"],
+                                                                      100 * v["sleep"])
+                                               for n, v in sorted(h["vcpu_sched"].items())))
     if a.get("ramp"):
         L.append("-- concurrency ramp (%s), each step alone:" % ld.get("tool"))
         prev = None
