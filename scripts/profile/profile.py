@@ -45,6 +45,7 @@ DEFAULT_COMPARE = "none:lazy,intel-iommu:lazy,intel-iommu:strict,viommu-vtd:lazy
 # The default load (docs/profiling.rst, "Saturating the guest").
 DEFAULT_CONNS = 64
 DEFAULT_LINK = "dgram"
+DEFAULT_IRQS = "default"
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
 
 # Kernel symbols by path (matched as prefixes / exact names).
@@ -340,6 +341,59 @@ def parse_cpu_idle(before, after):
     return res
 
 
+def parse_cpu_idle_measured(before, samples, after, run_s):
+    """The idle share over the load generator's own measured time: from the
+    once-a-second sample nearest before (end - run_s) to the snapshot right
+    after the generator exited; the whole window (from the snapshot before
+    it started, including its connection set-up and key preloading) goes
+    into "whole".  Without samples or a run time: the whole window."""
+    whole = parse_cpu_idle(before, after)
+    if not whole or "elapsed_s" not in whole or not run_s:
+        return whole
+
+    def uptime(text):
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[0] == "uptime" and _num(f[1]) is not None:
+                return _num(f[1])
+        return None
+    end = uptime(after)
+    start_text = None
+    for chunk in (samples or "").split("\n@"):
+        up = uptime(chunk)
+        if up is not None and end is not None and up <= end - run_s:
+            start_text = chunk  # the latest sample at or before the start
+    if start_text is None:
+        return whole
+    res = parse_cpu_idle(start_text, after)
+    if not res or "elapsed_s" not in res:
+        return whole
+    res["whole"] = {k: whole[k] for k in ("idle", "per_cpu", "elapsed_s", "tick_coverage")}
+    return res
+
+
+def parse_interrupts(text):
+    """Section interrupts (the NICs' IRQ numbers, then /proc/interrupts at the
+    end of the load) -> {"server": [count per CPU], "client": [...]}, counted
+    since boot over the NIC's vectors."""
+    lines = (text or "").splitlines()
+    nics, cpus, out = {}, None, {}
+    for line in lines:
+        f = line.split()
+        if len(f) >= 2 and f[0] in ("server", "client") and f[1].endswith(":"):
+            nics[f[0]] = set(f[2:])
+        elif f and all(x.startswith("CPU") for x in f):
+            cpus = len(f)
+        elif cpus and f and f[0].rstrip(":") and f[0].endswith(":"):
+            irq = f[0][:-1]
+            for side, irqs in nics.items():
+                if irq in irqs and len(f) > cpus and all(x.isdigit() for x in f[1:cpus + 1]):
+                    acc = out.setdefault(side, [0] * cpus)
+                    for i in range(cpus):
+                        acc[i] += int(f[1 + i])
+    return out
+
+
 def parse_perf_report(text):
     """perf report --children --sort symbol -g none: [(children%, self%, sym)]."""
     rows, samples = [], None
@@ -442,6 +496,8 @@ def host_snapshot(pid):
     """QEMU's threads' CPU ticks (by thread name), the host's CPU ticks and load."""
     snap = {"t": time.monotonic(), "threads": {}, "sched": {}, "host": None, "loadavg": None}
     try:
+        with open("/proc/%d/comm" % pid) as f:
+            snap["main"] = f.read().strip()  # the main thread keeps the process's name
         for tid in os.listdir("/proc/%d/task" % pid):
             try:
                 with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
@@ -479,16 +535,19 @@ def host_usage(s0, s1):
            "qemu_cores": round(sum(thr.values()), 3),
            "vcpu_cores": round(sum(v for n, v in thr.items() if n.startswith("CPU ")), 3),
            "loadavg": s1["loadavg"], "cores": os.cpu_count()}
-    # Where each vCPU thread spent the window: on a host CPU, runnable but
-    # waiting for one, or asleep (the vCPU halted, or blocked in QEMU).
+    # Where each vCPU thread (and the main loop, which moves every packet)
+    # spent the window: on a host CPU, runnable but waiting for one, or
+    # asleep (a vCPU halted or blocked in QEMU; the main loop in poll).
     sched = {}
+    main = s1.get("main")
     for n, (run, wait) in s1.get("sched", {}).items():
-        if n.startswith("CPU ") and n in s0.get("sched", {}):
+        if (n.startswith("CPU ") or n == main) and n in s0.get("sched", {}):
             r0, w0 = s0["sched"][n]
             r, w = (run - r0) / 1e9 / dt, (wait - w0) / 1e9 / dt
-            sched[n] = {"run": round(r, 3), "wait": round(w, 3), "sleep": round(max(0.0, 1 - r - w), 3)}
+            sched["main loop" if n == main else n] = {
+                "run": round(r, 3), "wait": round(w, 3), "sleep": round(max(0.0, 1 - r - w), 3)}
     if sched:
-        out["vcpu_sched"] = sched
+        out["sched"] = sched
     if s0["host"] and s1["host"] and s1["host"][1] > s0["host"][1]:
         out["host_idle"] = round((s1["host"][0] - s0["host"][0]) / (s1["host"][1] - s0["host"][1]), 3)
     return out
@@ -557,7 +616,7 @@ class Run:
              "prof.workload=%s" % a.workload, "prof.duration=%d" % a.duration,
              "prof.conns=%d" % a.conns, "prof.perf=%d" % (0 if a.no_perf else 1),
              "prof.freq=%d" % a.freq, "prof.events=%d" % (1 if a.events else 0),
-             "prof.threads=%d" % a.threads]
+             "prof.threads=%d" % a.threads, "prof.irqs=%s" % a.irqs]
         if a.ramp:
             k += ["prof.ramp=%s" % ",".join(str(c) for c in a.ramp),
                   "prof.rampdur=%d" % a.ramp_duration]
@@ -740,7 +799,10 @@ class Run:
         res["server"] = parse_server(a.workload, sec.get("server-stats-before"),
                                      sec.get("server-stats-after"))
         res["guest_iommu_events"] = parse_iommu_events(sec.get("iommu-events"))
-        res["guest_cpu"] = parse_cpu_idle(sec.get("cpu-stat-before"), sec.get("cpu-stat-after"))
+        res["guest_cpu"] = parse_cpu_idle_measured(sec.get("cpu-stat-before"), sec.get("cpu-samples"),
+                                                   sec.get("cpu-stat-after"), res["load"].get("seconds"))
+        res["interrupts"] = parse_interrupts(sec.get("interrupts"))
+        res["load"]["irqs"] = a.irqs
         res["load"]["conns"], res["load"]["threads"] = a.conns, min(a.threads, a.conns)
         res["load"]["link"] = a.link
         res["host"] = host_usage(hostsnaps.get("@@LOAD-START"), hostsnaps.get("@@LOAD-END"))
@@ -750,7 +812,8 @@ class Run:
                 continue
             lg = sec["ramp-%d-loadgen" % c]
             ld = parse_memcaslap(lg) if a.workload == "memcached" else parse_wrk(lg)
-            cpu = parse_cpu_idle(sec.get("ramp-%d-cpu-before" % c), sec.get("ramp-%d-cpu-after" % c))
+            cpu = parse_cpu_idle_measured(sec.get("ramp-%d-cpu-before" % c), sec.get("ramp-%d-cpu-samples" % c),
+                                          sec.get("ramp-%d-cpu-after" % c), ld.get("seconds"))
             res["ramp"].append({"conns": c, "ops_per_s": ld.get("ops_per_s"),
                                 "lat_avg_us": ld.get("lat_avg_us"),
                                 "idle": cpu["idle"] if cpu else None})
@@ -909,12 +972,23 @@ def report(res):
             fmt(100 * gc["idle"], "%"), ", ".join("%s %s" % (c, fmt(100 * v, "%"))
                                                  for c, v in sorted(gc["per_cpu"].items()))))
         if "tick_coverage" in gc:
-            L.append("                    over %s s of guest time; the busy ticks cover %s of it, so the "
-                     "share of the ticks would say %s idle" % (
+            L.append("                    over the load generator's last %s s of guest time; the busy ticks "
+                     "cover %s of it, so the share of the ticks would say %s idle" % (
                          fmt(gc["elapsed_s"], "", 1), fmt(100 * gc["tick_coverage"], "%"),
                          fmt(100 * gc["idle_ticks"], "%")))
+        if gc.get("whole"):
+            w = gc["whole"]
+            L.append("                    whole run of the load generator (with its start-up): %s idle "
+                     "over %s s (%s)" % (fmt(100 * w["idle"], "%"), fmt(w["elapsed_s"], "", 1),
+                                         ", ".join("%s %s" % (c, fmt(100 * v, "%"))
+                                                   for c, v in sorted(w["per_cpu"].items()))))
     else:
         L.append("   guest idle       n/a (no /proc/stat snapshots)")
+    irq = a.get("interrupts")
+    if irq:
+        L.append("   NIC interrupts   %s (per vCPU since boot; --irqs %s)" % ("; ".join(
+            "%s %s" % (side, " ".join("cpu%d %s" % (i, fmt(n)) for i, n in enumerate(irq[side])))
+            for side in ("server", "client") if side in irq), ld.get("irqs", "default")))
     h = a.get("host")
     if h:
         L.append("   host             load average %s on %d cores, host idle %s; QEMU used %.2f cores "
@@ -922,11 +996,10 @@ def report(res):
                      fmt(h.get("loadavg"), "", 1), h["cores"], fmt(100 * h["host_idle"], "%")
                      if "host_idle" in h else "n/a", h["qemu_cores"], h["vcpu_cores"],
                      ", ".join("%s %.0f%%" % (n, 100 * v) for n, v in sorted(h["threads"].items()))))
-        if h.get("vcpu_sched"):
-            L.append("   vCPU threads     on a host CPU / runnable, waiting for one / asleep (halted or "
-                     "blocked): %s" % ", ".join("%s %.0f/%.0f/%.0f%%" % (n, 100 * v["run"], 100 * v["wait"],
+        if h.get("sched"):
+            L.append("   QEMU threads     on a host CPU / runnable, waiting for one / asleep: %s" % ", ".join("%s %.0f/%.0f/%.0f%%" % (n, 100 * v["run"], 100 * v["wait"],
                                                                       100 * v["sleep"])
-                                               for n, v in sorted(h["vcpu_sched"].items())))
+                                               for n, v in sorted(h["sched"].items())))
     if a.get("ramp"):
         L.append("-- concurrency ramp (%s), each step alone:" % ld.get("tool"))
         prev = None
@@ -1142,6 +1215,10 @@ def parse_args(argv):
                     "sockets), hub (a QEMU hub), tap (two taps on a bridge in a network "
                     "namespace of the run's own) or vhost (the same with vhost-net); "
                     "default %s (docs/profiling.rst, 'Saturating the guest')" % DEFAULT_LINK)
+    ap.add_argument("--irqs", default=DEFAULT_IRQS, choices=("default", "split"),
+                    help="interrupt placement in the guest: split (the server NIC's on the first "
+                    "vCPU, the client NIC's on the last) or default (where the kernel puts them); "
+                    "default %s (docs/profiling.rst, 'Saturating the guest')" % DEFAULT_IRQS)
     ap.add_argument("--ring", default="split", choices=("packed", "split"),
                     help="virtqueue layout of the NICs (default split, as Linux drivers use)")
     ap.add_argument("--nic-opts", default="", help="extra virtio-net-pci properties for both NICs "

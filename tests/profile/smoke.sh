@@ -73,9 +73,12 @@ else
 fi
 check "$label: load generator completed transactions" "transactions: $(get "r['load'].get('ops')")" \
     gt0 "r['load'].get('ops')"
-check "$label: the guest's idle share over the load window is reported" \
+# The idle share itself is reported, not asserted: under TCG it depends on
+# how much of the host the vCPU threads get (docs/profiling.rst).
+check "$label: the guest's idle share over its elapsed time during the load is reported" \
     "guest_cpu: $(get "r.get('guest_cpu')")" \
-    python3 -c "import json,sys; g=json.load(open(sys.argv[1])).get('guest_cpu') or {}; i=g.get('idle'); sys.exit(0 if i is not None and 0 <= i <= 1 and g.get('per_cpu') else 1)" "$res"
+    python3 -c "import json,sys; g=json.load(open(sys.argv[1])).get('guest_cpu') or {}; i=g.get('idle'); sys.exit(0 if i is not None and 0 <= i <= 1 and g.get('per_cpu') and g.get('elapsed_s', 0) > 0 and 0 < g.get('tick_coverage', 0) <= 1.1 else 1)" "$res"
+echo "# guest idle $(get "'%.1f%% over %.1f s, busy ticks covering %.0f%% of it' % (100 * r['guest_cpu']['idle'], r['guest_cpu']['elapsed_s'], 100 * r['guest_cpu']['tick_coverage'])"); host: $(get "', '.join('%s on a CPU %.0f%% / waiting %.0f%%' % (n, 100 * v['run'], 100 * v['wait']) for n, v in sorted(r['host']['sched'].items()))") (report only)" >&2
 check "$label: memcached saw requests during the load" "server requests: $(get "r['server'].get('requests')")" \
     gt0 "r['server'].get('requests')"
 if [ "$policy" = strict ]; then want=DMA; else want=DMA-FQ; fi
