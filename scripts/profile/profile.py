@@ -43,7 +43,7 @@ IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
 DEFAULT_COMPARE = "none:lazy,intel-iommu:lazy,intel-iommu:strict,viommu-vtd:lazy,viommu-vtd:strict"
 # The default load (docs/profiling.rst, "Saturating the guest").
-DEFAULT_CONNS = 64
+DEFAULT_CONNS = 128
 DEFAULT_LINK = "dgram"
 DEFAULT_IRQS = "default"
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
@@ -1136,7 +1136,8 @@ def compare_table(results):
     for r in rows:
         out.append("  ".join(c.rjust(x) if i else c.ljust(x) for i, (c, x) in enumerate(zip(r, w))))
     out.append("ratio = throughput / throughput of none:lazy; p99 ratio likewise (lower is better);"
-               " idle% = the guest's idle share of vCPU time during the load (/proc/stat);"
+               " idle% = the guest's idle share of its vCPUs' elapsed time over the load generator's measured time"
+               " (/proc/stat's idle over /proc/uptime);"
                " vCPU thr = host CPU time QEMU's vCPU threads got over the load window, per vCPU"
                " (100% = each a host core of its own); hostload = the host's load average then;"
                " iova/unmap/inval% = share of guest perf samples under those kernel paths "
@@ -1150,8 +1151,12 @@ def compare_table(results):
                        "see docs/profiling.rst, 'Saturating the guest'" % (
                            r["iommu"], r["policy"], 100 * idle,
                            " (the host gave its vCPU threads %.0f%% of a core each at a load average "
-                           "of %.1f on %d cores)" % (100 * h["vcpu_cores"] / r["vcpus"], h.get("loadavg") or 0,
-                                                     h.get("cores") or 0) if h else ""))
+                           "of %.1f on %d cores%s)" % (100 * h["vcpu_cores"] / r["vcpus"], h.get("loadavg") or 0,
+                                                       h.get("cores") or 0,
+                                                       "; the main loop waited for a host CPU %.0f%% of the window"
+                                                       % (100 * h["sched"]["main loop"]["wait"])
+                                                       if "main loop" in h.get("sched", {}) else "")
+                           if h else ""))
     if not base:
         out.append("(no successful 'none' run: ratios are n/a)")
     for r in results:

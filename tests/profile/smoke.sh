@@ -56,7 +56,7 @@ echo "# profiling memcached behind $iommu for ${DURATION}s (one guest boot under
 rm -rf "$out"; mkdir -p "$BUILD/profile"
 rc=0
 python3 "$prof" --workload memcached --iommu "$iommu" --policy "$policy" --vcpus 2 \
-    --duration "$DURATION" --freq 100 --out "$out" --record "$out/memcached.trace" \
+    --duration "$DURATION" --conns 64 --freq 100 --out "$out" --record "$out/memcached.trace" \
     --trace-kb 8192 --quiet > "$out.log" 2>&1 || rc=$?
 sed 's/^/# /' "$out.log"
 res=$out/result.json
