@@ -52,6 +52,9 @@ python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU" 
     --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record" --quiet "$@" \
     > "$out/record.log" 2>&1 || { sed 's/^/    /' "$out/record.log" | tail -n 20; die "the recording run failed (its report: $out/record/report.txt)."; }
 sed -n '/^-- recording/,/^-- /p' "$out/record/report.txt" | sed '$d'
+# The recording run's own load (idle share, host), as the table's rows have it.
+echo "-- the recording run's load"
+sed -n '/^   guest idle/,/^   QEMU threads/p' "$out/record/report.txt"
 [ -s "$out/memcached.trace" ] || die "the recording run wrote no trace (its report: $out/record/report.txt)."
 say "replaying $out/memcached.trace with viommu-sim at 2, 16 and 64 CPUs"
 python3 "$TOP/scripts/profile/replay.py" "$out/memcached.trace" --cpus 2,16,64 \
