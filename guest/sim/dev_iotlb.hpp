@@ -32,7 +32,7 @@ public:
     // one domain with @devices devices on its list; advances its clock.
     void flush_entries(unsigned cpu, size_t entries, unsigned devices);
 
-    uint64_t walks() const { return walks_; }  // iommu_flush_dev_iotlb() calls
+    uint64_t walks() const { return walks_; }   // iommu_flush_dev_iotlb() calls
     Nanos walk_ns() const { return walk_ns_; }  // list walking, without the lock
     void reset_stats() { walks_ = walk_ns_ = 0; }
     const VirtualLock &lock() const { return lock_; }

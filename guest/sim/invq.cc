@@ -259,7 +259,8 @@ private:
         for (;;) {
             auto first = holders_.end();
             for (auto it = holders_.begin(); it != holders_.end(); ++it)
-                if (it->unlock_at <= t && (first == holders_.end() || it->unlock_at < first->unlock_at))
+                if (it->unlock_at <= t &&
+                    (first == holders_.end() || it->unlock_at < first->unlock_at))
                     first = it;
             if (first == holders_.end())
                 return;
@@ -398,10 +399,10 @@ private:
     Nanos clear_ready_ = 0;       // ... it is issued at this time
     Nanos clear_at_ = 0;          // ... and completes at this time (so far)
     unsigned clear_cpu_ = 0;
-    Nanos published_ = 0;  // the last owner's producer-register write
-    unsigned entries_;     // the queue's size in commands
-    uint64_t prod_ = 0;    // commands reserved so far
-    uint64_t cons_ = 0;    // cons as cached in the shared word
+    Nanos published_ = 0;          // the last owner's producer-register write
+    unsigned entries_;             // the queue's size in commands
+    uint64_t prod_ = 0;            // commands reserved so far
+    uint64_t cons_ = 0;            // cons as cached in the shared word
     std::vector<Holder> holders_;  // shared holders of cmdq->lock not yet resolved
     std::deque<std::pair<Nanos, uint64_t>> consumed_;  // (done, prod after): the hardware's cons
 };
@@ -416,8 +417,7 @@ std::span<const std::string_view> InvQueue::kinds()
     return kind_names;
 }
 
-std::unique_ptr<InvQueue> InvQueue::create(std::string_view kind, Machine &m,
-                                           unsigned cmdq_entries)
+std::unique_ptr<InvQueue> InvQueue::create(std::string_view kind, Machine &m, unsigned cmdq_entries)
 {
     if (kind == "vtd")
         return make_qi_sync_queue(m);  // guest/sim/qi_sync.hpp

@@ -31,7 +31,7 @@ struct SpinRecord {
     uint64_t contended = 0;  // had to wait for another holder
     Nanos spin_ns = 0;       // in the lock function: wait + line fetch + local cost
     Nanos hold_ns = 0;
-    Nanos handoff_ns = 0;    // ... of which the lock line's transfers from a previous holder
+    Nanos handoff_ns = 0;  // ... of which the lock line's transfers from a previous holder
 };
 
 class VirtualLock {
@@ -51,7 +51,7 @@ private:
     int holder_ = -1;
     Nanos held_since_ = 0;
     SpinRecord *current_ = nullptr;
-    unsigned waiting_ = 0;           // CPUs blocked in an attempt while it is held
+    unsigned waiting_ = 0;              // CPUs blocked in an attempt while it is held
     unsigned spinners_at_release_ = 0;  // ... counted at the last release (ticket locks)
     std::map<std::string, SpinRecord, std::less<>> sites_;
 };

@@ -863,8 +863,8 @@ struct Host {
             return r;
         }
         // FPD (bit 1) only changes recording; DTE, PASIDE as the unit offers.
-        uint64_t ok_lo = 1 | 2 | (cfg.device_iotlb ? 4 : 0) | (cfg.pasid_bits ? 8 : 0) |
-                         0xe00 | addr_bits;
+        uint64_t ok_lo =
+            1 | 2 | (cfg.device_iotlb ? 4 : 0) | (cfg.pasid_bits ? 8 : 0) | 0xe00 | addr_bits;
         if ((c[0] & ~ok_lo) || (c[1] >> 20) || c[2] || c[3])
             return r;
         uint32_t rid_pasid = c[1] & 0xfffff;
@@ -905,8 +905,8 @@ struct Host {
         // Word 0: P, FPD, AW, PGTT, SSPTPTR; word 1: DID; word 2: SRE,
         // FSPM, WPE, FSPTPTR; the rest zero.
         if ((w[0] & ~(0x1df | addr_bits)) || (w[1] & ~0xffffull) ||
-            (w[2] & ~(uint64_t{srs} | 0xc | 0x10 | addr_bits)) || w[3] || w[4] || w[5] ||
-            w[6] || w[7])
+            (w[2] & ~(uint64_t{srs} | 0xc | 0x10 | addr_bits)) || w[3] || w[4] || w[5] || w[6] ||
+            w[7])
             return r;
         bool sup = pasid >= 0 && priv;
         // The other stage's fields, and supervisor requests through
@@ -1014,8 +1014,8 @@ struct Host {
             fuzz::fail(what, t.phys_base, t.perm);
     }
 
-    VtdFaultReason request(uint16_t sid, int64_t pasid, bool priv, uint64_t addr,
-                           unsigned access, bool record, VtdTranslation *t)
+    VtdFaultReason request(uint16_t sid, int64_t pasid, bool priv, uint64_t addr, unsigned access,
+                           bool record, VtdTranslation *t)
     {
         if (pasid < 0)
             return vtd_engine_translate(e, sid, addr, access, record, t);
@@ -1075,8 +1075,7 @@ struct Host {
                 // A first-stage leaf grants write only once its D flag is
                 // set: fewer permissions, never more, never less than asked.
                 if (ref.fs)
-                    FUZZ_CHECK(!(t.perm & ~ref.perm) && !(access & 3 & ~t.perm), t.perm,
-                               ref.perm);
+                    FUZZ_CHECK(!(t.perm & ~ref.perm) && !(access & 3 & ~t.perm), t.perm, ref.perm);
                 else
                     FUZZ_CHECK(t.perm == ref.perm, t.perm, ref.perm);
             } else if (r == VTD_FR_NONE) {
@@ -1095,8 +1094,8 @@ struct Host {
             return;
         if (!changed)
             FUZZ_CHECK(t2.phys_base == t.phys_base && t2.addr_mask == t.addr_mask &&
-                       t2.perm == t.perm && t2.domain_id == t.domain_id,
-                   t.phys_base, t2.phys_base);
+                           t2.perm == t.perm && t2.domain_id == t.domain_id,
+                       t.phys_base, t2.phys_base);
         FUZZ_CHECK(t.iova_base == (addr & ~t.addr_mask), t.iova_base, addr);
         FUZZ_CHECK(!(access & ~t.perm & VTD_PERM_RW), access, t.perm);
         FUZZ_CHECK(t.perm != VTD_PERM_NONE && t.perm <= VTD_PERM_RW, t.perm);
@@ -1288,8 +1287,8 @@ uint64_t config_key(const VtdConfig &c)
            uint64_t{c.fault_records} << 12 | uint64_t{c.scalable_mode} << 20 |
            uint64_t{c.first_stage} << 21 | uint64_t{c.second_stage} << 22 |
            uint64_t{c.fs1gp} << 23 | uint64_t{c.context_entries} << 24 |
-           uint64_t{c.pasid_bits} << 36 |
-           uint64_t{c.iotlb_entries} << 44 | uint64_t{c.intremap} << 62 | uint64_t{c.eim} << 63;
+           uint64_t{c.pasid_bits} << 36 | uint64_t{c.iotlb_entries} << 44 |
+           uint64_t{c.intremap} << 62 | uint64_t{c.eim} << 63;
 }
 
 VtdEngine *engine_for(Host &h)
@@ -1428,8 +1427,8 @@ void ir_op(Host &h, fuzz::Input &in, uint32_t &gcmd, uint64_t q_base, uint64_t &
 // and device-TLB, and the legacy types), and requests with PASID.  PASID
 // directory entries, scalable root entries and first-stage entries are
 // 8-byte words: opcode 5's table entries.
-void sm_op(Host &h, fuzz::Input &in, unsigned op, uint32_t &gcmd, uint64_t q_base,
-           uint64_t &q_tail, unsigned q_qs)
+void sm_op(Host &h, fuzz::Input &in, unsigned op, uint32_t &gcmd, uint64_t q_base, uint64_t &q_tail,
+           unsigned q_qs)
 {
     switch (op - 20) {
     case 0: {  // a scalable-mode root table (TTM 01b; now and then a reserved TTM)
@@ -1459,13 +1458,14 @@ void sm_op(Host &h, fuzz::Input &in, unsigned op, uint32_t &gcmd, uint64_t q_bas
     case 2: {  // a 512-bit PASID-table entry
         uint64_t a = h.gpa(in) & ~63ull;
         uint8_t b = in.u8();
-        uint64_t w0 = 1 | (h.pointer(in) & ~0xfffull);  // P, SSPTPTR
-        w0 |= uint64_t(b & 7) << 6;                    // PGTT
-        w0 |= uint64_t(in.u8() & 7) << 2;              // AW
-        w0 |= (b & 8) ? 2 : 0;                         // FPD
+        uint64_t w0 = 1 | (h.pointer(in) & ~0xfffull);      // P, SSPTPTR
+        w0 |= uint64_t(b & 7) << 6;                         // PGTT
+        w0 |= uint64_t(in.u8() & 7) << 2;                   // AW
+        w0 |= (b & 8) ? 2 : 0;                              // FPD
         uint64_t w1 = (b & 0x10) ? in.u16() : in.u8() & 7;  // DID
         uint8_t f = in.u8();
-        uint64_t w2 = (h.pointer(in) & ~0xfffull) | (f & 1) | (f & 0x0c) | (f & 0x10);  // SRE FSPM WPE
+        uint64_t w2 =
+            (h.pointer(in) & ~0xfffull) | (f & 1) | (f & 0x0c) | (f & 0x10);  // SRE FSPM WPE
         if (b & 0x20) {  // anything in the flag bits
             w0 ^= in.u16() & 0xfff;
             w1 |= uint64_t{in.u32()} << 16;

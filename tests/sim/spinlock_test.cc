@@ -47,14 +47,14 @@ double handoff_per_contended(const char *spinlock, const char *cpus)
 {
     SimConfig c;
     std::string err;
-    for (auto [k, v] : std::initializer_list<std::pair<const char *, const char *>>{
-             {"workload", "map-bench"},
-             {"cpus", cpus},
-             {"allocator", "linux-4.4"},
-             {"flush", "flush-queue"},
-             {"cpu-ns-per-op", "200"},
-             {"ops-per-cpu", "200"},
-             {"spinlock", spinlock}})
+    for (auto [k, v] :
+         std::initializer_list<std::pair<const char *, const char *>>{{"workload", "map-bench"},
+                                                                      {"cpus", cpus},
+                                                                      {"allocator", "linux-4.4"},
+                                                                      {"flush", "flush-queue"},
+                                                                      {"cpu-ns-per-op", "200"},
+                                                                      {"ops-per-cpu", "200"},
+                                                                      {"spinlock", spinlock}})
         EXPECT_TRUE(c.set(k, v, &err)) << err;
     auto r = simulate(c, CostModel::standard(), &err);
     EXPECT_TRUE(r) << err;
@@ -92,11 +92,11 @@ TEST(Spinlock, TicketLocksAreSlowerUnderContentionAndEqualWithoutIt)
 {
     SimConfig c;
     std::string err;
-    for (auto [k, v] : std::initializer_list<std::pair<const char *, const char *>>{
-             {"workload", "map-bench"},
-             {"cpus", "1"},
-             {"allocator", "linux-4.4"},
-             {"ops-per-cpu", "200"}})
+    for (auto [k, v] :
+         std::initializer_list<std::pair<const char *, const char *>>{{"workload", "map-bench"},
+                                                                      {"cpus", "1"},
+                                                                      {"allocator", "linux-4.4"},
+                                                                      {"ops-per-cpu", "200"}})
         ASSERT_TRUE(c.set(k, v, &err)) << err;
     auto q1 = simulate(c);
     c.spinlock = "ticket";
