@@ -316,6 +316,7 @@ private:
 struct Measured {
     uint64_t transactions;
     double elapsed_ns;
+    Nanos idle_ns = 0;  // CPUs done with their own count, waiting for the last one
 };
 
 // setup, warm-up, then the measured window of @ops transactions (or, with
@@ -349,7 +350,18 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
         });
     else
         run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
-    return {run.total_done(), m.window_elapsed()};
+    Nanos idle = 0;
+    if (!each.empty() && !duration) {
+        // Each CPU ran its own count: the window lasts until the last one is
+        // done (a recording's span ends with its last CPU), so the others
+        // wait.  The mean clock would let a CPU with less to do shorten it.
+        Nanos busy = m.window_cpu_time();
+        m.align_clocks();
+        idle = m.window_cpu_time() - busy;
+        if (run.observer)
+            run.observer->aligned(m.now(0));
+    }
+    return {run.total_done(), m.window_elapsed(), idle};
 }
 
 bool known(std::span<const std::string_view> names, std::string_view n)
@@ -413,7 +425,9 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
             res.relative = 1.0;
             res.cpu_time_ns = m.window_cpu_time();
             Nanos rest = res.cpu_time_ns;
-            for (auto [what, ns] : {std::pair{"work", run.work_ns}, {"device-wait", run.idle_ns}}) {
+            for (auto [what, ns] : {std::pair{"work", run.work_ns},
+                                    {"device-wait", run.idle_ns},
+                                    {"idle", b.idle_ns}}) {
                 ns = std::min(ns, rest);
                 rest -= ns;
                 res.cycles.push_back({what, "", "", ns});
@@ -512,6 +526,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     take("invalidation-wait", "", "", res.inv.owner_poll_ns + res.inv.nonowner_poll_ns);
     take("work", "", "", run.work_ns);
     take("device-wait", "", "", run.idle_ns);
+    take("idle", "", "", r.idle_ns);
     Nanos alloc_work = env.work_ns(iova::Work::node_visit) + env.work_ns(iova::Work::tree_update) +
                        env.work_ns(iova::Work::mag_op) + env.work_ns(iova::Work::shared_atomic);
     take("allocator", "", "", alloc_work);

@@ -119,6 +119,30 @@ def table(trace, cpus, allocators, svg=None, title=None):
     return rows, "\n".join(L)
 
 
+def per_cpu_outside(trace):
+    """Nanoseconds each mapping CPU of a trace spent outside every event with
+    a duration, from its first record to its last one's end; the replay's
+    work (docs/trace-format.rst, "Replay")."""
+    busy_until, outside, maps = {}, {}, set()
+    with open(trace) as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 3 or not w[0].isdigit():
+                continue
+            ts, cpu, dur = int(w[0]), w[1], 0
+            for kv in w[3:]:
+                if kv.startswith("dur="):
+                    dur = int(kv[4:])
+            if w[2] in ("map", "unmap"):
+                maps.add(cpu)
+            if cpu in busy_until:
+                outside[cpu] += max(0, ts - busy_until[cpu])
+                busy_until[cpu] = max(busy_until[cpu], ts + dur)
+            else:
+                busy_until[cpu], outside[cpu] = ts + dur, 0
+    return {c: v for c, v in outside.items() if c in maps}
+
+
 def _share(d):
     tot = sum(d.values())
     return {k: v / tot for k, v in d.items()} if tot else {}
@@ -158,24 +182,20 @@ def check(result_path):
     r_rate = rp.get("ops_per_s") if (rp.get("unit") or "").startswith("map") else None
     if r_rate is None and rp.get("elapsed_ns"):
         r_rate = rp.get("maps", 0) / (rp["elapsed_ns"] / 1e9)
-    # The replay takes the recorded time inside map/unmap/flush/sync out, so
-    # its rate may exceed the guest's by up to span / (span - the largest
-    # per-CPU share of that time); it may not fall below it.
-    inside = {}
-    with open(trace) as f:
-        for line in f:
-            w = line.split()
-            if len(w) > 2 and w[0].isdigit():
-                for kv in w[3:]:
-                    if kv.startswith("dur="):
-                        inside[w[1]] = inside.get(w[1], 0) + int(kv[4:])
-    busy = max(inside.values(), default=0) / 1e9
-    hi = g_rate * span / (span - busy) if g_rate and span > busy else None
+    # The replay runs each CPU's recorded time outside map, unmap, flush,
+    # sync and idle (nested ones once) plus the model's costs, and its window
+    # lasts until the last CPU is done: no shorter than the longest of those
+    # times, so it maps at most maps / that.  Under TCG the recorded IOMMU
+    # time dwarfs the model's, so it maps at least at the guest's rate.
+    outside = per_cpu_outside(trace)
+    longest = max(outside.values(), default=0) / 1e9
+    hi = rp.get("maps", 0) / longest if longest else None
+    # (the simulator prints six significant digits)
     ok = (g_rate is not None and r_rate is not None and hi is not None
-          and g_rate * (1 - TOLERANCE) <= r_rate <= hi * (1 + TOLERANCE))
-    add("replay at %d CPUs: maps per second between the guest's and the guest's without its "
-        "recorded IOMMU time, within %d%%" % (vcpus, 100 * TOLERANCE), ok,
-        guest=g_rate, guest_without_iommu_time=hi, replay=r_rate)
+          and g_rate * (1 - TOLERANCE) <= r_rate <= hi * (1 + 1e-5))
+    add("replay at %d CPUs: maps per second at least the guest's (less %d%%) and at most the "
+        "maps over the longest CPU's recorded time outside the IOMMU" % (vcpus, 100 * TOLERANCE),
+        ok, guest=g_rate, maps_over_longest_outside=hi, replay=r_rate)
     gs = {int(k): v for k, v in g["sizes"].get("map", {}).items()}
     tsz = {int(k): v for k, v in ts.get("sizes", {}).items()}
     add("map sizes: the trace's distribution is the guest's", gs and gs == tsz, guest=gs, trace=tsz)
