@@ -1269,6 +1269,9 @@ def parse_args(argv):
             continue
         if not c.strip().isdigit() or not 1 <= int(c) <= 4096:
             ap.error("--ramp: '%s' is not a number of connections between 1 and 4096" % c.strip())
+        if int(c) in ramp:
+            ap.error("--ramp: %d connections twice; each step is reported by its concurrency, "
+                     "so give each once" % int(c))
         ramp.append(int(c))
     a.ramp = ramp
     if a.record and os.path.isdir(a.record):

@@ -32,7 +32,7 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
 NREC=9
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((13 + NREC))"; else echo "1..$((12 + NREC))"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((14 + NREC))"; else echo "1..$((13 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -49,6 +49,8 @@ check "unknown IOMMU in --compare is refused" "no error for smmu" \
     bad "bad configuration 'smmu:lazy'" --compare none:lazy,smmu:lazy
 check "a ramp step that is not a number is refused" "no error naming 'x'" \
     bad "--ramp: 'x' is not a number" --ramp 8,x
+check "a ramp step given twice is refused" "no error naming the repeated 64" \
+    bad "--ramp: 64 connections twice" --ramp 64,128,64
 check "--record without an IOMMU is refused" "no error for --record with --iommu none" \
     bad "--record needs a run behind an IOMMU" --iommu none --record /tmp/never.trace
 
