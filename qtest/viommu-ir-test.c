@@ -424,12 +424,6 @@ static void test_ioapic_source_id(void)
 static void test_migration(void)
 {
     Ir t;
-    g_autofree char *sock = g_strdup_printf("%s/viommu-ir-mig-%d.sock",
-                                            g_get_tmp_dir(), getpid());
-    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
-    g_autofree char *inc = g_strdup_printf("-smp 2 -incoming %s", uri);
-    g_autofree char *cmd = NULL;
-    QTestState *dst;
     uint64_t irta;
 
     ir_start(&t, NULL, 1, false, false);
@@ -438,16 +432,7 @@ static void test_migration(void)
     g_assert_true(irr(&t, 1, 0x6d));
     irta = vtd_readq(t.g, VTD_IRTA);
 
-    cmd = vt_cmdline(vt_iommu_name(), ",intremap=on", 1, 256, inc);
-    dst = qtest_init(cmd);
-    qtest_qmp_assert_success(t.e.qts, "{'execute': 'migrate',"
-                             " 'arguments': {'uri': %s}}", uri);
-    vt_wait_migration(t.e.qts, dst);
-    vdma_free(&t.e.dma[0]);         /* disables MSI-X on the source */
-    qtest_quit(t.e.qts);
-    t.e.qts = NULL;
-    qpci_free_pc(t.e.bus);
-    vt_attach(&t.e, dst);
+    vt_migrate(&t.e);
 
     g_assert_cmphex(vtd_readq(t.g, VTD_IRTA), ==, irta);
     g_assert_cmphex(vtd_readl(t.g, VTD_GSTS) &
@@ -459,7 +444,6 @@ static void test_migration(void)
     g_assert_true(irr(&t, 0, 0x6e));
     msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
     check_ir_fault(&t, VTD_FR_IR_NOT_PRESENT, vt_sid(0), 5);
-    unlink(sock);
     ir_stop(&t);
 }
 

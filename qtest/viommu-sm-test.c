@@ -29,17 +29,23 @@ typedef struct Sm {
     uint64_t src, dst;                  /* 4-page GPA buffers */
 } Sm;
 
-static void sm_start(Sm *t, const char *opts)
+static void sm_start_extra(Sm *t, const char *opts, int ndma,
+                           const char *extra)
 {
     g_autofree char *o = g_strdup_printf(",id=iommu0,x-scalable-mode=on%s",
                                          opts ? opts : "");
 
-    vt_start(&t->e, vt_iommu_name(), o, 1, 256, NULL);
+    vt_start(&t->e, vt_iommu_name(), o, ndma, 256, extra);
     t->g = &t->e.g;
     vtd_sm_set_root_table(t->g);
     vtd_qi_enable_dw(t->g, 0);
     t->src = vtd_alloc(t->g, 4 * 4096, 4096);
     t->dst = vtd_alloc(t->g, 4 * 4096, 4096);
+}
+
+static void sm_start(Sm *t, const char *opts)
+{
+    sm_start_extra(t, opts, 1, NULL);
 }
 
 static void sm_stop(Sm *t)
@@ -72,15 +78,16 @@ static void sm_set_rid_pasid(Sm *t, const uint64_t qw[8], bool first_stage)
     sm_flush_entry(t, 0, first_stage);
 }
 
-/* copy one page src -> dst through IOVAs, check the data */
-static void sm_copy_check(Sm *t, uint64_t siova, uint64_t diova, uint8_t v)
+/* device dev copies one page src -> dst through IOVAs, check the data */
+static void sm_dev_copy_check(Sm *t, int dev, uint64_t siova, uint64_t diova,
+                              uint8_t v)
 {
     uint32_t res;
     uint8_t buf[64];
 
     qtest_memset(t->e.qts, t->src, v, 4096);
     qtest_memset(t->e.qts, t->dst, 0, 4096);
-    g_assert_cmphex(vdma_copy(&t->e.dma[0], siova, diova, 4096, &res), ==,
+    g_assert_cmphex(vdma_copy(&t->e.dma[dev], siova, diova, 4096, &res), ==,
                     VIOMMU_DMA_ST_OK);
     qtest_memread(t->e.qts, t->dst + 4032, buf, sizeof(buf));
     for (size_t i = 0; i < sizeof(buf); i++) {
@@ -89,12 +96,17 @@ static void sm_copy_check(Sm *t, uint64_t siova, uint64_t diova, uint8_t v)
     g_assert_cmphex(qtest_readb(t->e.qts, t->dst), ==, v);
 }
 
-/* the ring, src and dst in first-stage tables (rings at their GPA) */
-static uint64_t sm_fs_tables(Sm *t, uint64_t flags)
+static void sm_copy_check(Sm *t, uint64_t siova, uint64_t diova, uint8_t v)
+{
+    sm_dev_copy_check(t, 0, siova, diova, v);
+}
+
+/* device dev's ring, src and dst in first-stage tables (rings at their GPA) */
+static uint64_t sm_fs_tables_dev(Sm *t, int dev, uint64_t flags)
 {
     uint64_t top = vtd_fs_new(t->g);
 
-    vtd_fs_map(t->g, top, t->e.ring[0], t->e.ring[0],
+    vtd_fs_map(t->g, top, t->e.ring[dev], t->e.ring[dev],
                ROUND_UP(VT_RING_SIZE * VIOMMU_DMA_DESC_SIZE, 4096),
                VTD_FS_RW | flags);
     vtd_fs_map(t->g, top, BUF_IOVA, t->src, 4096, VTD_FS_RW | flags);
@@ -103,14 +115,62 @@ static uint64_t sm_fs_tables(Sm *t, uint64_t flags)
     return top;
 }
 
-static VtdDomain *sm_ss_domain(Sm *t)
+static uint64_t sm_fs_tables(Sm *t, uint64_t flags)
 {
-    VtdDomain *d = vtd_domain_new(t->g, DID, 4);
+    return sm_fs_tables_dev(t, 0, flags);
+}
 
-    vt_map_rings(&t->e, d, 0);
-    vtd_map(d, BUF_IOVA, t->src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
-    vtd_map(d, BUF_IOVA + 0x10000, t->dst, 4096, VTD_PTE_RW, VTD_PAGE_4K);
-    return d;
+/*
+ * The builder of RID_PASID entries: device dev's PASID-table entry with
+ * PGTT pgtt (VTD_PGTT_FS, _SS or _PT) in domain did, over tables of its
+ * own that map the device's ring at its GPA, BUF_IOVA to src and BUF_IOVA
+ * + 0x10000 to dst (first-stage leaves with fs_flags as well).  Written,
+ * not flushed.  Returns the first-stage top table (0 otherwise); the
+ * second-stage domain goes to *ss (the caller frees it), or is freed here
+ * when ss is NULL.
+ */
+static uint64_t sm_write_rid_pasid(Sm *t, int dev, int pgtt, uint16_t did,
+                                   uint64_t fs_flags, VtdDomain **ss)
+{
+    uint64_t qw[8], top = 0;
+    VtdDomain *d = NULL;
+
+    switch (pgtt) {
+    case VTD_PGTT_FS:
+        top = sm_fs_tables_dev(t, dev, fs_flags);
+        vtd_sm_pe_first_stage(qw, did, top);
+        break;
+    case VTD_PGTT_SS:
+        d = vtd_domain_new(t->g, did, 4);
+        vt_map_rings(&t->e, d, dev);
+        vtd_map(d, BUF_IOVA, t->src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+        vtd_map(d, BUF_IOVA + 0x10000, t->dst, 4096, VTD_PTE_RW,
+                VTD_PAGE_4K);
+        vtd_sm_pe_second_stage(qw, did, d);
+        break;
+    case VTD_PGTT_PT:
+        vtd_sm_pe_pass_through(qw, did);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    vtd_sm_set_pasid_entry(t->g, vt_sid(dev), 0, qw);
+    if (ss) {
+        *ss = d;
+    } else {
+        g_free(d);
+    }
+    return top;
+}
+
+/* device 0's RID_PASID entry in DID, written and flushed as Linux does */
+static uint64_t sm_rid_pasid(Sm *t, int pgtt, uint64_t fs_flags,
+                             VtdDomain **ss)
+{
+    uint64_t top = sm_write_rid_pasid(t, 0, pgtt, DID, fs_flags, ss);
+
+    sm_flush_entry(t, 0, pgtt == VTD_PGTT_FS);
+    return top;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -141,13 +201,9 @@ static void test_caps(void)
 static void test_second_stage(void)
 {
     Sm t;
-    uint64_t qw[8];
-    g_autofree VtdDomain *d = NULL;
 
     sm_start(&t, NULL);
-    d = sm_ss_domain(&t);
-    vtd_sm_pe_second_stage(qw, DID, d);
-    sm_set_rid_pasid(&t, qw, false);
+    sm_rid_pasid(&t, VTD_PGTT_SS, 0, NULL);
     vtd_enable_translation(t.g);
     sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x5a);
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
@@ -157,12 +213,10 @@ static void test_second_stage(void)
 static void test_first_stage(void)
 {
     Sm t;
-    uint64_t qw[8], top, e;
+    uint64_t top, e;
 
     sm_start(&t, ",x-flts=on");
-    top = sm_fs_tables(&t, 0);
-    vtd_sm_pe_first_stage(qw, DID, top);
-    sm_set_rid_pasid(&t, qw, true);
+    top = sm_rid_pasid(&t, VTD_PGTT_FS, 0, NULL);
     vtd_enable_translation(t.g);
     sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0xa5);
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
@@ -218,11 +272,9 @@ static void test_nested(void)
 static void test_pass_through(void)
 {
     Sm t;
-    uint64_t qw[8];
 
     sm_start(&t, NULL);
-    vtd_sm_pe_pass_through(qw, DID);
-    sm_set_rid_pasid(&t, qw, false);
+    sm_rid_pasid(&t, VTD_PGTT_PT, 0, NULL);
     vtd_enable_translation(t.g);
     sm_copy_check(&t, t.src, t.dst, 0x77);
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
@@ -258,15 +310,13 @@ static void test_pasid_not_present(void)
 static void test_piotlb(void)
 {
     Sm t;
-    uint64_t qw[8], top, other;
+    uint64_t top, other;
     uint32_t res;
     VtdFault f;
 
     sm_start(&t, ",x-flts=on");
     other = vtd_alloc(t.g, 4096, 4096);
-    top = sm_fs_tables(&t, VTD_FS_A | VTD_FS_D);
-    vtd_sm_pe_first_stage(qw, DID, top);
-    sm_set_rid_pasid(&t, qw, true);
+    top = sm_rid_pasid(&t, VTD_PGTT_FS, VTD_FS_A | VTD_FS_D, NULL);
     vtd_enable_translation(t.g);
     sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x21);
 
@@ -300,17 +350,12 @@ static void test_piotlb(void)
 static void test_pasid_cache(void)
 {
     Sm t;
-    uint64_t qw[8];
-    g_autofree VtdDomain *d = NULL;
 
     sm_start(&t, NULL);
-    d = sm_ss_domain(&t);
-    vtd_sm_pe_second_stage(qw, DID, d);
-    sm_set_rid_pasid(&t, qw, false);
+    sm_rid_pasid(&t, VTD_PGTT_SS, 0, NULL);
     vtd_enable_translation(t.g);
     sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x31);
-    vtd_sm_pe_pass_through(qw, DID);
-    sm_set_rid_pasid(&t, qw, false);
+    sm_rid_pasid(&t, VTD_PGTT_PT, 0, NULL);
     sm_copy_check(&t, t.src, t.dst, 0x32);
     sm_stop(&t);
 }
@@ -602,19 +647,16 @@ static void test_pasid_faults(void)
 static void test_pasid_flags(void)
 {
     Sm t;
-    uint64_t qw[8];
 
     sm_start(&t, NULL);
-    vtd_sm_pe_pass_through(qw, DID);
-    sm_set_rid_pasid(&t, qw, false);
+    sm_rid_pasid(&t, VTD_PGTT_PT, 0, NULL);
     vtd_enable_translation(t.g);
     g_assert_cmphex(sm_pasid_copy(&t, 1, 0, t.src, t.dst, 8), ==,
                     VIOMMU_DMA_ST_BAD_FLAGS);
     sm_stop(&t);
 
     sm_start_pasid(&t, "");
-    vtd_sm_pe_pass_through(qw, DID);
-    sm_set_rid_pasid(&t, qw, false);
+    sm_rid_pasid(&t, VTD_PGTT_PT, 0, NULL);
     vtd_enable_translation(t.g);
     g_assert_cmphex(sm_pasid_copy(&t, 0, 0, t.src, t.dst, 8), ==,
                     VIOMMU_DMA_ST_BAD_PASID);
@@ -644,14 +686,11 @@ static void test_pasid_flags(void)
 static void test_ttm_switch_while_enabled(void)
 {
     Sm t;
-    uint64_t qw[8], top;
     uint32_t res;
     VtdFault f;
 
     sm_start(&t, ",x-flts=on");
-    top = sm_fs_tables(&t, 0);
-    vtd_sm_pe_first_stage(qw, DID, top);
-    sm_set_rid_pasid(&t, qw, true);
+    sm_rid_pasid(&t, VTD_PGTT_FS, 0, NULL);
     vtd_enable_translation(t.g);
     sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x19);
 
@@ -688,17 +727,8 @@ static void test_ttm_switch_while_enabled(void)
 static void test_migration(void)
 {
     Sm t;
-    g_autofree char *sock = g_strdup_printf("%s/viommu-sm-mig-%d.sock",
-                                            g_get_tmp_dir(), getpid());
-    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
-    g_autofree char *inc = g_strdup_printf("-global viommu-dma.pasid=on "
-                                           "-incoming %s", uri);
-    g_autofree char *cmd = NULL;
-    const char *opts = ",id=iommu0,x-scalable-mode=on,x-pasid-mode=on,"
-                       "x-flts=on,second-stage=on";
     g_autofree VtdDomain *ss = NULL;
     uint64_t qw[8], top, pa, slot, regs[3];
-    QTestState *dst;
 
     sm_start_pasid(&t, ",x-flts=on,second-stage=on");
     top = sm_fs_tables(&t, 0);
@@ -727,17 +757,7 @@ static void test_migration(void)
     regs[1] = vtd_readq(t.g, VTD_IQA);
     regs[2] = vtd_readq(t.g, VTD_IQH);
 
-    cmd = vt_cmdline(vt_iommu_name(), opts, 1, 256, inc);
-    dst = qtest_init(cmd);
-    qtest_qmp_assert_success(t.e.qts, "{'execute': 'migrate',"
-                             " 'arguments': {'uri': %s}}", uri);
-    vt_wait_migration(t.e.qts, dst);
-    vdma_free(&t.e.dma[0]);
-    qtest_quit(t.e.qts);
-    t.e.qts = NULL;
-    qpci_free_pc(t.e.bus);
-    vt_attach(&t.e, dst);
-    unlink(sock);
+    vt_migrate(&t.e);
 
     g_assert_cmphex(vtd_readq(t.g, VTD_RTADDR), ==, regs[0]);
     g_assert_cmphex(vtd_readq(t.g, VTD_IQA), ==, regs[1]);
@@ -812,16 +832,13 @@ static void test_pasid_tables_in_mmio(void)
 {
     for (int c = 0; c < 2; c++) {
         Sm t;
-        uint64_t qw[8], dir, ce;
+        uint64_t dir, ce;
         unsigned devfn = SID0 & 0xff;
-        g_autofree VtdDomain *d = NULL;
         uint32_t res;
         VtdFault f;
 
         sm_start(&t, NULL);
-        d = sm_ss_domain(&t);
-        vtd_sm_pe_second_stage(qw, DID, d);
-        sm_set_rid_pasid(&t, qw, false);
+        sm_rid_pasid(&t, VTD_PGTT_SS, 0, NULL);
         vtd_enable_translation(t.g);
         sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x2c);
         dir = (uint64_t)(uintptr_t)g_hash_table_lookup(t.g->sm_pasid_dir,

@@ -108,6 +108,8 @@ void vt_start(VtEnv *e, const char *iommu, const char *iommu_opts, int ndma,
     g_assert_cmpint(ndma, <=, VT_MAX_DMA);
     memset(e, 0, sizeof(*e));
     e->iommu = iommu;
+    e->iommu_opts = g_strdup(iommu_opts);
+    e->extra = g_strdup(extra);
     e->ram = ram_mb << 20;
     e->ndma = ndma;
     e->qts = qtest_init(cmd);
@@ -140,6 +142,8 @@ void vt_stop(VtEnv *e)
         e->qts = NULL;
     }
     g_clear_pointer(&e->g.sm_pasid_dir, g_hash_table_destroy);
+    g_clear_pointer(&e->iommu_opts, g_free);
+    g_clear_pointer(&e->extra, g_free);
 }
 
 void vt_map_rings(VtEnv *e, VtdDomain *d, int i)
@@ -250,4 +254,31 @@ void vt_wait_migration(QTestState *src, QTestState *dst)
         g_usleep(1000);
     }
     g_assert_not_reached();
+}
+
+void vt_migrate(VtEnv *e)
+{
+    static int count;
+    g_autofree char *sock = g_strdup_printf("%s/viommu-mig-%d-%d.sock",
+                                            g_get_tmp_dir(), getpid(),
+                                            count++);
+    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
+    g_autofree char *inc = g_strdup_printf("%s -incoming %s",
+                                           e->extra ? e->extra : "", uri);
+    g_autofree char *cmd = vt_cmdline(e->iommu, e->iommu_opts, e->ndma,
+                                      e->ram >> 20, inc);
+    QTestState *dst = qtest_init(cmd);
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    vt_wait_migration(e->qts, dst);
+    for (int i = 0; i < e->ndma; i++) {
+        vdma_free(&e->dma[i]);
+    }
+    qtest_quit(e->qts);
+    e->qts = NULL;
+    qpci_free_pc(e->bus);
+    e->bus = NULL;
+    vt_attach(e, dst);
+    unlink(sock);
 }

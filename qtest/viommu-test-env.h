@@ -22,6 +22,7 @@ typedef struct VtEnv {
     const char *iommu;          /* device name, NULL: no IOMMU */
     uint64_t ram;
     VtdGuest g;
+    char *iommu_opts, *extra;   /* vt_start()'s, for vt_migrate() */
     int ndma;
     VdmaDev dma[VT_MAX_DMA];
     uint64_t ring[VT_MAX_DMA];  /* GPA of each device's queue-0 ring */
@@ -42,6 +43,15 @@ void vt_start(VtEnv *e, const char *iommu, const char *iommu_opts, int ndma,
               uint64_t ram_mb, const char *extra);
 /* attach to an already started QEMU (e.g. a migration target) */
 void vt_attach(VtEnv *e, QTestState *qts);
+/*
+ * Live-migrate e's machine to a new QEMU started as vt_start() started it
+ * (same IOMMU and options, DMA devices, RAM and extra arguments) with
+ * -incoming on a UNIX socket: wait until the destination runs, let the
+ * DMA devices go on the source (vdma_free: MSI-X disabled there), quit the
+ * source and attach e to the destination (vt_attach), where the test goes
+ * on with the same guest state (tables, allocator, queues).
+ */
+void vt_migrate(VtEnv *e);
 void vt_stop(VtEnv *e);
 char *vt_cmdline(const char *iommu, const char *iommu_opts, int ndma,
                  uint64_t ram_mb, const char *extra);

@@ -851,12 +851,6 @@ static void test_migration(void)
     Fx f;
     VtdGuest *g;
     uint64_t iova = BUF_IOVA + 0x20000;
-    g_autofree char *sock = g_strdup_printf("%s/viommu-mig-%d.sock",
-                                            g_get_tmp_dir(), getpid());
-    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
-    g_autofree char *inc = g_strdup_printf("-incoming %s", uri);
-    g_autofree char *cmd = NULL;
-    QTestState *dst;
     uint32_t res;
 
     fx_start(&f, 1, 4, true, 256);
@@ -867,27 +861,17 @@ static void test_migration(void)
     vtd_flush_all(g);
     g_assert_cmpint(probe(&f, iova), ==, 0x6d);
 
-    cmd = vt_cmdline(vt_iommu_name(), NULL, 1, 256, inc);
-    dst = qtest_init(cmd);
-    qtest_qmp_assert_success(f.e.qts, "{'execute': 'migrate',"
-                             " 'arguments': {'uri': %s}}", uri);
-    vt_wait_migration(f.e.qts, dst);
-    qtest_quit(f.e.qts);
-    f.e.qts = NULL;
-    vdma_free(&f.e.dma[0]);
-    qpci_free_pc(f.e.bus);
-    vt_attach(&f.e, dst);
+    vt_migrate(&f.e);
 
     /* the same registers, mappings and queue state on the destination */
     g_assert_cmphex(vtd_readl(g, VTD_GSTS), ==,
                     VTD_GCMD_SRTP | VTD_GCMD_QIE | VTD_GCMD_TE);
-    fill_page(dst, f.src, 0x6e);
+    fill_page(f.e.qts, f.src, 0x6e);
     g_assert_cmpint(probe(&f, iova), ==, 0x6e);
     g_assert_cmphex(vdma_fill(&f.e.dma[0], iova + 0x1008, 8, 0, &res), ==,
                     VIOMMU_DMA_ST_WRITE_FAULT);
     check_fault(g, iova + 0x1000, vt_sid(0), VTD_FR_WRITE, false);
     g_assert_true(vtd_qi_sync(g));
-    unlink(sock);
     fx_stop(&f);
 }
 
