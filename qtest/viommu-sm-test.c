@@ -861,6 +861,81 @@ static void test_pasid_tables_in_mmio(void)
     }
 }
 
+/* the trace of an address space's re-evaluation (viommu_vtd_as_refresh) */
+static char *sm_refresh_line(uint16_t sid)
+{
+    return g_strdup_printf("viommu_vtd_as_refresh sid 0x%04x ", sid);
+}
+
+/*
+ * A PASID-cache invalidation of one domain (DID A) re-evaluates the
+ * address spaces of the devices whose RID_PASID entry is in that domain
+ * and no other: device 0's entry in DID A changes from second-stage to
+ * pass-through and device 1's, in DID B, stays second-stage; the
+ * invalidations are the PASID-cache (PASID-selective within A) and IOTLB
+ * (domain A) descriptors alone, no context-cache one.  Device 0 then
+ * reaches guest-physical addresses and device 1 still translates.  On
+ * viommu-vtd the trace shows the glue's side: after the invalidation
+ * device 0's address space was re-evaluated and switched to bypass,
+ * device 1's was not touched.
+ */
+static void test_pasid_cache_one_domain(void)
+{
+    Sm t;
+    const uint16_t did_a = DID, did_b = DID + 1;
+    g_autofree char *log = g_strdup_printf("%s/viommu-sm-pc-%d.log",
+                                           g_get_tmp_dir(), getpid());
+    g_autofree char *events = g_strdup_printf("%s/viommu-sm-pc-%d.events",
+                                              g_get_tmp_dir(), getpid());
+    g_autofree char *extra = g_strdup_printf("-trace events=%s,file=%s",
+                                             events, log);
+    g_autofree char *text = NULL;
+    g_autofree char *marker = NULL;
+    g_autofree char *refresh0 = sm_refresh_line(vt_sid(0));
+    g_autofree char *refresh1 = sm_refresh_line(vt_sid(1));
+    g_autofree char *switch0 = g_strdup_printf(
+        "viommu_vtd_switch_as sid 0x%04x bypass 1", vt_sid(0));
+    const char *after;
+
+    g_assert_true(g_file_set_contents(events,
+                                      "viommu_vtd_as_refresh\n"
+                                      "viommu_vtd_pasid_cache_invalidated\n"
+                                      "viommu_vtd_switch_as\n", -1, NULL));
+    sm_start_extra(&t, NULL, 2, extra);
+    sm_write_rid_pasid(&t, 0, VTD_PGTT_SS, did_a, 0, NULL);
+    sm_write_rid_pasid(&t, 1, VTD_PGTT_SS, did_b, 0, NULL);
+    sm_flush_all(&t);
+    vtd_enable_translation(t.g);
+    sm_dev_copy_check(&t, 0, BUF_IOVA, BUF_IOVA + 0x10000, 0x41);
+    sm_dev_copy_check(&t, 1, BUF_IOVA, BUF_IOVA + 0x10000, 0x42);
+
+    sm_write_rid_pasid(&t, 0, VTD_PGTT_PT, did_a, 0, NULL);
+    vtd_qi_push(t.g, vtd_desc_pasid_cache(VTD_PC_PASID, did_a, 0));
+    vtd_qi_push(t.g, vtd_desc_iotlb(VTD_GRAN_DOMAIN, did_a, 0, 0, false));
+    g_assert_true(vtd_qi_sync(t.g));
+    sm_dev_copy_check(&t, 0, t.src, t.dst, 0x43);
+    sm_dev_copy_check(&t, 1, BUF_IOVA, BUF_IOVA + 0x10000, 0x44);
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    sm_stop(&t);
+
+    g_assert_true(g_file_get_contents(log, &text, NULL, NULL));
+    unlink(log);
+    unlink(events);
+    if (!vt_iommu_is("viommu-vtd")) {
+        return;
+    }
+    /* the granularity is VTD_GRAN_SELECTIVE (3): PASID-selective */
+    marker = g_strdup_printf("viommu_vtd_pasid_cache_invalidated "
+                             "granularity 3 did %u pasid 0x0", did_a);
+    after = g_strrstr(text, marker);
+    g_assert_nonnull(after);
+    g_assert_nonnull(strstr(after, refresh0));
+    g_assert_nonnull(strstr(after, switch0));
+    g_assert_null(strstr(after, refresh1));
+    /* before it, the global invalidations re-evaluated both */
+    g_assert_nonnull(strstr(text, refresh1));
+}
+
 typedef struct SmCase {
     const char *path;
     void (*fn)(void);
@@ -878,6 +953,7 @@ static const SmCase cases[] = {
       .intel_deviation = "D6: a not-present PASID entry faults 5Bh, not 59h" },
     { "piotlb", test_piotlb },
     { "pasid-cache", test_pasid_cache },
+    { "pasid-cache-one-domain", test_pasid_cache_one_domain },
     /* intel-iommu (QEMU 10.0) has no requests with PASID from PCI DMA */
     { "pasid-dma", test_pasid_dma, .vtd_only = true },
     { "pasid-behind-pass-through", test_pasid_behind_pass_through,

@@ -98,6 +98,22 @@ void viommu_vtd_context_invalidated(void *opaque, bool all, uint16_t sid,
     viommu_vtd_pending_add(&s->pending[VIOMMU_VTD_INV_CONTEXT], all, &inv);
 }
 
+void viommu_vtd_pasid_cache_invalidated(void *opaque, uint8_t granularity,
+                                        uint16_t domain_id, uint32_t pasid)
+{
+    ViommuVtdState *s = opaque;
+    ViommuVtdInv inv = {
+        .all_domains = granularity == VTD_GRAN_GLOBAL,
+        .all_pasids = granularity != VTD_GRAN_SELECTIVE,
+        .id = domain_id,
+        .pasid = pasid,
+    };
+
+    trace_viommu_vtd_pasid_cache_invalidated(granularity, domain_id, pasid);
+    viommu_vtd_pending_add(&s->pending[VIOMMU_VTD_INV_PASID_CACHE], false,
+                           &inv);
+}
+
 void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
                                          uint16_t pfsid, uint8_t mip,
                                          uint64_t first, uint64_t last)
@@ -294,9 +310,59 @@ static void viommu_vtd_replay(IOMMUMemoryRegion *iommu, IOMMUNotifier *n)
 /* Address spaces */
 
 /*
+ * File the address space under what its RID_PASID entry was found to be
+ * (ViommuVtdCtxKind), for the PASID-cache invalidations to come.
+ */
+static void viommu_vtd_as_set_ctx(ViommuVtdAS *vas, bool have,
+                                  const VtdDeviceContext *c)
+{
+    ViommuVtdState *s = vas->s;
+    ViommuVtdCtxKind kind = VIOMMU_VTD_CTX_NONE;
+    ViommuVtdDomainSpaces *d;
+    gpointer key;
+
+    if (have && c->scalable && c->fault == VTD_FR_NONE) {
+        kind = VIOMMU_VTD_CTX_PASID_ENTRY;
+    } else if (have && c->scalable && c->pasid_entry_fault) {
+        kind = VIOMMU_VTD_CTX_PASID_FAULT;
+    }
+    if (kind == vas->ctx_kind && (kind != VIOMMU_VTD_CTX_PASID_ENTRY ||
+                                  vas->ctx_did == c->did)) {
+        vas->ctx_pasid = c->pasid;
+        return;
+    }
+    if (vas->ctx_kind != VIOMMU_VTD_CTX_NONE) {
+        QLIST_REMOVE(vas, ctx_next);
+    }
+    if (vas->ctx_kind == VIOMMU_VTD_CTX_PASID_ENTRY) {
+        key = GUINT_TO_POINTER(vas->ctx_did);
+        d = g_hash_table_lookup(s->by_domain, key);
+        if (QLIST_EMPTY(&d->spaces)) {
+            g_hash_table_remove(s->by_domain, key);
+        }
+    }
+    vas->ctx_kind = kind;
+    if (kind == VIOMMU_VTD_CTX_PASID_ENTRY) {
+        vas->ctx_did = c->did;
+        vas->ctx_pasid = c->pasid;
+        key = GUINT_TO_POINTER(c->did);
+        d = g_hash_table_lookup(s->by_domain, key);
+        if (!d) {
+            d = g_new0(ViommuVtdDomainSpaces, 1);
+            QLIST_INIT(&d->spaces);
+            g_hash_table_insert(s->by_domain, key, d);
+        }
+        QLIST_INSERT_HEAD(&d->spaces, vas, ctx_next);
+    } else if (kind == VIOMMU_VTD_CTX_PASID_FAULT) {
+        QLIST_INSERT_HEAD(&s->pasid_faulted, vas, ctx_next);
+    }
+}
+
+/*
  * A device bypasses the IOMMU region while remapping is off or its context
  * is pass-through.  A context only stops being pass-through after a context
- * cache invalidation, which re-evaluates this.  With PASIDs
+ * cache invalidation or (scalable mode) a PASID-cache invalidation of its
+ * RID_PASID entry, which re-evaluate this.  With PASIDs
  * (x-pasid-mode=on) a pass-through RID_PASID says nothing about the
  * device's requests with PASID, which the IOMMU region must see: such a
  * device bypasses only while remapping is off.
@@ -305,10 +371,17 @@ static void viommu_vtd_as_refresh(ViommuVtdAS *vas)
 {
     ViommuVtdState *s = vas->s;
     uint16_t sid = viommu_vtd_sid(vas);
+    VtdDeviceContext c = { 0 };
+    bool have = s->dmar_enabled &&
+                vtd_engine_device_context(s->engine, sid, &c);
     bool bypass = !s->dmar_enabled ||
-                  (!s->parent_obj.pasid &&
-                   vtd_engine_is_pass_through(s->engine, sid));
+                  (!s->parent_obj.pasid && have && c.fault == VTD_FR_NONE &&
+                   c.pass_through);
 
+    vas->mark = s->mark;
+    viommu_vtd_as_set_ctx(vas, have, &c);
+    trace_viommu_vtd_as_refresh(sid, vas->ctx_kind, vas->ctx_did,
+                                vas->ctx_pasid, bypass);
     qatomic_set(&vas->domain, -1);
     /*
      * Whatever a notifier learned under the old context is stale: drop it
@@ -348,11 +421,63 @@ static void viommu_vtd_refresh_all(ViommuVtdState *s)
     }
 }
 
+/* Add vas to a once unless this round of pending work saw it already. */
+static void viommu_vtd_collect(GPtrArray *a, ViommuVtdAS *vas)
+{
+    if (vas->mark != vas->s->mark) {
+        vas->mark = vas->s->mark;
+        g_ptr_array_add(a, vas);
+    }
+}
+
+/*
+ * The address spaces a PASID-cache invalidation can change: those whose
+ * RID_PASID entry was in its domain (and, PASID-selective, was that
+ * PASID), or in any domain for a global one, and those whose RID_PASID
+ * entry was unusable (software names the new entry's domain after making
+ * a not-present entry present, under caching mode).  A scalable-mode
+ * context entry names no domain, and PASID-cache invalidations do not
+ * cover it: devices whose context entry was unusable stay as they are,
+ * and legacy-mode contexts too.
+ */
+static void viommu_vtd_pasid_cache_affected(ViommuVtdState *s,
+                                            const ViommuVtdInv *inv,
+                                            GPtrArray *a)
+{
+    ViommuVtdDomainSpaces *d;
+    ViommuVtdAS *vas;
+
+    QLIST_FOREACH(vas, &s->pasid_faulted, ctx_next) {
+        viommu_vtd_collect(a, vas);
+    }
+    if (inv->all_domains) {
+        GHashTableIter it;
+
+        g_hash_table_iter_init(&it, s->by_domain);
+        while (g_hash_table_iter_next(&it, NULL, (void **)&d)) {
+            QLIST_FOREACH(vas, &d->spaces, ctx_next) {
+                viommu_vtd_collect(a, vas);
+            }
+        }
+        return;
+    }
+    d = g_hash_table_lookup(s->by_domain, GUINT_TO_POINTER(inv->id));
+    if (!d) {
+        return;
+    }
+    QLIST_FOREACH(vas, &d->spaces, ctx_next) {
+        if (inv->all_pasids || vas->ctx_pasid == inv->pasid) {
+            viommu_vtd_collect(a, vas);
+        }
+    }
+}
+
 /*
  * Act on what the engine reported: a change of the translation-enable
- * state or a context invalidation re-decides which address spaces bypass
- * the IOMMU region; IOTLB and device-IOTLB invalidations reach the
- * notifiers of the address spaces they select.
+ * state, a context invalidation or a PASID-cache invalidation re-decides
+ * which address spaces bypass the IOMMU region (those it selects); IOTLB
+ * and device-IOTLB invalidations reach the notifiers of the address spaces
+ * they select.
  */
 void viommu_vtd_process_pending(ViommuVtdState *s)
 {
@@ -362,25 +487,39 @@ void viommu_vtd_process_pending(ViommuVtdState *s)
     ViommuVtdAS *vas;
     unsigned i, n;
 
+    s->mark++;
     if (enabled != s->dmar_enabled || ctx->all) {
         if (enabled != s->dmar_enabled) {
             trace_viommu_vtd_translation_enabled(enabled);
         }
         s->dmar_enabled = enabled;
         viommu_vtd_refresh_all(s);
-    } else if (ctx->n) {
-        GHashTableIter it;
+    } else {
+        g_autoptr(GPtrArray) a = g_ptr_array_new();
 
-        g_hash_table_iter_init(&it, s->spaces);
-        while (g_hash_table_iter_next(&it, NULL, (void **)&vas)) {
-            uint16_t sid = viommu_vtd_sid(vas);
+        if (ctx->n) {
+            GHashTableIter it;
 
-            for (i = 0; i < ctx->n; i++) {
-                if (viommu_vtd_inv_sid_match(&ctx->inv[i], sid)) {
-                    viommu_vtd_as_refresh(vas);
-                    break;
+            g_hash_table_iter_init(&it, s->spaces);
+            while (g_hash_table_iter_next(&it, NULL, (void **)&vas)) {
+                uint16_t sid = viommu_vtd_sid(vas);
+
+                for (i = 0; i < ctx->n; i++) {
+                    if (viommu_vtd_inv_sid_match(&ctx->inv[i], sid)) {
+                        viommu_vtd_collect(a, vas);
+                        break;
+                    }
                 }
             }
+        }
+        n = viommu_vtd_pending_get(&s->pending[VIOMMU_VTD_INV_PASID_CACHE],
+                                   &inv);
+        for (i = 0; s->dmar_enabled && i < n; i++) {
+            viommu_vtd_pasid_cache_affected(s, &inv[i], a);
+        }
+        /* refreshing moves address spaces between the lists walked above */
+        for (i = 0; i < a->len; i++) {
+            viommu_vtd_as_refresh(g_ptr_array_index(a, i));
         }
     }
 

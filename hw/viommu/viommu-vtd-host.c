@@ -145,6 +145,7 @@ const VtdHostOps viommu_vtd_host_ops = {
     .context_invalidated = viommu_vtd_context_invalidated,
     .now_ns = viommu_vtd_now_ns,
     .device_iotlb_invalidated = viommu_vtd_device_iotlb_invalidated,
+    .pasid_cache_invalidated = viommu_vtd_pasid_cache_invalidated,
     .interrupts_invalidated = viommu_vtd_interrupts_invalidated,
     .event = viommu_vtd_event,
 };

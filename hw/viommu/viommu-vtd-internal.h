@@ -31,6 +31,28 @@
 
 typedef struct ViommuVtdAS ViommuVtdAS;
 
+/*
+ * What an address space was last decided from (viommu_vtd_as_refresh()),
+ * as far as PASID-cache invalidations are concerned: those name a domain
+ * (and a PASID), never a source-id, so the address spaces are indexed by
+ * the domain of their RID_PASID entry.
+ */
+typedef enum ViommuVtdCtxKind {
+    /* remapping off, a legacy-mode context, or an unusable scalable-mode
+     * root or context entry: no PASID-cache invalidation changes it */
+    VIOMMU_VTD_CTX_NONE,
+    /* RID_PASID's PASID-table entry (ctx_did, ctx_pasid) */
+    VIOMMU_VTD_CTX_PASID_ENTRY,
+    /* RID_PASID's PASID directory or table entry unusable (not present,
+     * reserved bits): any PASID-cache invalidation may change that */
+    VIOMMU_VTD_CTX_PASID_FAULT,
+} ViommuVtdCtxKind;
+
+/* The address spaces whose RID_PASID entry is in one domain. */
+typedef struct ViommuVtdDomainSpaces {
+    QLIST_HEAD(, ViommuVtdAS) spaces;
+} ViommuVtdDomainSpaces;
+
 struct ViommuVtdAS {
     ViommuVtdState *s;
     PCIBus *bus;
@@ -40,6 +62,13 @@ struct ViommuVtdAS {
     int32_t domain;                 /* last domain translate saw, -1 unknown */
     IOMMUNotifierFlag notifier_flags;
     QLIST_ENTRY(ViommuVtdAS) next;  /* in ViommuVtdState.notified */
+    ViommuVtdCtxKind ctx_kind;
+    uint16_t ctx_did;               /* CTX_PASID_ENTRY: domain and RID_PASID */
+    uint32_t ctx_pasid;
+    /* CTX_PASID_ENTRY: in by_domain[ctx_did]; CTX_PASID_FAULT: in
+     * pasid_faulted */
+    QLIST_ENTRY(ViommuVtdAS) ctx_next;
+    uint64_t mark;                  /* viommu_vtd_process_pending()'s */
     IOMMUMemoryRegion iommu;
     MemoryRegion root;
     MemoryRegion nodmar;
@@ -54,9 +83,12 @@ struct ViommuVtdAS {
  * saw instead) and covers IOVAs [first, last].
  */
 typedef struct ViommuVtdInv {
-    bool all_domains;               /* IOTLB: every domain */
-    uint16_t id;                    /* IOTLB: domain-id; others: source-id */
+    bool all_domains;               /* IOTLB, PASID cache: every domain */
+    bool all_pasids;                /* PASID cache: every PASID of `id` */
+    uint16_t id;                    /* IOTLB, PASID cache: domain-id;
+                                     * others: source-id */
     uint16_t mask;                  /* source-id bits that do not count */
+    uint32_t pasid;                 /* PASID cache, unless all_pasids */
     hwaddr first, last;
 } ViommuVtdInv;
 
@@ -64,6 +96,7 @@ typedef enum ViommuVtdInvKind {
     VIOMMU_VTD_INV_IOTLB,
     VIOMMU_VTD_INV_CONTEXT,
     VIOMMU_VTD_INV_DEVICE_IOTLB,
+    VIOMMU_VTD_INV_PASID_CACHE,
     VIOMMU_VTD_INV_KINDS,
 } ViommuVtdInvKind;
 
@@ -94,6 +127,10 @@ struct ViommuVtdState {
     QEMUBH *queue_bh;               /* continues the invalidation queue */
     GHashTable *spaces;             /* ViommuVtdKey -> ViommuVtdAS */
     QLIST_HEAD(, ViommuVtdAS) notified;
+    /* address spaces by their RID_PASID entry (ViommuVtdCtxKind) */
+    GHashTable *by_domain;          /* domain-id -> ViommuVtdDomainSpaces */
+    QLIST_HEAD(, ViommuVtdAS) pasid_faulted;
+    uint64_t mark;                  /* viommu_vtd_process_pending()'s */
     bool dmar_enabled;
     ViommuVtdPending pending[VIOMMU_VTD_INV_KINDS];
     bool intremap;                  /* ECAP.IR: the windows remap */
@@ -147,6 +184,8 @@ void viommu_vtd_context_invalidated(void *opaque, bool all, uint16_t sid,
 void viommu_vtd_device_iotlb_invalidated(void *opaque, uint16_t sid,
                                          uint16_t pfsid, uint8_t mip,
                                          uint64_t first, uint64_t last);
+void viommu_vtd_pasid_cache_invalidated(void *opaque, uint8_t granularity,
+                                        uint16_t domain_id, uint32_t pasid);
 void viommu_vtd_process_pending(ViommuVtdState *s);
 void viommu_vtd_resync(ViommuVtdState *s);
 void viommu_vtd_iommu_mr_class_init(ObjectClass *oc, void *data);

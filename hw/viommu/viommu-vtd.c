@@ -266,6 +266,9 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
                                 &s->mmio);
     s->spaces = viommu_vtd_spaces_new();
     QLIST_INIT(&s->notified);
+    s->by_domain = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                         g_free);
+    QLIST_INIT(&s->pasid_faulted);
     pci_setup_iommu(pcms->pcibus, &viommu_vtd_pci_ops, s);
     if (s->intremap) {
         viommu_vtd_ir_realize(s, pcms->pcibus);
@@ -294,6 +297,7 @@ static void viommu_vtd_finalize(Object *obj)
     ViommuVtdState *s = VIOMMU_VTD(obj);
 
     g_clear_pointer(&s->queue_bh, qemu_bh_delete);
+    g_clear_pointer(&s->by_domain, g_hash_table_destroy);
     vtd_engine_free(s->engine);
 }
 

@@ -118,8 +118,8 @@ typedef enum VtdFaultReason {
 
 /* Services the host gives the engine.  All callbacks are mandatory except
  * `invalidated`, `context_invalidated`, `now_ns`, `device_iotlb_invalidated`,
- * `prefetch`, `interrupts_invalidated`, `event` and (without first-stage
- * translation) `mem_cmpxchg64`. */
+ * `prefetch`, `interrupts_invalidated`, `event`, `pasid_cache_invalidated`
+ * and (without first-stage translation) `mem_cmpxchg64`. */
 typedef struct VtdHostOps {
     /* The remapping unit's own accesses to guest physical memory (root and
      * context tables, page tables, the invalidation queue, wait status
@@ -184,6 +184,22 @@ typedef struct VtdHostOps {
      * VtdConfig.first_stage is set, unused otherwise (may be NULL). */
     int (*mem_cmpxchg64)(void *opaque, uint64_t gpa, uint64_t expected, uint64_t desired,
                          uint64_t *found);
+
+    /* A PASID-cache invalidation (scalable mode): the guest may have
+     * changed the PASID-table entries of domain `domain_id`
+     * (VTD_GRAN_DOMAIN), of PASID `pasid` in that domain
+     * (VTD_GRAN_SELECTIVE: PASID-selective-within-domain), or of every
+     * domain (VTD_GRAN_GLOBAL; `domain_id` and `pasid` are then 0).  The
+     * descriptor names no source-id: software names the domain-id of the
+     * entry as the unit may have cached it (the old entry's), and a
+     * not-present entry is not tied to any domain.  The QEMU glue
+     * re-evaluates the address spaces of the devices whose RID_PASID entry
+     * it last resolved (vtd_engine_device_context()) in that domain and
+     * PASID, and those whose RID_PASID entry was unusable.  May be NULL:
+     * the engine then reports the invalidation as context_invalidated()
+     * of every source-id. */
+    void (*pasid_cache_invalidated)(void *opaque, uint8_t granularity /* VtdGranularity */,
+                                    uint16_t domain_id, uint32_t pasid);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */
@@ -287,6 +303,26 @@ VtdFaultReason vtd_engine_translate_pasid(VtdEngine *e, uint16_t sid, uint32_t p
  * currently in a pass-through context (so the host may bypass translation). */
 bool vtd_engine_translation_enabled(VtdEngine *e);
 bool vtd_engine_is_pass_through(VtdEngine *e, uint16_t sid);
+
+/* How requests without PASID from a source-id are translated, as the
+ * translate path resolves it now (through the context cache). */
+typedef struct VtdDeviceContext {
+    uint8_t  fault;        /* VtdFaultReason of the context; the fields below
+                            * except pasid_entry_fault are valid when 0 */
+    bool     pass_through; /* translation type / PGTT pass-through */
+    bool     scalable;     /* scalable mode: `did` and `pasid` are those of
+                            * RID_PASID's PASID-table entry */
+    bool     pasid_entry_fault; /* scalable mode: `fault` is one of RID_PASID's
+                                 * PASID-directory or PASID-table entry (50h-5Dh),
+                                 * which a PASID-cache invalidation may cure */
+    uint16_t did;          /* domain-id (legacy: the context entry's) */
+    uint32_t pasid;        /* scalable mode: RID_PASID */
+} VtdDeviceContext;
+
+/* Fill `out` for `sid`.  Returns false, and `out` all zero, while DMA
+ * remapping is disabled (GSTS.TES clear).  Records no fault.  May be called
+ * from any thread, like vtd_engine_translate(). */
+bool vtd_engine_device_context(VtdEngine *e, uint16_t sid, VtdDeviceContext *out);
 
 /* Walk the present mappings of `sid` in [start, end), calling `cb` for each
  * leaf (for MAP-notifier replay).  Reads tables without touching the IOTLB

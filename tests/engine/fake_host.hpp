@@ -65,6 +65,11 @@ struct IrInval {
     uint16_t index;
     uint8_t mask;
 };
+struct PasidCacheInval {
+    uint8_t granularity;  // VtdGranularity
+    uint16_t did;
+    uint32_t pasid;
+};
 struct DevTlbInval {
     uint16_t sid, pfsid;
     uint8_t mip;
@@ -73,7 +78,11 @@ struct DevTlbInval {
 
 class FakeHost {
 public:
-    explicit FakeHost(size_t ram_bytes = 8 << 20, VtdConfig cfg = default_config())
+    // `pasid_cache_hook`: install VtdHostOps.pasid_cache_invalidated
+    // (without it the engine reports PASID-cache invalidations as context
+    // invalidations of every source-id).
+    explicit FakeHost(size_t ram_bytes = 8 << 20, VtdConfig cfg = default_config(),
+                      bool pasid_cache_hook = true)
         : ram(ram_bytes), cfg_(cfg)
     {
         ops_.mem_read = [](void *o, uint64_t gpa, void *buf, size_t len) {
@@ -97,6 +106,12 @@ public:
             std::lock_guard g(h->log_lock);
             h->ctx_invals.push_back({all, sid, mask});
         };
+        if (pasid_cache_hook)
+            ops_.pasid_cache_invalidated = [](void *o, uint8_t g, uint16_t did, uint32_t pasid) {
+                auto *h = static_cast<FakeHost *>(o);
+                std::lock_guard guard(h->log_lock);
+                h->pc_invals.push_back({g, did, pasid});
+            };
         ops_.now_ns = [](void *o) { return static_cast<FakeHost *>(o)->clock += 7; };
         ops_.device_iotlb_invalidated = [](void *o, uint16_t sid, uint16_t pfsid, uint8_t mip,
                                            uint64_t first, uint64_t last) {
@@ -387,8 +402,9 @@ public:
     std::vector<Inval> invals;
     std::vector<CtxInval> ctx_invals;
     std::vector<DevTlbInval> dev_invals;
-    std::vector<IrInval> ir_invals;    // interrupts_invalidated calls, in order
-    std::vector<uint64_t> prefetches;  // the engine's prefetch hints, in order
+    std::vector<PasidCacheInval> pc_invals;  // pasid_cache_invalidated calls, in order
+    std::vector<IrInval> ir_invals;          // interrupts_invalidated calls, in order
+    std::vector<uint64_t> prefetches;        // the engine's prefetch hints, in order
     // The engine's events, in order, while record_events is set (the hook
     // is always installed, so every test runs the event builders).
     bool record_events = false;

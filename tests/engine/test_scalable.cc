@@ -821,6 +821,42 @@ TEST_F(Scalable, ReplayWalksSecondStageOnly)
     EXPECT_EQ(leaves, 2u);
 }
 
+// vtd_engine_device_context(): RID_PASID's domain and PASID, its
+// pass-through, and whether a fault is the PASID entry's.
+TEST_F(Scalable, DeviceContextNamesRidPasidsEntry)
+{
+    VtdDeviceContext c{};
+    ASSERT_TRUE(vtd_engine_device_context(h.e, SID, &c));
+    EXPECT_EQ(c.fault, VTD_FR_NONE);
+    EXPECT_TRUE(c.scalable);
+    EXPECT_FALSE(c.pass_through);
+    EXPECT_EQ(c.did, DID);
+    EXPECT_EQ(c.pasid, 0u);
+
+    const uint64_t dir2 = t.set_context(SID, 0, 0, 7);  // RID_PASID 7
+    t.set_pasid(dir2, 7, ScalableTables::pass_through(DID + 1));
+    t.invalidate_all();
+    ASSERT_TRUE(vtd_engine_device_context(h.e, SID, &c));
+    EXPECT_EQ(c.fault, VTD_FR_NONE);
+    EXPECT_TRUE(c.pass_through);
+    EXPECT_EQ(c.did, DID + 1);
+    EXPECT_EQ(c.pasid, 7u);
+
+    t.set_pasid(dir2, 7, {});
+    t.invalidate_all();
+    ASSERT_TRUE(vtd_engine_device_context(h.e, SID, &c));
+    EXPECT_EQ(c.fault, VTD_FR_SM_PASID_ENTRY_P);
+    EXPECT_TRUE(c.pasid_entry_fault);
+
+    ASSERT_TRUE(vtd_engine_device_context(h.e, SID + 1, &c));  // no context entry
+    EXPECT_EQ(c.fault, VTD_FR_SM_CONTEXT_ENTRY_P);
+    EXPECT_FALSE(c.pasid_entry_fault);
+    EXPECT_EQ(h.mmio32(FSTS) & 2, 0u) << "no fault recorded (FSTS.PPF clear)";
+
+    h.w32(GCMD, h.gcmd_shadow & ~TE);
+    EXPECT_FALSE(vtd_engine_device_context(h.e, SID, &c));
+}
+
 // Table pointers outside guest RAM (the host's mem_read fails for MMIO and
 // unbacked addresses alike): the PASID directory (50h, for requests with
 // and without PASID, recorded with the PASID), and a second-stage table

@@ -256,7 +256,32 @@ TEST_F(Wide, PasidCacheGranularities)
     EXPECT_EQ(json_counter(s, "pasid_cache", "pasid"), 1u);
     EXPECT_EQ(json_counter(s, "pasid_cache", "global"), 1u);
     EXPECT_EQ(json_counter(s, "descriptors", "pasid_cache"), 3u);
-    EXPECT_EQ(h.ctx_invals.size() - before, 3u) << "the host re-evaluates its devices";
+    EXPECT_EQ(h.ctx_invals.size(), before) << "no source-id is named";
+    // The host hears what each descriptor named.
+    ASSERT_EQ(h.pc_invals.size(), 3u);
+    EXPECT_EQ(h.pc_invals[0].granularity, VTD_GRAN_DOMAIN);
+    EXPECT_EQ(h.pc_invals[0].did, 3u);
+    EXPECT_EQ(h.pc_invals[0].pasid, 0u);
+    EXPECT_EQ(h.pc_invals[1].granularity, VTD_GRAN_SELECTIVE);
+    EXPECT_EQ(h.pc_invals[1].did, 3u);
+    EXPECT_EQ(h.pc_invals[1].pasid, 0x77u);
+    EXPECT_EQ(h.pc_invals[2].granularity, VTD_GRAN_GLOBAL);
+    EXPECT_EQ(h.pc_invals[2].did, 0u);
+}
+
+// A host without VtdHostOps.pasid_cache_invalidated re-evaluates every
+// device after any PASID-cache invalidation.
+TEST(WideFallback, PasidCacheWithoutTheHookIsAContextInvalidationOfAll)
+{
+    FakeHost h(8 << 20, scalable(), false);
+    h.enable_translation();
+    h.enable_qi(0, true);
+    const size_t before = h.ctx_invals.size();
+    h.submit(FakeHost::pc_desc(1, 3, 0x77), 0);
+    EXPECT_FALSE(h.mmio32(FSTS) & FSTS_IQE);
+    ASSERT_EQ(h.ctx_invals.size() - before, 1u);
+    EXPECT_TRUE(h.ctx_invals.back().all);
+    EXPECT_TRUE(h.pc_invals.empty());
 }
 
 TEST_F(Wide, PasidCacheInvalid)

@@ -116,6 +116,12 @@ bool vtd_engine_is_pass_through(VtdEngine *e, uint16_t sid)
     return e->engine->is_pass_through(sid);
 }
 
+bool vtd_engine_device_context(VtdEngine *e, uint16_t sid, VtdDeviceContext *out)
+{
+    VtdDeviceContext tmp;
+    return e->engine->device_context(sid, out ? *out : tmp);
+}
+
 int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb,
                     void *ctx)
 {

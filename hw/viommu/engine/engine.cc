@@ -348,6 +348,28 @@ bool Engine::is_pass_through(uint16_t sid)
     return cl.fault == VTD_FR_NONE && cl.ctx.tt == TranslationType::PassThrough;
 }
 
+bool Engine::device_context(uint16_t sid, VtdDeviceContext &out)
+{
+    out = {};
+    if (!translation_enabled())
+        return false;
+    const ContextLookup cl = resolve_context(sid);
+    const bool sm = root_table_.load(std::memory_order_acquire) & rtaddr::TTM_SCALABLE;
+    out.fault = static_cast<uint8_t>(cl.fault);
+    out.scalable = sm;
+    if (cl.fault != VTD_FR_NONE) {
+        // 50h-5Dh: RID_PASID's directory or table entry (the context
+        // entry was usable).
+        out.pasid_entry_fault =
+            sm && cl.fault >= VTD_FR_SM_PASID_DIR_INV && cl.fault <= VTD_FR_SM_PASID_ENTRY_SRE;
+        return true;
+    }
+    out.pass_through = cl.ctx.tt == TranslationType::PassThrough;
+    out.did = cl.ctx.did;
+    out.pasid = sm ? cl.ctx.pasid : 0;
+    return true;
+}
+
 int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *cb_ctx)
 {
     if (!translation_enabled() || !cb)

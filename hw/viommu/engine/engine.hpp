@@ -3,7 +3,7 @@
 // invalidation and fault recording together behind the C ABI in
 // include/viommu/vtd.h.
 //
-// Threading: translate(), walk() and is_pass_through() run on any number of
+// Threading: translate(), walk(), is_pass_through() and device_context() run on any number of
 // threads concurrently with one MMIO thread.  State they share with MMIO is
 // either atomic (TES, the active root table address), in the caches (own
 // sharded locks) or in the fault recorder (own lock).  The remaining
@@ -51,6 +51,7 @@ public:
                                    unsigned access, bool record_fault, VtdTranslation &out);
     bool translation_enabled() const { return te_.load(std::memory_order_acquire); }
     bool is_pass_through(uint16_t sid);
+    bool device_context(uint16_t sid, VtdDeviceContext &out);
     int walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void *ctx);
     VtdIrResult remap_interrupt(uint16_t sid, uint64_t addr, uint32_t data, bool record_fault,
                                 VtdInterrupt &out)

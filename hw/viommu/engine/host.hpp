@@ -83,6 +83,16 @@ public:
             ops_.context_invalidated(opaque_, all, sid, sid_mask);
     }
 
+    // Falls back to a context invalidation of every source-id for a host
+    // without the hook.
+    void pasid_cache_invalidated(uint8_t granularity, uint16_t did, uint32_t pasid) const
+    {
+        if (ops_.pasid_cache_invalidated)
+            ops_.pasid_cache_invalidated(opaque_, granularity, did, pasid);
+        else
+            context_invalidated(true, 0, 0);
+    }
+
     void device_iotlb_invalidated(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
                                   uint64_t last) const
     {

@@ -41,16 +41,19 @@ uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
 // than asked).
 void Engine::invalidate_pasid_cache(const PasidCacheInvalidation &req)
 {
+    VtdGranularity granularity = VTD_GRAN_GLOBAL;
     switch (req.granularity) {
     case PasidCacheGranularity::Domain:
         stats_.add(Counter::PasidCacheDomain);
         pasids_.invalidate_domain(req.did);
         contexts_.invalidate_domain(req.did);
+        granularity = VTD_GRAN_DOMAIN;
         break;
     case PasidCacheGranularity::Pasid:
         stats_.add(Counter::PasidCachePasid);
         pasids_.invalidate_pasid(req.did, req.pasid);
         contexts_.invalidate_domain(req.did);
+        granularity = VTD_GRAN_SELECTIVE;
         break;
     case PasidCacheGranularity::Global:
         stats_.add(Counter::PasidCacheGlobal);
@@ -60,9 +63,13 @@ void Engine::invalidate_pasid_cache(const PasidCacheInvalidation &req)
     }
     translations_changed();
     // A PASID-table entry decides a device's mode (PGTT pass-through or
-    // translated); which devices use the domain is known only for cached
-    // entries, so the host re-evaluates every device.
-    host_.context_invalidated(true, 0, 0);
+    // translated).  Which devices use the domain is known only for cached
+    // entries, so the host is told what the descriptor names (domain,
+    // PASID) and matches it against the RID_PASID entries it resolved
+    // (device_context()).
+    const bool global = granularity == VTD_GRAN_GLOBAL;
+    host_.pasid_cache_invalidated(granularity, global ? 0 : req.did,
+                                  granularity == VTD_GRAN_SELECTIVE ? req.pasid : 0);
 }
 
 void Engine::invalidate_pasid_device_tlb(const PasidDeviceTlbInvalidation &req)
