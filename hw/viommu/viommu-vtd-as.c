@@ -276,18 +276,10 @@ static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
         return -EINVAL;
     }
     /*
-     * A MAP notifier mirrors the guest's tables into the host's (VFIO);
-     * the engine replays second-stage tables only.  First-stage tables
-     * would need the host IOMMU's nested translation, which viommu-vtd
-     * does not drive: refuse rather than map nothing.
+     * A MAP notifier mirrors the guest's tables into the host's (VFIO):
+     * the replay walk (vtd_engine_walk()) follows RID_PASID's entry of any
+     * PGTT, first-stage and nested tables as the combined translation.
      */
-    if ((new_flags & IOMMU_NOTIFIER_MAP) && vas->s->first_stage) {
-        error_setg(errp, "viommu-vtd: device %02x.%x needs MAP notifications "
-                   "(device assignment), which cannot follow first-stage "
-                   "tables; start viommu-vtd without x-flts=on",
-                   PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
-        return -EINVAL;
-    }
     trace_viommu_vtd_notify_flag_changed(viommu_vtd_name(vas), old_flags,
                                          new_flags);
     if (old_flags == IOMMU_NOTIFIER_NONE && new_flags != IOMMU_NOTIFIER_NONE) {

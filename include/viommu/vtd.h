@@ -325,9 +325,20 @@ typedef struct VtdDeviceContext {
 bool vtd_engine_device_context(VtdEngine *e, uint16_t sid, VtdDeviceContext *out);
 
 /* Walk the present mappings of `sid` in [start, end), calling `cb` for each
- * leaf (for MAP-notifier replay).  Reads tables without touching the IOTLB
- * or recording faults.  Returns 0, or a fault reason if the context itself is
- * unusable. */
+ * leaf (for MAP-notifier replay) with what a request without PASID from
+ * `sid` may do there.  Reads tables without touching the IOTLB, recording
+ * faults or setting accessed/dirty flags.  Second-stage tables (legacy
+ * mode, PGTT second-stage): every present leaf with its R/W.  First-stage
+ * tables (PGTT first-stage, RID_PASID's entry): the leaves a user request
+ * can use (U/S at every level), readable, and writable where R/W is set at
+ * every level and the leaf's D flag is set.  Nested: those leaves'
+ * output translated by the second stage, in pieces of the smaller page
+ * size with both stages' permissions.  Malformed entries and tables that
+ * cannot be read are skipped (their addresses would fault); at most 2^24
+ * entries are read, so looping tables end the walk.  Returns 0, or a fault
+ * reason if the context itself is unusable: its context or PASID entry
+ * (nothing to replay for pass-through either), or, first-stage, a top table
+ * that cannot be read (73h; nested: 74h, 75h or the second stage's fault). */
 typedef void (*VtdWalkFn)(void *ctx, const VtdTranslation *t);
 int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end,
                     VtdWalkFn cb, void *ctx);

@@ -4,7 +4,9 @@
 // PGTT, first-stage walks (pages, permissions, accessed/dirty flags),
 // nested translation, requests with PASID, and every scalable-mode fault
 // reason the model can raise.
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "scalable_tables.hpp"
 
@@ -800,25 +802,213 @@ TEST(ScalableMigration, TtmAndPasidFaultRecordsRoundTrip)
     EXPECT_EQ(vtd_engine_set_state(c.e, &legacy), VTD_STATE_BAD_FAULTS);
 }
 
-// Replay (MAP notifiers) walks second-stage tables only: a first-stage or
-// nested RID_PASID entry makes the walk report 5Bh and call back nothing
-// (the glue refuses MAP notifiers with x-flts=on, so no caller gets here
-// in QEMU); a second-stage one replays its leaves.
-TEST_F(Scalable, ReplayWalksSecondStageOnly)
-{
-    t.map_fs(fs, 0x1000, 0x9000, FS_RW | FS_US);
-    unsigned leaves = 0;
-    auto cb = [](void *ctx, const VtdTranslation *) { ++*static_cast<unsigned *>(ctx); };
-    EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, 1 << 20, cb, &leaves), VTD_FR_SM_PASID_ENTRY_INV);
-    EXPECT_EQ(leaves, 0u);
+// --- replay (vtd_engine_walk) ---
 
+namespace {
+
+struct Replayed {
+    uint64_t iova, phys, mask;
+    uint8_t perm;
+    uint16_t did;
+    bool operator==(const Replayed &) const = default;
+};
+
+std::vector<Replayed> replay(FakeHost &h, uint64_t start, uint64_t end, int *ret = nullptr)
+{
+    std::vector<Replayed> out;
+    auto cb = [](void *ctx, const VtdTranslation *t) {
+        static_cast<std::vector<Replayed> *>(ctx)->push_back(
+            {t->iova_base, t->phys_base, t->addr_mask, t->perm, t->domain_id});
+    };
+    const int r = vtd_engine_walk(h.e, SID, start, end, cb, &out);
+    if (ret)
+        *ret = r;
+    return out;
+}
+
+}  // namespace
+
+// A second-stage RID_PASID entry replays its leaves.
+TEST_F(Scalable, ReplayWalksSecondStageTables)
+{
     uint64_t ss = h.alloc_page();
     h.map(ss, 4, 0x1000, 0x5000, 3);
-    h.map(ss, 4, 0x2000, 0x6000, 3);
+    h.map(ss, 4, 0x2000, 0x6000, 1);
     t.set_pasid(dir, 0, ScalableTables::second_stage(ss, DID));
     t.invalidate_all();
-    EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, 1 << 20, cb, &leaves), 0);
-    EXPECT_EQ(leaves, 2u);
+    int ret = -1;
+    const auto got = replay(h, 0, 1 << 20, &ret);
+    EXPECT_EQ(ret, 0);
+    const std::vector<Replayed> want = {{0x1000, 0x5000, 0xfff, VTD_PERM_RW, DID},
+                                        {0x2000, 0x6000, 0xfff, VTD_PERM_READ, DID}};
+    EXPECT_EQ(got, want);
+}
+
+// First-stage RID_PASID: the leaves a request without PASID (a user
+// request) can use, 4 KiB, 2 MiB and 1 GiB, with the permissions it gets:
+// W only where R/W is set at every level and the leaf is dirty.  Nothing
+// is written: no A or D flag appears.
+TEST_F(Scalable, ReplayWalksFirstStageTables)
+{
+    t.map_fs(fs, 0x1000, 0x11000, FS_RW | FS_US | FS_A | FS_D);  // RW
+    t.map_fs(fs, 0x2000, 0x12000, FS_US);                        // read-only
+    t.map_fs(fs, 0x3000, 0x13000, FS_RW | FS_US);                // clean: R
+    t.map_fs(fs, 0x4000, 0x14000, FS_RW);                        // supervisor only
+    t.map_fs(fs, 0x5000, 0x15000, FS_RW | FS_US | FS_D);
+    h.put64(t.fs_pte(fs, 0x5000, 1), 0x15000 | FS_RW | FS_US);  // not present
+    t.map_fs(fs, 0x40000000, 0x200000, FS_RW | FS_US | FS_D, 2);
+    t.map_fs(fs, 0x80000000, 0x40000000, FS_RW | FS_US | FS_D, 3);
+    // A table that a read-only entry above makes read-only.
+    t.map_fs(fs, 0x7f0000200000, 0x16000, FS_RW | FS_US | FS_D);
+    h.put64(t.fs_pte(fs, 0x7f0000200000, 2), h.get64(t.fs_pte(fs, 0x7f0000200000, 2)) & ~FS_RW);
+    // An upper-half (sign-extended) address.
+    t.map_fs(fs, 0xffff800000003000, 0x17000, FS_US);
+    std::vector<uint8_t> before = h.ram;
+
+    int ret = -1;
+    auto got = replay(h, 0, uint64_t{1} << 48, &ret);
+    EXPECT_EQ(ret, 0);
+    const std::vector<Replayed> want = {
+        {0x1000, 0x11000, 0xfff, VTD_PERM_RW, DID},
+        {0x2000, 0x12000, 0xfff, VTD_PERM_READ, DID},
+        {0x3000, 0x13000, 0xfff, VTD_PERM_READ, DID},
+        {0x40000000, 0x200000, 0x1fffff, VTD_PERM_RW, DID},
+        {0x80000000, 0x40000000, 0x3fffffff, VTD_PERM_RW, DID},
+        {0x7f0000200000, 0x16000, 0xfff, VTD_PERM_READ, DID},
+    };
+    EXPECT_EQ(got, want);
+    EXPECT_TRUE(h.ram == before) << "replay sets no accessed or dirty flag";
+    // What replay reports is what a translation without PASID gets.
+    for (const Replayed &r : want) {
+        VtdTranslation out{};
+        ASSERT_EQ(h.translate(SID, r.iova, VTD_PERM_NONE, &out, false), VTD_FR_NONE) << r.iova;
+        EXPECT_EQ(out.phys_base, r.phys);
+        EXPECT_EQ(out.addr_mask, r.mask);
+        EXPECT_EQ(out.perm, r.perm);
+    }
+    EXPECT_EQ(h.translate(SID, 0x4000, VTD_PERM_READ), VTD_FR_SM_FS_USER);
+    // The range is honoured, upper half included.
+    got = replay(h, 0x2000, 0x40000000);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].iova, 0x2000u);
+    EXPECT_EQ(got[1].iova, 0x3000u);
+    got = replay(h, 0xffff800000000000, UINT64_MAX);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], (Replayed{0xffff800000003000, 0x17000, 0xfff, VTD_PERM_READ, DID}));
+}
+
+// 5-level first-stage tables (FSPM, AW 57): a leaf above 48 bits, and the
+// upper half from PML5 entries 256-511.
+TEST(ScalableConfigWalk, ReplayFiveLevelFirstStage)
+{
+    VtdConfig c = scalable_config();
+    c.aw_bits = 57;
+    FakeHost h{8 << 20, c};
+    ScalableTables t{h};
+    uint64_t dir = t.set_context(SID);
+    uint64_t fs = h.alloc_page();
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 2));  // FSPM: 5-level
+    t.enable();
+    t.map_fs(fs, 0x00f0000012345000ull, 0x9000, FS_RW | FS_US | FS_D, 1, 5);
+    t.map_fs(fs, 0xff00000000001000ull, 0xa000, FS_US, 1, 5);
+    auto got = replay(h, 0, UINT64_MAX);
+    const std::vector<Replayed> want = {{0x00f0000012345000ull, 0x9000, 0xfff, VTD_PERM_RW, DID},
+                                        {0xff00000000001000ull, 0xa000, 0xfff, VTD_PERM_READ, DID}};
+    EXPECT_EQ(got, want);
+}
+
+// Hostile first-stage tables end the walk cleanly: reserved bits and
+// tables beyond guest memory skip what they would map, FSPTPTR beyond
+// guest memory is the context's fault (73h), and a table whose every entry
+// points to itself (2^36 leaves) is cut off by the entry budget.
+TEST_F(Scalable, ReplayFirstStageHostileTables)
+{
+    t.map_fs(fs, 0x1000, 0x11000, FS_RW | FS_US | FS_D);
+    t.map_fs(fs, 0x40000000, 0x200000, FS_RW | FS_US | FS_D, 2);
+    t.map_fs(fs, 0x40200000, 0x400000, FS_RW | FS_US | FS_D, 2);
+    // Low address bits of a 2 MiB page (reserved) and PS in a PML4E
+    // (reserved at that level).
+    h.put64(t.fs_pte(fs, 0x40200000, 2), 0x400000 | 0x3000 | FS_P | FS_PS | FS_US);
+    h.put64(fs + 8, h.alloc_page() | FS_P | FS_US | FS_PS);
+    // A page table beyond the 8 MiB of guest memory.
+    t.map_fs(fs, 0x600000, 0x12000, FS_US);
+    h.put64(t.fs_pte(fs, 0x600000, 2), 0x40000000 | FS_P | FS_RW | FS_US);
+    int ret = -1;
+    auto got = replay(h, 0, uint64_t{1} << 48, &ret);
+    EXPECT_EQ(ret, 0);
+    const std::vector<Replayed> want = {{0x1000, 0x11000, 0xfff, VTD_PERM_RW, DID},
+                                        {0x40000000, 0x200000, 0x1fffff, VTD_PERM_RW, DID}};
+    EXPECT_EQ(got, want);
+
+    // FSPTPTR beyond guest memory.
+    t.set_pasid(dir, 0, ScalableTables::first_stage(0x40000000, DID));
+    t.invalidate_all();
+    got = replay(h, 0, uint64_t{1} << 48, &ret);
+    EXPECT_EQ(ret, VTD_FR_SM_FS_TOP_INV);
+    EXPECT_TRUE(got.empty());
+
+    // Every entry of the top table points to that table: each level reads
+    // it again, and level 1 reads its entries as 4 KiB leaves.
+    const uint64_t loop = h.alloc_page();
+    for (unsigned i = 0; i < 512; i++)
+        h.put64(loop + i * 8, loop | FS_P | FS_RW | FS_US);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(loop, DID));
+    t.invalidate_all();
+    h.record_events = true;
+    uint64_t leaves = 0;
+    auto count = [](void *ctx, const VtdTranslation *) { ++*static_cast<uint64_t *>(ctx); };
+    EXPECT_EQ(vtd_engine_walk(h.e, SID, 0, uint64_t{1} << 47, count, &leaves), 0);
+    EXPECT_GT(leaves, 0u);
+    EXPECT_LT(leaves, uint64_t{1} << 24) << "the entry budget bounds the walk";
+    ASSERT_FALSE(h.events.empty());
+    EXPECT_EQ(h.events.back().kind, VTD_EVENT_REPLAY);
+    EXPECT_TRUE(h.events.back().u.replay.truncated);
+    EXPECT_EQ(h.events.back().u.replay.leaves, leaves);
+    EXPECT_EQ(json_counter(h.stats(), "replay", "truncated"), 1u);
+}
+
+// Nested: first-stage leaves translated by the second stage.  The
+// first-stage tables live at GPA 0x10000.. (host 0x400000 + GPA through a
+// 2 MiB second-stage page); a 4 KiB first-stage leaf's output lands in that
+// 2 MiB page, and a 2 MiB first-stage leaf whose output the second stage
+// maps with two 4 KiB pages replays as those two pieces.
+TEST_F(Scalable, ReplayNestedTranslatesTheOutput)
+{
+    uint64_t ss = h.alloc_page();
+    h.map(ss, 4, 0, 0x400000, 3, 2);
+    h.map(ss, 4, 0x200000, 0x600000, 3);
+    h.map(ss, 4, 0x201000, 0x700000, 1);
+    const uint64_t fs_gpa = 0x10000;
+    auto host_of = [](uint64_t gpa) { return 0x400000 + gpa; };
+    std::memset(h.ram.data() + host_of(fs_gpa), 0, 4 * 4096);
+    const uint64_t table = FS_P | FS_RW | FS_US | FS_A;
+    h.put64(host_of(fs_gpa), (fs_gpa + 0x1000) | table);
+    h.put64(host_of(fs_gpa + 0x1000), (fs_gpa + 0x2000) | table);
+    h.put64(host_of(fs_gpa + 0x2000), (fs_gpa + 0x3000) | table);
+    h.put64(host_of(fs_gpa + 0x3000) + 5 * 8, 0x80000 | table | FS_D);
+    // iova 0x400000: a 2 MiB leaf to GPA 0x200000.
+    h.put64(host_of(fs_gpa + 0x2000) + 2 * 8, 0x200000 | table | FS_PS | FS_D);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs_gpa, DID, 0, PGTT_NESTED, ss, 4));
+    t.invalidate_all();
+    int ret = -1;
+    auto got = replay(h, 0, uint64_t{1} << 48, &ret);
+    EXPECT_EQ(ret, 0);
+    const std::vector<Replayed> want = {{0x5000, 0x480000, 0xfff, VTD_PERM_RW, DID},
+                                        {0x400000, 0x600000, 0xfff, VTD_PERM_RW, DID},
+                                        {0x401000, 0x700000, 0xfff, VTD_PERM_READ, DID}};
+    EXPECT_EQ(got, want);
+    for (const Replayed &r : want) {
+        VtdTranslation out{};
+        ASSERT_EQ(h.translate(SID, r.iova, VTD_PERM_NONE, &out, false), VTD_FR_NONE) << r.iova;
+        EXPECT_EQ(out.phys_base, r.phys);
+        EXPECT_EQ(out.perm, r.perm);
+    }
+    // FSPTPTR the second stage does not map: the context's fault (75h).
+    t.set_pasid(dir, 0, ScalableTables::first_stage(0x300000, DID, 0, PGTT_NESTED, ss, 4));
+    t.invalidate_all();
+    got = replay(h, 0, uint64_t{1} << 48, &ret);
+    EXPECT_EQ(ret, VTD_FR_SM_NESTED_FS_TOP_READ);
+    EXPECT_TRUE(got.empty());
 }
 
 // vtd_engine_device_context(): RID_PASID's domain and PASID, its

@@ -676,13 +676,14 @@ def t_system_reset():
 
 def t_map_notifier_first_stage():
     """A VFIO-style MAP notifier (viommu-dma x-map-notifier=on) on a device
-    behind viommu-vtd with caching-mode=on: refused with a clear message when
-    the unit offers first-stage tables (x-flts=on), which a replay cannot
-    follow; accepted with second-stage tables."""
+    behind viommu-vtd with caching-mode=on: accepted whether the unit offers
+    first-stage tables (x-flts=on, which replay follows) or second-stage
+    ones; refused with a clear message without caching-mode=on."""
     msg = ("viommu-dma: MAP notifier refused: viommu-vtd: device 04.0 needs MAP "
-           "notifications (device assignment), which cannot follow first-stage tables")
-    for flts, refused in ((",x-flts=on", True), ("", False)):
-        vm = VM("viommu-vtd,caching-mode=on,x-scalable-mode=on" + flts,
+           "notifications (device assignment); start viommu-vtd with caching-mode=on")
+    for opts, refused in ((",caching-mode=on,x-flts=on", False), (",caching-mode=on", False),
+                          (",x-flts=on", True)):
+        vm = VM("viommu-vtd,x-scalable-mode=on" + opts,
                 extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
                        "-trace", "viommu_vtd_notify_flag_changed"])
         try:
@@ -694,14 +695,55 @@ def t_map_notifier_first_stage():
             check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
             out = vm.output()
             if refused:
-                check(msg in out, "no clear refusal with x-flts=on: %s" % out)
+                check(msg in out, "no clear refusal without caching-mode=on: %s" % out)
             else:
-                check("refused" not in out, "refused with second-stage tables: %s" % out)
+                check("refused" not in out, "refused with %s: %s" % (opts, out))
                 check("viommu_vtd_notify_flag_changed" in out,
-                      "no notifier registered with second-stage tables: %s" % out)
+                      "no notifier registered with %s: %s" % (opts, out))
             vm.quit()
         finally:
             vm.kill()
+
+
+def t_map_notifier_replays_first_stage():
+    """A MAP notifier on a device whose RID_PASID entry has PGTT first-stage
+    (x-flts=on, caching-mode=on) is replayed from the first-stage tables:
+    a dirty read-write leaf maps read-write, a read-only one read-only, a
+    supervisor-only one not at all."""
+    fs = {"pml4": 0x108000, "pdpt": 0x109000, "pd": 0x10a000, "pt": 0x10b000}
+    table = 1 | 2 | 4 | 0x20            # P, R/W, U/S, A
+    vm = VM("viommu-vtd,caching-mode=on,x-scalable-mode=on,x-flts=on",
+            extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                   "-trace", "viommu_vtd_notify_map"])
+    try:
+        w = lambda addr, val: vm.qtest("writeq 0x%x 0x%x" % (addr, val))
+        w(ROOT, CTX | 1)                                 # scalable root entry, lower half
+        ce = CTX + (DMA_SID & 0xff) * 32                 # 256-bit context entry
+        w(ce, 0x106000 | 1)                              # PASID directory, PDTS 0
+        w(0x106000, 0x107000 | 1)                        # PASIDs 0-63
+        w(0x107000, 1 | 1 << 6)                          # RID_PASID: P, PGTT first-stage
+        w(0x107000 + 8, 7)                               # domain 7
+        w(0x107000 + 16, fs["pml4"])                     # FSPTPTR, 4-level
+        w(fs["pml4"], fs["pdpt"] | table)
+        w(fs["pdpt"], fs["pd"] | table)
+        w(fs["pd"], fs["pt"] | table)
+        w(fs["pt"] + (SRC_IOVA >> 12) * 8, 0x310000 | table | 0x40)   # dirty: RW
+        w(fs["pt"] + (DST_IOVA >> 12) * 8, 0x320000 | 1 | 4 | 0x20)   # read-only
+        w(fs["pt"] + (RING_IOVA >> 12) * 8, 0x300000 | 1 | 2 | 0x20)  # supervisor
+        vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
+        vm.writel(GCMD, GCMD_SRTP)
+        vm.writel(GCMD, GCMD_TE)
+        check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+        out = vm.output()
+        check("refused" not in out, "MAP notifier refused: %s" % out)
+        for iova, pa, perm in ((SRC_IOVA, 0x310000, 3), (DST_IOVA, 0x320000, 1)):
+            want = "iova 0x%x -> 0x%x mask 0xfff perm %d" % (iova, pa, perm)
+            check(want in out, "no MAP %s in: %s" % (want, out))
+        check("iova 0x%x ->" % RING_IOVA not in out,
+              "a supervisor-only page was mapped: %s" % out)
+        vm.quit()
+    finally:
+        vm.kill()
 
 
 CASES = [
@@ -713,8 +755,9 @@ CASES = [
      t_scalable_options),
     ("migration keeps RTADDR.TTM and IQA.DW; a legacy destination refuses",
      t_migration_scalable),
-    ("a MAP notifier is refused with first-stage tables, accepted with second-stage",
+    ("a MAP notifier is accepted with first- and second-stage tables, refused without CM",
      t_map_notifier_first_stage),
+    ("a MAP notifier is replayed from first-stage tables", t_map_notifier_replays_first_stage),
     ("CAP/ECAP reflect aw-bits, caching-mode, device-iotlb, pt", t_cap_reflects_config),
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),

@@ -381,24 +381,31 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
         // Pass-through: nothing to replay, the host bypasses translation.
         return cl.fault;
     }
-    if (cl.ctx.uses_first_stage()) {
-        // First-stage tables are not replayed (see vtd.h).
-        host_.event([&] { return ev::replay(sid, cl, start, end, 0, false); });
-        return VTD_FR_SM_PASID_ENTRY_INV;
-    }
     uint64_t leaves = 0;
-    bool complete = walk_range(
-        host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET, [&](uint64_t iova, const Leaf &leaf) {
-            uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
-            VtdTranslation t{iova, leaf.phys, size_mask, leaf.perm, cl.ctx.did};
-            leaves++;
-            cb(cb_ctx, &t);
-        });
+    const LeafVisitor visit = [&](uint64_t iova, const Leaf &leaf) {
+        uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
+        VtdTranslation t{iova, leaf.phys, size_mask, leaf.perm, cl.ctx.did};
+        leaves++;
+        cb(cb_ctx, &t);
+    };
+    bool complete = true;
+    if (cl.ctx.uses_first_stage()) {
+        // First-stage and nested: the leaves a request without PASID
+        // (user privilege) can use, nested ones translated by the second
+        // stage (first_stage_walk.hpp); a top table that cannot be read
+        // makes the context unusable.
+        const FsRangeResult r =
+            walk_first_stage_range(host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET, visit);
+        cl.fault = r.fault;
+        complete = r.complete;
+    } else {
+        complete = walk_range(host_, f_, cl.ctx, start, end, REPLAY_ENTRY_BUDGET, visit);
+    }
     stats_.add(Counter::ReplayLeaves, leaves);
     if (!complete)
         stats_.add(Counter::ReplayTruncated);
     host_.event([&] { return ev::replay(sid, cl, start, end, leaves, !complete); });
-    return 0;
+    return cl.fault;
 }
 
 void Engine::invalidate_context(const ContextInvalidation &req)

@@ -201,7 +201,154 @@ struct Walker {
     }
 };
 
+// Replay's range walk (walk_first_stage_range).
+struct RangeWalker {
+    const Host &host;
+    const Features &f;
+    const Context &ctx;
+    uint64_t start, last;  // inclusive bounds
+    uint64_t budget;
+    const LeafVisitor &visit;
+    FsRangeResult r;
+
+    bool spend(uint64_t entries)
+    {
+        if (budget < entries) {
+            budget = 0;
+            r.complete = false;
+            return false;
+        }
+        budget -= entries;
+        return true;
+    }
+
+    // The host address of the first-stage table at `gpa` and the
+    // permissions the second stage grants on it (nested; one translation
+    // serves the whole 4 KiB table), or nullopt with `why`.
+    std::optional<uint64_t> table_address(uint64_t gpa, uint8_t *perm, VtdFaultReason *why)
+    {
+        *perm = VTD_PERM_RW;
+        if (ctx.pgtt != Pgtt::Nested)
+            return gpa;
+        WalkResult w = walk_address(host, f, ctx, gpa, VTD_PERM_READ);
+        if (!spend(w.levels_read))
+            return std::nullopt;
+        if (w.fault == VTD_FR_NONE && (w.leaf.perm & VTD_PERM_READ)) {
+            *perm = w.leaf.perm;
+            return w.leaf.phys + (gpa & ((uint64_t{1} << level_shift(w.leaf.level)) - 1));
+        }
+        switch (w.fault) {
+        case VTD_FR_ADDR_BEYOND_MGAW:
+            *why = VTD_FR_SM_NESTED_FS_BEYOND_AW;
+            break;
+        case VTD_FR_NONE:  // mapped without read permission
+        case VTD_FR_READ:
+        case VTD_FR_WRITE:
+            *why = VTD_FR_SM_NESTED_FS_TOP_READ;
+            break;
+        default:
+            *why = sm_second_stage_fault(w, ctx.levels);
+            break;
+        }
+        return std::nullopt;
+    }
+
+    // Input address of entry `index` of a table at `level` covering from
+    // `table_iova`; top-level entries of the upper half are sign-extended.
+    uint64_t entry_iova(uint64_t table_iova, unsigned index, unsigned level) const
+    {
+        uint64_t iova = table_iova + (uint64_t{index} << level_shift(level));
+        if (level == ctx.fs_levels) {
+            const unsigned unused = 64 - level_aw(level);
+            iova = static_cast<uint64_t>(static_cast<int64_t>(iova << unused) >> unused);
+        }
+        return iova;
+    }
+
+    // Returns false once the budget ran out.
+    bool table(uint64_t gpa, uint64_t table_iova, unsigned level, bool write_ok)
+    {
+        const bool top = level == ctx.fs_levels;
+        uint8_t table_perm = 0;
+        VtdFaultReason why = VTD_FR_NONE;
+        auto hpa = table_address(gpa, &table_perm, &why);
+        if (!hpa) {
+            if (top && r.complete)
+                r.fault = why;
+            return r.complete;
+        }
+        const uint64_t span = uint64_t{1} << level_shift(level);
+        for (unsigned i = 0; i < (1u << LEVEL_STRIDE); i++) {
+            const uint64_t iova = entry_iova(table_iova, i, level);
+            if (iova > last)
+                break;
+            if (iova + (span - 1) < start)
+                continue;
+            if (!spend(1))
+                return false;
+            auto pte = host.read_u64(*hpa + i * 8);
+            if (!pte) {
+                if (top)
+                    r.fault = VTD_FR_SM_FS_TOP_INV;
+                return true;  // the rest of this table is unreadable too
+            }
+            if (!(*pte & fs_entry::P) || reserved_bits(f, *pte, level) || !(*pte & fs_entry::US))
+                continue;
+            // Nested: a translation sets A (and EA) through the second
+            // stage, which must let it write the table.
+            const bool needs_update = !(*pte & fs_entry::A) || (ctx.eafe && !(*pte & fs_entry::EA));
+            if (needs_update && !(table_perm & VTD_PERM_WRITE))
+                continue;
+            const bool writable = write_ok && (*pte & fs_entry::RW);
+            const uint64_t next = *pte & fs_entry::ADDR & ~f.above_haw();
+            if (!is_leaf(*pte, level)) {
+                if (!table(next, iova, level - 1, writable))
+                    return false;
+                continue;
+            }
+            uint8_t perm = VTD_PERM_READ;
+            if (writable && (*pte & fs_entry::D))
+                perm |= VTD_PERM_WRITE;
+            const Leaf leaf{next & ~(span - 1), static_cast<uint8_t>(level), perm};
+            if (ctx.pgtt != Pgtt::Nested)
+                visit(iova, leaf);
+            else if (!nested_leaf(iova, leaf))
+                return false;
+        }
+        return true;
+    }
+
+    // Nested: the second stage's leaves under a first-stage leaf's output.
+    bool nested_leaf(uint64_t iova, const Leaf &fs)
+    {
+        const uint64_t gpa = fs.phys;
+        const uint64_t span = uint64_t{1} << level_shift(fs.level);
+        const bool complete = walk_range_shared(
+            host, f, ctx, gpa, gpa + span, budget, [&](uint64_t ss_iova, const Leaf &ss) {
+                const uint64_t from = std::max(ss_iova, gpa);
+                const uint8_t perm = fs.perm & ss.perm;
+                if (perm == VTD_PERM_NONE)
+                    return;
+                visit(iova + (from - gpa),
+                      {ss.phys + (from - ss_iova), std::min(fs.level, ss.level), perm});
+            });
+        if (!complete)
+            r.complete = false;
+        return complete;
+    }
+};
+
 }  // namespace
+
+FsRangeResult walk_first_stage_range(const Host &host, const Features &f, const Context &ctx,
+                                     uint64_t start, uint64_t end, uint64_t entry_budget,
+                                     const LeafVisitor &visit)
+{
+    RangeWalker w{host, f, ctx, start, end - 1, entry_budget, visit, {}};
+    if (start < end)
+        w.table(ctx.fsptptr, 0, ctx.fs_levels, true);
+    return w.r;
+}
 
 FsWalkResult walk_first_stage(const Host &host, const Features &f, const Context &ctx,
                               uint64_t addr, unsigned access, bool supervisor)

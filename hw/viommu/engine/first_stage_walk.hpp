@@ -32,6 +32,7 @@
 #include "features.hpp"
 #include "host.hpp"
 #include "iotlb.hpp"
+#include "page_walk.hpp"
 #include "root_context.hpp"
 #include "viommu/vtd.h"
 
@@ -64,5 +65,35 @@ constexpr unsigned MAX_AD_RETRIES = 16;
 // first stage of `ctx` (and its second stage when nested).
 FsWalkResult walk_first_stage(const Host &host, const Features &f, const Context &ctx,
                               uint64_t addr, unsigned access, bool supervisor);
+
+// Replay (MAP notifiers): visit every first-stage leaf intersecting
+// [start, end) that a request without PASID (a user request) can use, with
+// the permissions such a request gets: R, and W when R/W is set at every
+// level and the leaf's D flag is set (a write to a clean page would walk
+// again to set D, as the IOTLB's leaves say).  An entry without U/S at any
+// level serves no user request: the range below it is skipped.  Upper-half
+// (sign-extended) addresses are those of top-level entries 256-511.
+//
+// Nested: table addresses are translated by the second stage (read
+// permission needed; write permission too where the entry's A flag, or EA
+// with EAFE, is clear, as a translation would set it), and each first-stage
+// leaf's output range is walked in the second stage: every piece is
+// reported at the IOVA it serves, of the smaller of the two page sizes,
+// with the AND of both stages' permissions.
+//
+// Reads only: no A/D flag is set.  Not-present entries, entries with
+// reserved bits, and tables the host cannot read (beyond guest memory) or
+// the second stage does not map are skipped, like the addresses they would
+// translate, which fault.  At most `entry_budget` entries are read, both
+// stages together (tables may share subtrees or point to themselves).
+struct FsRangeResult {
+    // The top table unusable (not readable: FSPTPTR beyond guest memory;
+    // nested: its second-stage translation faults): nothing was visited.
+    VtdFaultReason fault = VTD_FR_NONE;
+    bool complete = true;  // false: the entry budget ran out
+};
+FsRangeResult walk_first_stage_range(const Host &host, const Features &f, const Context &ctx,
+                                     uint64_t start, uint64_t end, uint64_t entry_budget,
+                                     const LeafVisitor &visit);
 
 }  // namespace viommu::vtd

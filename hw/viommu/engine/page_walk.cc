@@ -111,7 +111,7 @@ struct RangeWalk {
     const Host &host;
     const Features &f;
     uint64_t start, last;  // inclusive bounds
-    uint64_t budget;
+    uint64_t &budget;
     const LeafVisitor &visit;
 
     bool table(uint64_t base, uint64_t table_iova, unsigned level, uint8_t perm)
@@ -146,16 +146,22 @@ struct RangeWalk {
 
 }  // namespace
 
-bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_t start,
-                uint64_t end, uint64_t entry_budget, const LeafVisitor &visit)
+bool walk_range_shared(const Host &host, const Features &f, const Context &ctx, uint64_t start,
+                       uint64_t end, uint64_t &budget, const LeafVisitor &visit)
 {
     uint64_t limit = uint64_t{1} << level_aw(ctx.levels);
     if (end > limit)
         end = limit;
     if (start >= end)
         return true;
-    RangeWalk w{host, f, start, end - 1, entry_budget, visit};
+    RangeWalk w{host, f, start, end - 1, budget, visit};
     return w.table(ctx.slptptr, 0, ctx.levels, VTD_PERM_RW);
+}
+
+bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_t start,
+                uint64_t end, uint64_t entry_budget, const LeafVisitor &visit)
+{
+    return walk_range_shared(host, f, ctx, start, end, entry_budget, visit);
 }
 
 }  // namespace viommu::vtd

@@ -51,6 +51,11 @@ WalkResult walk_level1(const Host &host, const Features &f, uint64_t table, uint
 using LeafVisitor = std::function<void(uint64_t iova, const Leaf &leaf)>;
 bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_t start,
                 uint64_t end, uint64_t entry_budget, const LeafVisitor &visit);
+// The same with the budget shared with the caller: `budget` is what is left
+// afterwards (nested replay walks the second stage under each first-stage
+// leaf from one budget).
+bool walk_range_shared(const Host &host, const Features &f, const Context &ctx, uint64_t start,
+                       uint64_t end, uint64_t &budget, const LeafVisitor &visit);
 
 // The scalable-mode reason for a second-stage walk's fault (PGTT
 // second-stage, and nested second-stage translation of the output) in a
