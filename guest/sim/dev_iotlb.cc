@@ -20,4 +20,16 @@ void DevIotlbWalk::flush_entries(unsigned cpu, size_t entries, unsigned devices)
     }
 }
 
+void DevIotlbWalk::read_iovas(unsigned cpu, std::span<const unsigned> unmapped_by)
+{
+    Nanos ns = 0;
+    for (unsigned by : unmapped_by)
+        if (by != cpu) {
+            ns += m_.transfer(by, cpu);
+            iova_lines_++;
+        }
+    m_.advance(cpu, ns);
+    iova_line_ns_ += ns;
+}
+
 }  // namespace viommu::sim

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "../iova/iova.hpp"
@@ -21,7 +23,8 @@ namespace viommu::sim {
 // on the virtual CPU that issues them.  With @walk (the 2008..4.6
 // intel-iommu flush_unmaps(), guest/sim/dev_iotlb.hpp) a domain-wide flush
 // is followed by the device-IOTLB walk of every entry it covers, for a
-// domain of @devices devices.
+// domain of @devices devices, and by the reads of the entries' struct
+// iova: queued() records, in list order, the CPU that unmapped each entry.
 class SimFlusher final : public iova::Flusher {
 public:
     SimFlusher(SimEnv &env, InvQueue &q, DevIotlbWalk *walk = nullptr, unsigned devices = 0)
@@ -33,8 +36,21 @@ public:
     void flush_all(size_t ranges) override
     {
         flush_all();
+        if (!walk_)
+            return;
+        unsigned cpu = env_.current_cpu();
+        // the list is flushed whole, oldest first; an entry queued by the
+        // unmap that triggered this flush is behind them
+        size_t n = std::min(ranges, unmapped_by_.size());
+        walk_->read_iovas(cpu, std::span(unmapped_by_).first(n));
+        unmapped_by_.erase(unmapped_by_.begin(), unmapped_by_.begin() + std::ptrdiff_t(n));
+        walk_->flush_entries(cpu, ranges, devices_);
+    }
+    // @cpu queues one entry on the domain's deferred list (global-list)
+    void queued(unsigned cpu)
+    {
         if (walk_)
-            walk_->flush_entries(env_.current_cpu(), ranges, devices_);
+            unmapped_by_.push_back(cpu);
     }
 
 private:
@@ -42,6 +58,7 @@ private:
     InvQueue &q_;
     DevIotlbWalk *walk_;
     unsigned devices_;
+    std::vector<unsigned> unmapped_by_;
 };
 
 // The guest side of a run's IOMMU: per IOMMU domain an allocator, a flush
@@ -62,7 +79,9 @@ public:
     {
         m_.advance(env_.current_cpu(), m_.cost().pte_update);
         pte_updates++;
-        domains_.at(device_domain_.at(dev)).dma->unmap(iova, bytes);
+        unsigned d = device_domain_.at(dev);
+        flushers_.at(d)->queued(env_.current_cpu());
+        domains_.at(d).dma->unmap(iova, bytes);
     }
 
     size_t domain_count() const { return domains_.size(); }

@@ -531,8 +531,10 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
                        env.work_ns(iova::Work::mag_op) + env.work_ns(iova::Work::shared_atomic);
     take("allocator", "", "", alloc_work);
     take("page-tables", "", "", iommu.pte_updates * cost.pte_update);
-    if (const DevIotlbWalk *w = iommu.dev_iotlb())
+    if (const DevIotlbWalk *w = iommu.dev_iotlb()) {
         take("dev-iotlb-walk", "", "", w->walk_ns());
+        take("flush-iova-lines", "", "", w->iova_line_ns());
+    }
     res.cycles.push_back({"other", "", "", rest});
     return res;
 }

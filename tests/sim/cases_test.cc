@@ -89,20 +89,19 @@ double share(const SimResult &r, std::string_view lock, std::string_view site = 
 TEST(Memcached16CpuXl710, PercpuBatchIsThrottledByTheGlobalFlushLock)
 {
     SimResult r = run({"memcached-16cpu-xl710", "percpu-batch", "global-list"});
-    // published 313,161 / 1,088,996 = 29%: reproduced (~28%)
+    // published 313,161 / 1,088,996 = 29%: reproduced (~29%)
     EXPECT_GT(r.relative, 0.29 * 0.75);
     EXPECT_LT(r.relative, 0.29 * 1.25);
     // perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
     // (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array.
-    // Reproduced: the order, and the first two within +-25% (~81%,
-    // ~14%); the batch frees in NotReproducedPercpuBatchSpinShareAndFreeSplit.
+    // Reproduced: the order, and the first within +-25% (~84%); alloc_iova
+    // (~13%) and the batch frees in
+    // NotReproducedPercpuBatchSpinShareAndFreeSplit.
     double flush_lock = share(r, "async_umap_flush_lock");
     double alloc = share(r, "iova_rbtree_lock", "insert");
     double free_array = share(r, "iova_rbtree_lock", "free_batch");
     EXPECT_GT(flush_lock, 0.6784 * 0.75);
     EXPECT_LT(flush_lock, 0.6784 * 1.25);
-    EXPECT_GT(alloc, 0.1754 * 0.75);
-    EXPECT_LT(alloc, 0.1754 * 1.25);
     EXPECT_GT(free_array, 0.01);
     EXPECT_GT(flush_lock, alloc);
     EXPECT_GT(alloc, free_array);
@@ -124,10 +123,15 @@ TEST(Memcached16CpuXl710, NotReproducedPercpuBatchSpinShareAndFreeSplit)
     // modelled (page-table writes, the qi_submit_sync() wait with
     // interrupts off, flush_unmaps()'s device-IOTLB walks) and is small
     // against that loss.  Of the spin time, free_iova_array's 12.85% comes
-    // out at ~4%.  Asserted: what the model shows, so a change that moves
-    // it shows up.
+    // out at ~3%, and alloc_iova's 17.54% at ~13%: the struct iova lines
+    // 4.4's flush_unmaps() pulls from the CPUs that queued its entries
+    // lengthen async_umap_flush_lock's holds, and its share of the spin
+    // grows at the others' expense.  Asserted: what
+    // the model shows, so a change that moves it shows up.
     EXPECT_GT(r.spin_share, 0.2187 * 2);
     EXPECT_LT(share(r, "iova_rbtree_lock", "free_batch"), 0.1285 * 0.75);
+    EXPECT_LT(share(r, "iova_rbtree_lock", "insert"), 0.1754 * 0.75);
+    EXPECT_GT(share(r, "iova_rbtree_lock", "insert"), 0.1754 / 2);
 }
 
 TEST(Memcached16CpuXl710, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
@@ -164,9 +168,9 @@ TEST(OvsForward64b, GlobalFlushLockCollapsesSmallPacketForwarding)
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
     EXPECT_EQ(r.domains, 2u);
     // published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
-    // Reproduced: a collapse to a few percent (about 8.3%: ratio ~1.7, more
+    // Reproduced: a collapse to a few percent (about 7.4%: ratio ~1.5, more
     // than 25% above; see NotReproducedThroughputRatio) with most CPU time
-    // spinning (about 81%, ratio ~1.02).
+    // spinning (about 83%, ratio ~1.04).
     EXPECT_LT(r.relative, 0.10);
     EXPECT_GT(r.relative, 0.02);
     EXPECT_GT(r.spin_share, 0.80 * 0.75);
@@ -182,13 +186,14 @@ TEST(OvsForward64b, GlobalFlushLockCollapsesSmallPacketForwarding)
 
 TEST(OvsForward64b, NotReproducedThroughputRatio)
 {
-    // The published 5% is not within +-25%: the model gives about 8.3%.
+    // The published 5% is not within +-25%: the model gives about 7.4%.
     // At this collapse the rate is set by async_umap_flush_lock, passed
-    // from CPU to CPU: held ~0.78 us per packet (two add_unmaps, and every
-    // 250 unmaps a flush that frees 250 IOVAs and walks 250 device lists
-    // under device_domain_lock) plus ~0.4 us of handovers (the lock line
-    // and the list between cores), ~1.2 us per packet;
-    // the published 500 Kpps means ~2 us.  The cost model's lock and
+    // from CPU to CPU: held per packet for two add_unmaps, and every 250
+    // unmaps a flush that frees 250 IOVAs, pulls the struct iova line of
+    // each entry another CPU queued and walks 250 device lists under
+    // device_domain_lock, plus the handovers (the lock line and the list
+    // between cores), ~1.35 us per packet; the published 500 Kpps means
+    // ~2 us.  The cost model's lock and
     // line-transfer figures are round numbers for that CPU, not fitted.
     // What the model shows, asserted so a change is noticed: above the
     // published ratio, below twice it, and the lock held most of the time
@@ -462,18 +467,18 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
         double reproduced, documented;
     };
     const Figure figures[] = {
-        {"memcached percpu-batch throughput", batch.relative, 0.28},
-        {"memcached percpu-batch spin share", batch.spin_share, 0.65},
+        {"memcached percpu-batch throughput", batch.relative, 0.29},
+        {"memcached percpu-batch spin share", batch.spin_share, 0.635},
         {"memcached async_umap_flush_lock share of spin",
-         batch.spin_fraction_of("async_umap_flush_lock"), 0.82},
+         batch.spin_fraction_of("async_umap_flush_lock"), 0.84},
         {"memcached alloc share of spin", batch.spin_fraction_of("iova_rbtree_lock", "insert"),
-         0.14},
+         0.13},
         {"memcached free_iova_array share of spin",
-         batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.04},
+         batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.03},
         {"memcached magazines throughput", mags.relative, 0.93},
         {"memcached magazines spin share", mags.spin_share, 0.036},
-        {"ovs throughput", ovs.relative, 0.083},
-        {"ovs spin share", ovs.spin_share, 0.82},
+        {"ovs throughput", ovs.relative, 0.074},
+        {"ovs spin share", ovs.spin_share, 0.83},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
          0.63},
         {"nvme mainline owner share", few.inv.owner_share(), 0.985},

@@ -65,14 +65,43 @@ TEST(DevIotlbWalk, AFlushAfterAnotherCpusFlushPullsTheLockFromIt)
               5 * c.lock_local + c.handoff_lines * c.line_transfer + 2 * c.node_visit);
 }
 
+TEST(DevIotlbWalk, ReadingAnotherCpusStructIovaPullsItsLine)
+{
+    CostModel c = CostModel::standard();
+    Machine m(4, c, 2);  // CPUs 0-1 on socket 0, 2-3 on socket 1
+    DevIotlbWalk w(m);
+    // CPU 0 flushes entries unmapped by itself, its socket neighbour and
+    // a CPU on the other socket: its own entry's line is local
+    const unsigned by[] = {0, 1, 2, 0, 3};
+    w.read_iovas(0, by);
+    EXPECT_EQ(w.iova_lines(), 3u);
+    EXPECT_EQ(m.now(0), c.line_transfer + 2 * c.line_transfer_socket);
+    EXPECT_EQ(w.iova_line_ns(), m.now(0));
+    EXPECT_EQ(m.now(1) + m.now(2) + m.now(3), 0u);
+}
+
+TEST(DevIotlbWalk, OwnEntriesCostNoTransfer)
+{
+    Machine m(2, CostModel::standard());
+    DevIotlbWalk w(m);
+    const unsigned by[] = {1, 1, 1};
+    w.read_iovas(1, by);
+    EXPECT_EQ(w.iova_lines(), 0u);
+    EXPECT_EQ(m.now(1), 0u);
+}
+
 TEST(DevIotlbWalk, ResetClearsTheCounts)
 {
-    Machine m(1, CostModel::standard());
+    Machine m(2, CostModel::standard());
     DevIotlbWalk w(m);
     w.flush_entries(0, 3, 1);
+    const unsigned by[] = {1};
+    w.read_iovas(0, by);
     w.reset_stats();
     EXPECT_EQ(w.walks(), 0u);
     EXPECT_EQ(w.walk_ns(), 0u);
+    EXPECT_EQ(w.iova_lines(), 0u);
+    EXPECT_EQ(w.iova_line_ns(), 0u);
 }
 
 }  // namespace

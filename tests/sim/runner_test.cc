@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <string_view>
 #include <utility>
 
 #include <viommu/sim.h>
@@ -269,6 +270,33 @@ TEST(Simulator, CycleProfileAddsUpToAllCpuTime)
         EXPECT_EQ(sum, r->cpu_time_ns);
         EXPECT_NEAR(double(spin) / double(sum), r->spin_share, 1e-9);
     }
+}
+
+Nanos cycles_of(const SimResult &r, std::string_view what)
+{
+    Nanos ns = 0;
+    for (const CycleShare &s : r.cycles)
+        if (s.what == what)
+            ns += s.ns;
+    return ns;
+}
+
+TEST(Simulator, AGlobalListFlushPullsOtherCpusStructIovaLines)
+{
+    // 4.4's flush_unmaps() reads every entry's struct iova: the entries
+    // other CPUs queued cost a line each, the flusher's own cost none
+    SimConfig c1 = small("linux-4.4", "global-list", 1);
+    c1.sockets = 1;
+    auto one = simulate(c1);
+    auto four = simulate(small("linux-4.4", "global-list", 4));
+    ASSERT_TRUE(one && four);
+    EXPECT_EQ(cycles_of(*one, "flush-iova-lines"), 0u);
+    Nanos lines = cycles_of(*four, "flush-iova-lines");
+    EXPECT_GT(lines, 0u);
+    // the other flush policies keep their entries by value: nothing pulled
+    auto fq = simulate(small("linux-4.15", "flush-queue", 4));
+    ASSERT_TRUE(fq);
+    EXPECT_EQ(cycles_of(*fq, "flush-iova-lines"), 0u);
 }
 
 TEST(Simulator, RetriesAreCountedPerMap)
