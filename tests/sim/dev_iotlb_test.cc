@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "dev_iotlb.hpp"
+#include "dma_domains.hpp"
+#include "invq.hpp"
+#include "sim_env.hpp"
 
 using namespace viommu::sim;
 
@@ -88,6 +91,32 @@ TEST(DevIotlbWalk, OwnEntriesCostNoTransfer)
     w.read_iovas(1, by);
     EXPECT_EQ(w.iova_lines(), 0u);
     EXPECT_EQ(m.now(1), 0u);
+}
+
+TEST(DevIotlbWalk, AFlushReadsTheEntriesQueuedBeforeTheUnmapThatTriggeredIt)
+{
+    // global-list: CPU 1 queues three entries; CPU 0's unmap finds the list
+    // full and flushes it before queueing its own entry, which stays for
+    // the next flush
+    CostModel c = CostModel::standard();
+    Machine m(2, c);
+    SimEnv env(m);
+    auto q = InvQueue::create("vtd", m);
+    ASSERT_TRUE(q);
+    DevIotlbWalk w(m);
+    SimFlusher f(env, *q, &w, 1);
+    env.set_cpu(1);
+    for (int i = 0; i < 3; i++)
+        f.queued(1);
+    env.set_cpu(0);
+    f.queued(0);
+    f.flush_all(3);
+    EXPECT_EQ(w.iova_lines(), 3u);
+    EXPECT_EQ(w.iova_line_ns(), 3 * c.line_transfer);
+    EXPECT_EQ(w.walks(), 3u);
+    f.flush_all(1);  // CPU 0's own entry: local
+    EXPECT_EQ(w.iova_lines(), 3u);
+    EXPECT_EQ(w.walks(), 4u);
 }
 
 TEST(DevIotlbWalk, ResetClearsTheCounts)
