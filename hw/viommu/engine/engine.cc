@@ -179,10 +179,9 @@ inline bool Engine::translate_recent(uint16_t sid, uint64_t addr, unsigned acces
         check_access(e.perm, access) != VTD_FR_NONE)
         return false;
     stats_.add(Counter::ContextHits, 1, shard);
-    stats_.add(Counter::IotlbHits, 1, shard);
     DomainStats::Hot &hot = e.ds->hot[shard];
     hot.bump(DomainStats::Hot::Translations, shard);
-    hot.bump(DomainStats::Hot::IotlbHits, shard);
+    count_lookup(true, hot, shard);
     if (e.pgtt != Pgtt::Legacy) [[unlikely]]
         count_pgtt(e.pgtt, shard);
     out = {e.iova_base, e.phys_base, e.size_mask, e.perm, e.did};
@@ -260,12 +259,8 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     Iotlb::Slot stale;
     auto leaf = iotlb_.lookup(ctx.did, addr, &stale);
     last_lookup_missed = !leaf;
-    if (leaf) {
-        stats_.add(Counter::IotlbHits, 1, shard);
-        ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
-    } else {
-        stats_.add(Counter::IotlbMisses, 1, shard);
-        ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
+    count_lookup(leaf.has_value(), ds_hot, shard);
+    if (!leaf) {
         if (!token) {
             token = iotlb_.prepare_fill(ctx.did);
             pde = iotlb_.lookup_pde(ctx.did, addr);
@@ -276,10 +271,7 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         // fixed by the guest, and a fresh walk then sees every level.
         if (!pde && w.has_l1 && w.fault == VTD_FR_NONE)
             iotlb_.insert_pde(ctx.did, addr, {w.l1_table, w.l1_perm}, *token);
-        stats_.add(Counter::PageWalks, 1, shard);
-        stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
-        stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
-        ds_hot.bump(DomainStats::Hot::PageWalks, shard);
+        count_walk(addr, w.levels_read, ds_hot, shard);
         host_.event([&] {
             return ev::page_walk(sid, ctx.did, addr, access, pde ? 1 : ctx.levels, w.levels_read,
                                  w.fault, w.leaf);

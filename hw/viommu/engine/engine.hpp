@@ -142,6 +142,21 @@ private:
     void remember(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
                   DomainStats &ds, Pgtt pgtt);
     void count_fill(const Iotlb::InsertResult &ins, unsigned shard);
+    // Every translate path's IOTLB statistics: a lookup's hit or miss, and
+    // the page walk after a miss.  Defined here so that they inline into
+    // translate() and the scalable-mode paths: they run on every request.
+    void count_lookup(bool hit, DomainStats::Hot &hot, unsigned shard)
+    {
+        stats_.add(hit ? Counter::IotlbHits : Counter::IotlbMisses, 1, shard);
+        hot.bump(hit ? DomainStats::Hot::IotlbHits : DomainStats::Hot::IotlbMisses, shard);
+    }
+    void count_walk(uint64_t addr, unsigned levels_read, DomainStats::Hot &hot, unsigned shard)
+    {
+        stats_.add(Counter::PageWalks, 1, shard);
+        stats_.add(Counter::WalkLevelsRead, levels_read, shard);
+        stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
+        hot.bump(DomainStats::Hot::PageWalks, shard);
+    }
     VtdFaultReason map_leaf(uint16_t sid, uint64_t addr, unsigned access, bool record,
                             const Leaf &leaf, const Context &ctx, DomainStats &ds,
                             std::optional<uint32_t> pasid, bool recent, uint64_t epoch,

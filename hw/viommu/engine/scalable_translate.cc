@@ -151,22 +151,18 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     if (cached) {
         if (auto leaf = sm_lookup(ctx, addr, &stale);
             leaf && check_access(leaf->perm, access) == VTD_FR_NONE) {
-            stats_.add(Counter::IotlbHits, 1, shard);
-            ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
+            count_lookup(true, ds_hot, shard);
             uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
             out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
             if (!pasid)
                 remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
             return VTD_FR_NONE;
         }
-        stats_.add(Counter::IotlbMisses, 1, shard);
-        ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
+        count_lookup(false, ds_hot, shard);
         token = sm_prepare_fill(ctx);
     }
     FsWalkResult w = walk_first_stage(host_, f_, ctx, addr, access, supervisor);
-    stats_.add(Counter::PageWalks, 1, shard);
-    stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
-    stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
+    count_walk(addr, w.levels_read, ds_hot, shard);
     stats_.add(Counter::SmFsWalks, 1, shard);
     stats_.add(Counter::SmFsEntriesRead, w.levels_read, shard);
     if (w.nested_walks)
@@ -177,7 +173,6 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
         stats_.add(Counter::SmDirtySet, w.dirty_set, shard);
     if (w.ad_retries)
         stats_.add(Counter::SmAdRetries, w.ad_retries, shard);
-    ds_hot.bump(DomainStats::Hot::PageWalks, shard);
     host_.event([&] {
         return ev::page_walk(sid, ctx.did, addr, access, ctx.fs_levels, w.levels_read, w.fault,
                              w.leaf);
@@ -203,20 +198,13 @@ VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32
         return fault(sid, addr, access, record, VTD_FR_SM_ADDR_BEYOND_AW, ctx.fpd, &ds, pasid);
     Iotlb::Slot stale;
     auto leaf = sm_lookup(ctx, addr, &stale);
-    if (leaf) {
-        stats_.add(Counter::IotlbHits, 1, shard);
-        ds_hot.bump(DomainStats::Hot::IotlbHits, shard);
-    } else {
-        stats_.add(Counter::IotlbMisses, 1, shard);
-        ds_hot.bump(DomainStats::Hot::IotlbMisses, shard);
+    count_lookup(leaf.has_value(), ds_hot, shard);
+    if (!leaf) {
         // Sampled before the walk, as in translate(): an invalidation
         // after this point makes the fill below a no-op.
         Iotlb::FillToken token = sm_prepare_fill(ctx);
         WalkResult w = walk_address(host_, f_, ctx, addr, access);
-        stats_.add(Counter::PageWalks, 1, shard);
-        stats_.add(Counter::WalkLevelsRead, w.levels_read, shard);
-        stats_.add(addr >> 32 ? Counter::WalksAbove4G : Counter::WalksBelow4G, 1, shard);
-        ds_hot.bump(DomainStats::Hot::PageWalks, shard);
+        count_walk(addr, w.levels_read, ds_hot, shard);
         host_.event([&] {
             return ev::page_walk(sid, ctx.did, addr, access, ctx.levels, w.levels_read, w.fault,
                                  w.leaf);
