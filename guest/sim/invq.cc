@@ -105,6 +105,15 @@ Nanos InvQueue::poll_until(unsigned cpu, Nanos done)
     return m_.now(cpu) - t0;
 }
 
+Nanos InvQueue::submit_locked(VirtualLock &lock, unsigned cpu, unsigned descs)
+{
+    m_.acquire(lock, cpu, "submit");
+    m_.advance(cpu, m_.cost().inv_submit);
+    stats_.batches++;
+    stats_.owners++;
+    return consume(m_.now(cpu), descs + 1, true);
+}
+
 namespace {
 
 // One lock around submission; @poll_locked: the CPU polls with it held.
@@ -119,11 +128,7 @@ public:
 private:
     void submit(unsigned cpu, unsigned descs) override
     {
-        m_.acquire(lock_, cpu, "submit");
-        m_.advance(cpu, m_.cost().inv_submit);
-        Nanos done = consume(m_.now(cpu), descs + 1, true);
-        stats_.batches++;
-        stats_.owners++;
+        Nanos done = submit_locked(lock_, cpu, descs);
         if (poll_locked_) {
             stats_.owner_poll_ns += poll_until(cpu, done);
             m_.release(lock_, cpu);

@@ -119,6 +119,11 @@ protected:
     Nanos desc_ns() const;
     // Poll until @done; returns the time spent polling.
     Nanos poll_until(unsigned cpu, Nanos done);
+    // The submission of the queues with one submission lock: @cpu takes
+    // @lock (site "submit"), writes the descriptors, the wait descriptor
+    // and the tail (inv_submit), one batch that it owns; returns when the
+    // hardware completes the wait descriptor.  @lock stays held.
+    Nanos submit_locked(VirtualLock &lock, unsigned cpu, unsigned descs);
 
     std::string kind_;
     Machine &m_;

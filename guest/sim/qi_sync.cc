@@ -14,11 +14,7 @@ public:
 private:
     void submit(unsigned cpu, unsigned descs) override
     {
-        m_.acquire(lock_, cpu, "submit");
-        m_.advance(cpu, m_.cost().inv_submit);
-        Nanos done = consume(m_.now(cpu), descs + 1, true);
-        stats_.batches++;
-        stats_.owners++;
+        Nanos done = submit_locked(lock_, cpu, descs);
         took(cpu, m_.now(cpu));
         m_.release(lock_, cpu);
         Nanos p0 = m_.now(cpu);
