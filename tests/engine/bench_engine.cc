@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "pasid_entries.hpp"
 #include "viommu/vtd.h"
 
 namespace {
@@ -102,13 +103,10 @@ public:
             table0_ = table;
             put(ctp + 8 * 32, dir | 8 | 1);
             put(dir, table | 1);
-            if (mode == SM_SECOND_STAGE) {
-                put(table, pt_ | 2 << 6 | 2 << 2 | 1);
-            } else {
-                put(table, 1 << 6 | 1);
-                put(table + 16, pt_);
-            }
-            put(table + 8, 1);
+            const auto entry = mode == SM_SECOND_STAGE ? vtdtest::PasidEntries::second_stage(pt_, 1)
+                                                       : vtdtest::PasidEntries::first_stage(pt_, 1);
+            for (unsigned w = 0; w < entry.size(); w++)
+                put(table + w * 8, entry[w]);
         }
         vtd_engine_mmio_write(e, 0x20, root_ | (mode == LEGACY ? 0 : 1u << 10), 8);
         vtd_engine_mmio_write(e, 0x18, 1u << 30, 4);

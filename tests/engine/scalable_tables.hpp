@@ -9,14 +9,13 @@
 #include <cstdint>
 
 #include "fake_host.hpp"
+#include "pasid_entries.hpp"
 
 namespace vtdtest {
 
 // First-stage entry flags.
 constexpr uint64_t FS_P = 1, FS_RW = 2, FS_US = 4, FS_A = 1 << 5, FS_D = 1 << 6, FS_PS = 1 << 7,
                    FS_EA = 1 << 10;
-// PGTT encodings.
-constexpr unsigned PGTT_FS = 1, PGTT_SS = 2, PGTT_NESTED = 3, PGTT_PT = 4;
 
 inline VtdConfig scalable_config()
 {
@@ -29,7 +28,9 @@ inline VtdConfig scalable_config()
     return c;
 }
 
-struct ScalableTables {
+// The PASID-entry builders are PasidEntries' (pasid_entries.hpp), named
+// here as ScalableTables::first_stage() and so on.
+struct ScalableTables : PasidEntries {
     FakeHost &h;
     uint64_t root = 0;
 
@@ -83,33 +84,6 @@ struct ScalableTables {
         for (unsigned i = 0; i < 8; i++)
             h.put64(pe + i * 8, w[i]);
     }
-    static std::array<uint64_t, 8> first_stage(uint64_t fsptptr, uint16_t did,
-                                               uint64_t w2_flags = 0, unsigned pgtt = PGTT_FS,
-                                               uint64_t ssptptr = 0, unsigned ss_levels = 4)
-    {
-        std::array<uint64_t, 8> w{};
-        w[0] = 1 | uint64_t{pgtt} << 6;
-        if (pgtt == PGTT_NESTED)
-            w[0] |= ssptptr | uint64_t{ss_levels - 2} << 2;
-        w[1] = did;
-        w[2] = fsptptr | w2_flags;
-        return w;
-    }
-    static std::array<uint64_t, 8> second_stage(uint64_t ssptptr, uint16_t did, unsigned levels = 4)
-    {
-        std::array<uint64_t, 8> w{};
-        w[0] = 1 | uint64_t{PGTT_SS} << 6 | ssptptr | uint64_t{levels - 2} << 2;
-        w[1] = did;
-        return w;
-    }
-    static std::array<uint64_t, 8> pass_through(uint16_t did)
-    {
-        std::array<uint64_t, 8> w{};
-        w[0] = 1 | uint64_t{PGTT_PT} << 6;
-        w[1] = did;
-        return w;
-    }
-
     // Map `iova` -> `phys` in the first-stage table at `top` (`levels` 4 or
     // 5) with a leaf at `leaf_level` carrying `flags` (P added); the tables
     // above get P, R/W and U/S.
