@@ -12,7 +12,9 @@
 // (BM_TranslateHitByMode, BM_TranslateMissByMode), and requests with PASID
 // in scalable mode, whose PASID-table entry comes from the PASID cache
 // (BM_TranslatePasidByMode), and over more PASIDs than it holds
-// (BM_TranslatePasidSpreadByMode).
+// (BM_TranslatePasidSpreadByMode), and a root-table latch with the
+// default cache sizes (BM_RootTableLatch), and the statistics report
+// (BM_StatsJson).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -450,6 +452,69 @@ void BM_Invalidate(benchmark::State &state)
 }
 // Fixed iterations: the untimed refills dominate the run time.
 BENCHMARK(BM_Invalidate)->ArgName("kind")->DenseRange(0, 5)->Iterations(3000);
+
+// A root-table latch (GCMD.SRTP, the same table again), which empties the
+// context, PASID and IOTLB caches, with the default cache sizes (131072
+// IOTLB entries, 1024 context and PASID-cache entries), in legacy mode and
+// scalable mode (arg "mode": 0 legacy, 1 scalable mode second stage).  Arg
+// "refill": 0, nothing translated since the previous latch (a guest
+// latching in a loop); 1, the 1024 pages refilled (untimed) after each, so
+// each latch empties 1024 leaves, their paging-structure entries and one
+// context (and PASID) entry.  The latch should cost what the caches hold,
+// not their capacity.
+void BM_RootTableLatch(benchmark::State &state)
+{
+    const auto mode = static_cast<Mode>(state.range(0));
+    const bool refill = state.range(1);
+    VtdConfig d;
+    vtd_config_default(&d);
+    Bench b(d.iotlb_entries, 64ull << 20, false, false, mode);
+    for (uint64_t p = 0; p < 1024; p++)
+        b.map(p * PAGE, 0x1000000 + p * PAGE);
+    for (uint64_t p = 0; p < 1024; p++)
+        b.translate(p * PAGE);
+    const uint32_t gcmd = (1u << 31) | (1u << 26);  // TE, QIE: as they are
+    for (auto _ : state) {
+        vtd_engine_mmio_write(b.e, 0x18, gcmd | (1u << 30), 4);
+        if (refill) {
+            state.PauseTiming();
+            for (uint64_t p = 0; p < 1024; p++)
+                b.translate(p * PAGE);
+            state.ResumeTiming();
+        }
+    }
+    state.SetLabel(mode == LEGACY ? "legacy" : "scalable");
+}
+// Fixed iterations with refills: they dominate the run time.
+BENCHMARK(BM_RootTableLatch)->ArgNames({"mode", "refill"})->Args({0, 0})->Args({1, 0});
+BENCHMARK(BM_RootTableLatch)
+    ->ArgNames({"mode", "refill"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Iterations(2000);
+
+// The statistics report (vtd_engine_stats_json) of an engine that has
+// translated 1024 pages for one domain and run a few invalidations: every
+// counter, fault reason and section, one domain listed.
+void BM_StatsJson(benchmark::State &state)
+{
+    Bench b(4096);
+    for (uint64_t p = 0; p < 1024; p++)
+        b.map(p * PAGE, 0x1000000 + p * PAGE);
+    for (uint64_t p = 0; p < 1024; p++)
+        b.translate(p * PAGE);
+    b.translate(1ull << 40);  // a fault
+    b.submit(2 | 3 << 4 | 1 << 16, 0);
+    b.submit(2 | 1 << 4, 0);
+    size_t bytes = 0;
+    for (auto _ : state) {
+        char *j = vtd_engine_stats_json(b.e);
+        bytes = j ? std::strlen(j) : 0;
+        free(j);
+    }
+    state.counters["bytes"] = double(bytes);
+}
+BENCHMARK(BM_StatsJson);
 
 // Page-selective invalidation cost against IOTLB size: two engines, one
 // with a full 1K-entry IOTLB and one with a full 64K-entry IOTLB, take turns

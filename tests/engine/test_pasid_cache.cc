@@ -99,3 +99,39 @@ TEST(PasidCache, FullReplacesOneWayAtATime)
     ASSERT_TRUE(c.insert(0x10, 5000, entry(1), c.generation(), &evicted));
     EXPECT_FALSE(evicted);
 }
+
+// clear() empties the storage, not only the epochs (an entry a clear left
+// behind would come back once the 32-bit epochs wrapped), and costs only
+// the sets filled since the last one: entries filled after a clear are
+// emptied by the next, entries refilled with other values read back as
+// refilled, and a clear of an empty cache, or twice in a row, is harmless.
+TEST(PasidCache, ClearEmptiesEverySetFilledSinceTheLast)
+{
+    PasidCache c(PasidCache::DEFAULT_ENTRIES);
+    EXPECT_EQ(c.stored(), 0u);
+    c.clear();
+    for (unsigned round = 0; round < 3; round++) {
+        for (uint32_t p = 0; p < 300; p++)
+            ASSERT_TRUE(c.insert(0x10 + (p & 7), p, entry(1, 0x1000 * (round * 300 + p + 1)),
+                                 c.generation()));
+        EXPECT_GT(c.stored(), 200u) << round;
+        for (uint32_t p = 0; p < 300; p++) {
+            auto e = c.lookup(0x10 + (p & 7), p);
+            if (e)
+                EXPECT_EQ(e->fsptptr, 0x1000u * (round * 300 + p + 1)) << "a stale entry";
+        }
+        c.clear();
+        EXPECT_EQ(c.stored(), 0u) << "round " << round << ": a way kept its entry";
+        EXPECT_EQ(c.size(), 0u);
+        for (uint32_t p = 0; p < 300; p++)
+            EXPECT_FALSE(c.lookup(0x10 + (p & 7), p)) << p;
+        c.clear();
+        EXPECT_EQ(c.stored(), 0u);
+    }
+    // One fill after a clear: the next clear empties it.
+    ASSERT_TRUE(c.insert(0x20, 1, entry(3), c.generation()));
+    EXPECT_EQ(c.stored(), 1u);
+    c.clear();
+    EXPECT_EQ(c.stored(), 0u);
+    EXPECT_FALSE(c.lookup(0x20, 1));
+}

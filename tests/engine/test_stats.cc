@@ -213,3 +213,70 @@ TEST(DomainState, CostsWhatTheGuestUses)
         listed++;
     EXPECT_EQ(listed, 4u);
 }
+
+// The report's bytes for a fixed activity: every counter, every fault
+// reason, descriptor type and latency bucket used, domains and sources in
+// several blocks; then after a reset, with a little activity again.  The
+// expected texts are the report as docs/statistics.rst describes it (schema
+// viommu-vtd-stats/1); consumers (tests/guest/stats_check.py, the QMP
+// command) parse these bytes, so a change of the writer must not change
+// them.
+namespace {
+
+std::string report_after_fixed_activity(viommu::vtd::Stats &stats)
+{
+    using namespace viommu::vtd;
+    for (size_t i = 0; i < std::size(COUNTER_NAMES); i++)
+        stats.add(COUNTER_NAMES[i].counter, 1000 + i);
+    for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)
+        for (unsigned k = 0; k < r % 4 + 1; k++)
+            stats.fault(static_cast<VtdFaultReason>(r));
+    for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
+        for (unsigned k = 0; k < r % 3 + 1; k++)
+            stats.fault(static_cast<VtdFaultReason>(r));
+    for (size_t i = 0; i < std::size(SM_FAULT_REASONS); i++)
+        for (unsigned k = 0; k < i % 5 + 1; k++)
+            stats.fault(SM_FAULT_REASONS[i]);
+    for (unsigned t = 0; t < Stats::DESC_TYPES; t++)
+        for (unsigned k = 0; k < t; k++)
+            stats.descriptor(t);
+    for (uint64_t ns : {0ull, 1ull, 3ull, 700ull, 123456ull, 1ull << 40, ~0ull})
+        stats.latency(ns);
+    for (uint16_t did : {uint16_t{7}, uint16_t{0}, uint16_t{300}, uint16_t{65535}}) {
+        DomainStats &d = stats.domain(did);
+        for (unsigned c = 0; c < DomainStats::Hot::N; c++)
+            for (unsigned k = 0; k <= c + did % 3; k++)
+                d.hot[0].bump(c, 0);
+        d.faults += did % 5 + 1;
+        d.inv_domain += 2;
+        d.inv_page += 3;
+        d.pages_mapped += did;
+        d.pages_unmapped += 1;
+    }
+    for (uint16_t sid : {uint16_t{256}, uint16_t{1}, uint16_t{65535}}) {
+        SourceStats &s = stats.source(sid);
+        s.remapped += sid % 7;
+        s.passed += 1;
+        s.blocked += 2;
+    }
+    Stats::Gauges g{48, true, 4096, 17, 1024, 3, 8, true, true, 256, 5};
+    return stats.to_json(g);
+}
+
+constexpr const char *EXPECTED_FULL =
+    R"json({"schema":"viommu-vtd-stats/1","config":{"aw_bits":48,"caching_mode":true,"iotlb_capacity":4096,"context_cache_capacity":1024,"fault_records":8,"intremap":true,"eim":true},"translate":{"requests":1000,"translation_disabled":1001,"pass_through":1002,"page_walks":1010,"paging_entries_read":1011,"context_entries_read":1012},"iotlb":{"entries":17,"hits":1003,"misses":1004,"inserts":1005,"evictions":1006,"pasid_spaces_recycled":1103},"iova":{"walks_below_4g":1018,"walks_above_4g":1019,"pages_invalidated_below_4g":1020,"pages_invalidated_above_4g":1021},"context_cache":{"entries":3,"hits":1007,"misses":1008,"evictions":1009},"faults":{"recorded":1013,"suppressed_fpd":1014,"not_recorded":1015,"overflowed":1016,"collapsed":1017,"events":1022,"by_reason":{"root_entry_not_present":2,"context_entry_not_present":3,"context_entry_invalid":4,"address_beyond_mgaw":1,"write":2,"read":3,"paging_entry_invalid":4,"root_table_invalid":1,"context_table_invalid":2,"root_entry_reserved":3,"context_entry_reserved":4,"paging_entry_reserved":1,"context_entry_tt":2,"ir_request_reserved":3,"ir_index_beyond_table":1,"ir_entry_not_present":2,"ir_table_invalid":3,"ir_entry_reserved":1,"ir_compatibility_blocked":2,"ir_source_id":3,"ir_posted_descriptor_invalid":1,"sm_root_table_address_invalid":1,"sm_ttm_legacy_request_with_pasid":2,"sm_ttm_legacy_page_request":3,"sm_root_entry_access":4,"sm_root_entry_not_present":5,"sm_root_entry_reserved":1,"sm_context_entry_access":2,"sm_context_entry_not_present":3,"sm_context_entry_reserved":4,"sm_context_entry_invalid":5,"sm_context_dte_clear":1,"sm_context_paside_clear":2,"sm_pasid_beyond_pdts":3,"sm_context_pre_clear":4,"sm_rid_pasid_invalid":5,"sm_pasid_directory_access":1,"sm_pasid_directory_not_present":2,"sm_pasid_directory_reserved":3,"sm_pasid_entry_access":4,"sm_pasid_entry_not_present":5,"sm_pasid_entry_reserved":1,"sm_pasid_entry_invalid":2,"sm_pasid_entry_ere_clear":3,"sm_pasid_entry_sre_clear":4,"sm_first_stage_entry_access":5,"sm_first_stage_entry_not_present":1,"sm_first_stage_entry_reserved":2,"sm_first_stage_top_access":3,"sm_nested_first_stage_beyond_aw":4,"sm_nested_first_stage_top_read":5,"sm_nested_first_stage_read":1,"sm_nested_first_stage_write":2,"sm_second_stage_entry_access":3,"sm_second_stage_entry_not_present":4,"sm_second_stage_entry_reserved":5,"sm_second_stage_top_access":1,"sm_second_stage_ad_no_snoop":2,"sm_first_stage_non_canonical":3,"sm_first_stage_user":4,"sm_execute":5,"sm_address_beyond_aw":1,"sm_second_stage_output_beyond_aw":2,"sm_write":3,"sm_read":4,"sm_interrupt_address":5,"sm_first_stage_ad_no_snoop":1}},"invalidations":{"context":{"global":1023,"domain":1024,"device":1025,"entries_dropped":1032},"iotlb":{"global":1026,"domain":1027,"page":1028,"pages":1029,"entries_dropped":1030,"page_as_domain":1031},"pasid_iotlb":{"pasid":1089,"page":1090,"pages":1091,"page_as_pasid":1092,"entries_dropped":1093},"pasid_cache":{"domain":1094,"pasid":1095,"global":1096},"device_iotlb":1033,"interrupt_entry_cache":1034,"pasid_device_iotlb":1097,"register_based":{"context":1035,"iotlb":1036,"ignored_qi_enabled":1037,"invalid":1038}},"queue":{"descriptors":{"type_0":0,"context_cache":1,"iotlb":2,"device_iotlb":3,"interrupt_entry_cache":4,"wait":5,"pasid_iotlb":6,"pasid_cache":7,"pasid_device_iotlb":8,"type_9":9,"type_10":10,"type_11":11,"type_12":12,"type_13":13,"type_14":14,"type_15":15},"invalid_descriptors":1045,"tail_errors":1046,"slices_deferred":1047,"width_errors":1088,"waits":{"total":1039,"status_write":1040,"interrupt":1041,"fence":1042,"status_write_failed":1043,"events":1044},"latency_ns":{"count":7,"sum":1099511751935,"max":18446744073709551615,"log2_histogram":[2,1,0,0,0,0,0,0,0,1,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,2]}},"scalable":{"requests_without_pasid":1075,"requests_with_pasid":1076,"context_and_pasid_entries_read":1087,"pgtt":{"first_stage":1077,"second_stage":1078,"nested":1079,"pass_through":1080},"first_stage":{"walks":1081,"entries_read":1082,"nested_second_stage_walks":1083,"accessed_set":1084,"dirty_set":1085,"ad_update_retries":1086}},"replay":{"walks":1048,"leaves":1049,"truncated":1050},"pages":{"mapped":1051,"unmapped":1052},"device_tlb":{"page":1053,"range":1054,"all":1055,"pages":1056,"pasid_global":1098},"notifications":{"unmap":1057,"map":1058,"deviotlb_unmap":1059},"pasid_cache":{"hits":1099,"misses":1100,"inserts":1101,"evictions":1102},"interrupt_remapping":{"requests":1060,"not_interrupt":1061,"disabled_pass_through":1062,"remappable":{"remapped":1063,"blocked":1064},"compatibility":{"passed_through":1065,"blocked":1066},"blocked_by_reason":{"ir_request_reserved":3,"ir_index_beyond_table":1,"ir_entry_not_present":2,"ir_table_invalid":3,"ir_entry_reserved":1,"ir_compatibility_blocked":2,"ir_source_id":3,"ir_posted_descriptor_invalid":1},"iec":{"capacity":256,"entries":5,"hits":1067,"misses":1068,"inserts":1069,"evictions":1070,"invalidations_global":1071,"invalidations_index":1072,"invalidations_sirtp":1073,"entries_dropped":1074},"sources":[{"sid":1,"remapped":1,"passed_through":1,"blocked":2},{"sid":256,"remapped":4,"passed_through":1,"blocked":2},{"sid":65535,"remapped":1,"passed_through":1,"blocked":2}]},"domains":[{"id":0,"translations":1,"iotlb_hits":2,"iotlb_misses":3,"page_walks":4,"faults":1,"domain_invalidations":2,"page_invalidations":3,"pages_mapped":0,"pages_unmapped":1},{"id":7,"translations":2,"iotlb_hits":3,"iotlb_misses":4,"page_walks":5,"faults":3,"domain_invalidations":2,"page_invalidations":3,"pages_mapped":7,"pages_unmapped":1},{"id":300,"translations":1,"iotlb_hits":2,"iotlb_misses":3,"page_walks":4,"faults":1,"domain_invalidations":2,"page_invalidations":3,"pages_mapped":300,"pages_unmapped":1},{"id":65535,"translations":1,"iotlb_hits":2,"iotlb_misses":3,"page_walks":4,"faults":1,"domain_invalidations":2,"page_invalidations":3,"pages_mapped":65535,"pages_unmapped":1}]})json";
+constexpr const char *EXPECTED_AFTER_RESET =
+    R"json({"schema":"viommu-vtd-stats/1","config":{"aw_bits":39,"caching_mode":false,"iotlb_capacity":1,"context_cache_capacity":1,"fault_records":0,"intremap":false,"eim":false},"translate":{"requests":0,"translation_disabled":0,"pass_through":0,"page_walks":0,"paging_entries_read":0,"context_entries_read":0},"iotlb":{"entries":0,"hits":5,"misses":0,"inserts":0,"evictions":0,"pasid_spaces_recycled":0},"iova":{"walks_below_4g":0,"walks_above_4g":0,"pages_invalidated_below_4g":0,"pages_invalidated_above_4g":0},"context_cache":{"entries":0,"hits":0,"misses":0,"evictions":0},"faults":{"recorded":0,"suppressed_fpd":0,"not_recorded":0,"overflowed":0,"collapsed":0,"events":0,"by_reason":{"root_entry_not_present":0,"context_entry_not_present":0,"context_entry_invalid":0,"address_beyond_mgaw":0,"write":1,"read":0,"paging_entry_invalid":0,"root_table_invalid":0,"context_table_invalid":0,"root_entry_reserved":0,"context_entry_reserved":0,"paging_entry_reserved":0,"context_entry_tt":0,"ir_request_reserved":0,"ir_index_beyond_table":0,"ir_entry_not_present":0,"ir_table_invalid":0,"ir_entry_reserved":0,"ir_compatibility_blocked":0,"ir_source_id":0,"ir_posted_descriptor_invalid":0,"sm_root_table_address_invalid":0,"sm_ttm_legacy_request_with_pasid":0,"sm_ttm_legacy_page_request":0,"sm_root_entry_access":0,"sm_root_entry_not_present":0,"sm_root_entry_reserved":0,"sm_context_entry_access":0,"sm_context_entry_not_present":0,"sm_context_entry_reserved":0,"sm_context_entry_invalid":0,"sm_context_dte_clear":0,"sm_context_paside_clear":0,"sm_pasid_beyond_pdts":0,"sm_context_pre_clear":0,"sm_rid_pasid_invalid":0,"sm_pasid_directory_access":0,"sm_pasid_directory_not_present":0,"sm_pasid_directory_reserved":0,"sm_pasid_entry_access":0,"sm_pasid_entry_not_present":0,"sm_pasid_entry_reserved":0,"sm_pasid_entry_invalid":0,"sm_pasid_entry_ere_clear":0,"sm_pasid_entry_sre_clear":0,"sm_first_stage_entry_access":0,"sm_first_stage_entry_not_present":0,"sm_first_stage_entry_reserved":0,"sm_first_stage_top_access":0,"sm_nested_first_stage_beyond_aw":0,"sm_nested_first_stage_top_read":0,"sm_nested_first_stage_read":0,"sm_nested_first_stage_write":0,"sm_second_stage_entry_access":0,"sm_second_stage_entry_not_present":0,"sm_second_stage_entry_reserved":0,"sm_second_stage_top_access":0,"sm_second_stage_ad_no_snoop":0,"sm_first_stage_non_canonical":0,"sm_first_stage_user":0,"sm_execute":0,"sm_address_beyond_aw":0,"sm_second_stage_output_beyond_aw":0,"sm_write":0,"sm_read":0,"sm_interrupt_address":0,"sm_first_stage_ad_no_snoop":0}},"invalidations":{"context":{"global":0,"domain":0,"device":0,"entries_dropped":0},"iotlb":{"global":0,"domain":0,"page":0,"pages":0,"entries_dropped":0,"page_as_domain":0},"pasid_iotlb":{"pasid":0,"page":0,"pages":0,"page_as_pasid":0,"entries_dropped":0},"pasid_cache":{"domain":0,"pasid":0,"global":0},"device_iotlb":0,"interrupt_entry_cache":0,"pasid_device_iotlb":0,"register_based":{"context":0,"iotlb":0,"ignored_qi_enabled":0,"invalid":0}},"queue":{"descriptors":{"type_0":0,"context_cache":0,"iotlb":0,"device_iotlb":0,"interrupt_entry_cache":0,"wait":0,"pasid_iotlb":0,"pasid_cache":0,"pasid_device_iotlb":0,"type_9":0,"type_10":0,"type_11":0,"type_12":0,"type_13":0,"type_14":0,"type_15":0},"invalid_descriptors":0,"tail_errors":0,"slices_deferred":0,"width_errors":0,"waits":{"total":0,"status_write":0,"interrupt":0,"fence":0,"status_write_failed":0,"events":0},"latency_ns":{"count":0,"sum":0,"max":0,"log2_histogram":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}},"scalable":{"requests_without_pasid":0,"requests_with_pasid":0,"context_and_pasid_entries_read":0,"pgtt":{"first_stage":0,"second_stage":0,"nested":0,"pass_through":0},"first_stage":{"walks":0,"entries_read":0,"nested_second_stage_walks":0,"accessed_set":0,"dirty_set":0,"ad_update_retries":0}},"replay":{"walks":0,"leaves":0,"truncated":0},"pages":{"mapped":0,"unmapped":0},"device_tlb":{"page":0,"range":0,"all":0,"pages":0,"pasid_global":0},"notifications":{"unmap":0,"map":0,"deviotlb_unmap":0},"pasid_cache":{"hits":0,"misses":0,"inserts":0,"evictions":0},"interrupt_remapping":{"requests":0,"not_interrupt":0,"disabled_pass_through":0,"remappable":{"remapped":0,"blocked":0},"compatibility":{"passed_through":0,"blocked":0},"blocked_by_reason":{"ir_request_reserved":0,"ir_index_beyond_table":0,"ir_entry_not_present":0,"ir_table_invalid":0,"ir_entry_reserved":0,"ir_compatibility_blocked":0,"ir_source_id":0,"ir_posted_descriptor_invalid":0},"iec":{"capacity":0,"entries":0,"hits":0,"misses":0,"inserts":0,"evictions":0,"invalidations_global":0,"invalidations_index":0,"invalidations_sirtp":0,"entries_dropped":0},"sources":[]},"domains":[{"id":9,"translations":0,"iotlb_hits":0,"iotlb_misses":0,"page_walks":0,"faults":1,"domain_invalidations":0,"page_invalidations":0,"pages_mapped":0,"pages_unmapped":0}]})json";
+
+}  // namespace
+
+TEST(Stats, ReportBytesUnchanged)
+{
+    viommu::vtd::Stats stats;
+    EXPECT_EQ(report_after_fixed_activity(stats), EXPECTED_FULL);
+    stats.reset();
+    stats.add(viommu::vtd::Counter::IotlbHits, 5);
+    stats.fault(VTD_FR_WRITE);
+    stats.domain(9).faults += 1;
+    EXPECT_EQ(stats.to_json({39, false, 1, 0, 1, 0, 0}), EXPECTED_AFTER_RESET);
+}

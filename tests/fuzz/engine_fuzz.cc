@@ -434,7 +434,12 @@ struct Host {
     uint64_t last16_gpa = UINT64_MAX, last16_lo = 0, last16_hi = 0;
 
     // The register write in progress, and the queue the guest programmed.
+    // IQA as the engine reads it back, read again only after what can
+    // change it (a write that may touch IQA or any invalid one, a reset, a
+    // migration state, another engine): the guest alone writes IQA.
     bool in_mmio_write = false;
+    bool iqa_known = false;
+    uint64_t iqa = 0;
     uint64_t queue_base = 0, queue_entries = 0, reads16 = 0;
     bool queue_dw = false;
     unsigned sagaw = 0;  // CAP.SAGAW of the engine in use
@@ -461,6 +466,7 @@ struct Host {
         last16_gpa = UINT64_MAX;
         last16_lo = last16_hi = 0;
         in_mmio_write = false;
+        iqa_known = false;
         queue_base = queue_entries = reads16 = 0;
         m.clear();
     }
@@ -643,7 +649,10 @@ struct Host {
 
     void wr(uint64_t off, uint64_t value, unsigned size)
     {
-        uint64_t iqa = rd(IQA, 8);
+        if (!iqa_known) {
+            iqa = rd(IQA, 8);
+            iqa_known = true;
+        }
         queue_base = iqa & ~0xfffull;
         queue_dw = iqa & 0x800;
         queue_entries = uint64_t{1} << ((iqa & 7) + (queue_dw ? 7 : 8));
@@ -655,6 +664,9 @@ struct Host {
         vtd_engine_mmio_write(e, off, value, size);
         settle();
         in_mmio_write = false;
+        bool valid = (size == 4 || size == 8) && off < 0x1000 && off % size == 0;
+        if (!valid || (off & 0xff8) == IQA)
+            iqa_known = false;
         // Descriptor fetches of one write: at most the queue's size (a
         // wrap-around stops at the tail); no context entry is read here.
         FUZZ_CHECK(reads16 <= queue_entries, reads16, queue_entries);
@@ -1195,6 +1207,7 @@ struct Host {
 
     void migrate(fuzz::Input &in)
     {
+        iqa_known = false;  // whatever state is loaded
         VtdState st;
         vtd_engine_get_state(e, &st);
         unsigned flips = in.u8() % 4;
@@ -1747,6 +1760,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (resets++ >= 4)
                     break;
                 vtd_engine_reset(h.e);
+                h.iqa_known = false;
                 h.m.flushed_all();
                 h.m.root = 0;
                 h.m.root_sm = false;

@@ -60,6 +60,10 @@ bool ContextCache::insert(uint16_t sid, const Context &ctx, uint64_t gen)
     if (gen_.load() != gen)
         return false;
     Slot &s = slot_of(sid);
+    if (!s.listed) {
+        s.listed = true;
+        filled_.push_back(static_cast<uint16_t>(&s - slots_.data()));
+    }
     bool evicted = live(s) && (s.word1.load(std::memory_order_relaxed) & 0xffff) != sid;
     write_locked(s,
                  (ctx.slptptr & entry::ADDR) | uint64_t{ctx.levels} << 4 |
@@ -89,6 +93,14 @@ size_t ContextCache::size() const
     return n;
 }
 
+size_t ContextCache::stored() const
+{
+    size_t n = 0;
+    for (auto &s : slots_)
+        n += (s.word0.load(std::memory_order_relaxed) & VALID) != 0;
+    return n;
+}
+
 void ContextCache::invalidate_all()
 {
     gen_.fetch_add(1);
@@ -100,10 +112,13 @@ void ContextCache::clear()
     gen_.fetch_add(1);
     epochs_.bump_all();
     std::lock_guard guard(writer_);
-    for (auto &s : slots_) {
+    for (uint16_t i : filled_) {
+        Slot &s = slots_[i];
         if (s.word0.load(std::memory_order_relaxed) & VALID)
             write_locked(s, 0, 0, 0);
+        s.listed = false;
     }
+    filled_.clear();
 }
 
 void ContextCache::invalidate_domain(uint16_t did)

@@ -8,7 +8,8 @@
 // cache is direct-mapped (a source-id has one slot; a colliding fill evicts
 // just that slot) and each slot is a seqlock of three atomic words that
 // readers copy and validate.  Fills and invalidations serialize on a
-// writer mutex.
+// writer mutex.  clear() (reset, root-table latch) costs the slots filled
+// since the last clear, not the capacity: fills list their slot (once).
 #pragma once
 
 #include <atomic>
@@ -30,10 +31,14 @@ public:
     explicit ContextCache(size_t capacity)
         : slots_(std::max<size_t>(1, std::min<size_t>(capacity, 65536)))
     {
+        filled_.reserve(slots_.size());  // fills never allocate
     }
 
     size_t capacity() const { return slots_.size(); }
     size_t size() const;
+    // Slots holding an entry, retired or not (for tests: a cleared cache
+    // has none).
+    size_t stored() const;
     // Bytes of per-domain state (the domains' epochs).
     size_t domain_bytes() const { return epochs_.bytes(); }
 
@@ -48,7 +53,8 @@ public:
     // misses them, a fill overwrites them, size() leaves them out).
     void invalidate_all();
     void invalidate_domain(uint16_t did);
-    // Empties the storage, O(capacity) (reset, root-table switch, load).
+    // Empties the storage (reset, root-table switch, load): O(slots filled
+    // since the last clear).
     void clear();
     // Source-ids equal to `sid` outside `sid_mask` (at most 8 with CCMD.FM).
     size_t invalidate_device(uint16_t sid, uint16_t sid_mask);
@@ -63,6 +69,7 @@ private:
     struct Slot {
         std::atomic<uint32_t> seq{0};
         std::atomic<uint64_t> word0{0}, word1{0}, word2{0}, word3{0};
+        bool listed = false;  // writer-only: in filled_
     };
 
     Slot &slot_of(uint16_t sid) { return slots_[(sid * 0x9e3779b1u >> 16) % slots_.size()]; }
@@ -75,6 +82,7 @@ private:
     bool live(const Slot &s) const;
 
     std::vector<Slot> slots_;
+    std::vector<uint16_t> filled_;  // writer-only: slots filled since clear(), each once
     std::atomic<uint64_t> gen_{0};
     DomainEpochs epochs_;
     std::mutex writer_;

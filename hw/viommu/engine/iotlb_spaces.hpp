@@ -127,9 +127,11 @@ public:
         return it == by_domain_.end() ? nullptr : &it->second;
     }
     size_t size() const { return by_key_.size(); }
+    // O(ids handed out since the last clear): every id with an owner, or
+    // retired, or free, is below next_.
     void clear()
     {
-        for (size_t i = 0; i < ids_; i++)
+        for (size_t i = 0; i < next_; i++)
             owner_[i].store(0, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         by_key_.clear();

@@ -24,6 +24,15 @@
 //   epoch is stale (dead anyway), else one not referenced since it was
 //   last passed over (a per-set CLOCK).  Nothing is ever flushed because
 //   the table is full.
+// - clear() and sweep() cost the sets that were filled, not the capacity
+//   (a root-table latch or a reset with the default 131072 entries would
+//   otherwise walk 32768 sets): a bitmap marks each set a fill may have
+//   stored into, and they visit the marked sets only.  A fill marks its
+//   candidate sets under their stripe's lock before it checks the
+//   generation, and clear() reads the bitmap after bumping it (all
+//   sequentially consistent): either clear() sees the mark, and empties
+//   the set under the same lock, or the fill sees the new generation and
+//   stores nothing.  A set is unmarked only under its lock, once empty.
 // - Epochs are 21 bits; the owner (Iotlb) sweeps stale entries out before
 //   any epoch can wrap around to a value an old entry still carries.
 // - Translations the encoding cannot hold (a page number above 2^45, a
@@ -83,10 +92,11 @@ public:
         sets_ = allocate_sets(sets);
         stripes_ = std::clamp<size_t>(sets / MIN_SETS_PER_STRIPE, 1, MAX_STRIPES);
         seq_ = std::make_unique<std::atomic<uint32_t>[]>(stripes_);
+        used_ = std::make_unique<std::atomic<uint64_t>[]>(used_words());
     }
 
     size_t capacity() const { return (mask_ + 1) * WAYS; }
-    size_t bytes() const { return (mask_ + 1) * sizeof(Set); }
+    size_t bytes() const { return (mask_ + 1) * sizeof(Set) + used_words() * sizeof(uint64_t); }
 
     uint64_t generation() const { return gen_.load(); }
     // Sequentially consistent, as are callers' own flags published before
@@ -174,6 +184,7 @@ public:
         const uint64_t value = pack(v);
         if (hint.set <= mask_ && hint.way < WAYS) {
             WriteGuard guard(*this, hint.set);
+            mark(hint.set);
             if (gen_.load() != gen)
                 return r;
             Set &set = sets_[hint.set];
@@ -186,6 +197,8 @@ public:
         size_t sets[2];
         unsigned n = candidates(mix(tag), sets);
         WriteGuard guard(*this, sets[0]);
+        for (unsigned c = 0; c < n; c++)
+            mark(sets[c]);  // before the generation check (see the top of this file)
         if (gen_.load() != gen)
             return r;
         r.inserted = true;
@@ -264,24 +277,32 @@ public:
     }
 
     // Drop every entry `fresh(did, epoch)` rejects, set by set; live
-    // entries stay.  Returns the number dropped.  O(capacity).
+    // entries stay.  Returns the number dropped.  O(sets filled), plus
+    // reading the bitmap (one word per 64 sets).
     template <typename Fresh>
     size_t sweep(Fresh fresh)
     {
-        size_t dropped = 0;
-        for (size_t i = 0; i <= mask_; i++)
-            dropped += clear_set(
+        return for_marked([&](size_t i) {
+            return clear_set(
                 i, [&](uint64_t t, uint64_t v) { return !fresh(tag_did(t), unpack(v).epoch); });
-        return dropped;
+        });
     }
 
-    // Drop everything.  O(capacity).
+    // Drop everything.  O(sets filled since the last clear), plus reading
+    // the bitmap.
     size_t clear()
     {
-        size_t dropped = 0;
-        for (size_t i = 0; i <= mask_; i++)
-            dropped += clear_set(i, [](uint64_t, uint64_t) { return true; });
-        return dropped;
+        return for_marked(
+            [&](size_t i) { return clear_set(i, [](uint64_t, uint64_t) { return true; }); });
+    }
+    // Sets marked as possibly holding entries (for tests: a cleared table
+    // has none).
+    size_t marked_sets() const
+    {
+        size_t n = 0;
+        for (size_t w = 0; w < used_words(); w++)
+            n += std::popcount(used_[w].load());
+        return n;
     }
 
     size_t size() const { return count_.load(std::memory_order_relaxed); }
@@ -387,11 +408,14 @@ private:
         set.w[2 * way + 1].store(value, std::memory_order_relaxed);
     }
 
+    // Drops what `drop(tag, value)` picks from set i; unmarks the set if
+    // it is left empty.
     template <typename Drop>
     size_t clear_set(size_t i, Drop drop)
     {
         WriteGuard guard(*this, i);
         size_t dropped = 0;
+        bool empty = true;
         Set &set = sets_[i];
         for (unsigned w = 0; w < WAYS; w++) {
             uint64_t t = set.w[2 * w].load(std::memory_order_relaxed);
@@ -399,10 +423,38 @@ private:
                 set.w[2 * w].store(0, std::memory_order_relaxed);
                 set.w[2 * w + 1].store(0, std::memory_order_relaxed);
                 dropped++;
+            } else if (t) {
+                empty = false;
             }
         }
+        if (empty)
+            used_[i / 64].fetch_and(~(uint64_t{1} << (i % 64)));
         count_.fetch_sub(dropped, std::memory_order_relaxed);
         return dropped;
+    }
+
+    size_t used_words() const
+    {
+        return (mask_ + 64) / 64;
+    }
+    // Under set i's stripe lock.  Read first: the word is shared by 64 sets
+    // and their fills.
+    void mark(size_t i)
+    {
+        std::atomic<uint64_t> &w = used_[i / 64];
+        const uint64_t b = uint64_t{1} << (i % 64);
+        if (!(w.load() & b))
+            w.fetch_or(b);
+    }
+    // Calls `visit(set)` for each marked set; sums what it returns.
+    template <typename Visit>
+    size_t for_marked(Visit visit)
+    {
+        size_t n = 0;
+        for (size_t w = 0; w < used_words(); w++)
+            for (uint64_t bits = used_[w].load(); bits; bits &= bits - 1)
+                n += visit(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+        return n;
     }
 
     // Holds the writer lock of a set's stripe: its sequence is odd meanwhile.
@@ -433,7 +485,8 @@ private:
     SetArray sets_;
     size_t mask_ = 0;
     size_t stripes_ = 1;
-    std::unique_ptr<std::atomic<uint32_t>[]> seq_;  // per stripe; odd: a writer holds it
+    std::unique_ptr<std::atomic<uint32_t>[]> seq_;   // per stripe; odd: a writer holds it
+    std::unique_ptr<std::atomic<uint64_t>[]> used_;  // a bit per set that may hold entries
     std::atomic<size_t> count_{0};
     std::atomic<uint64_t> gen_{0};
 };

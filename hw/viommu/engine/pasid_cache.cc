@@ -17,6 +17,7 @@ static uint64_t key_word(uint16_t sid, uint32_t pasid)
 PasidCache::PasidCache(size_t capacity)
     : sets_(std::bit_ceil(std::max<size_t>((capacity + WAYS - 1) / WAYS, 1))), table_(sets_)
 {
+    filled_.reserve(sets_);  // fills never allocate
 }
 
 size_t PasidCache::set_of(uint16_t sid, uint32_t pasid) const
@@ -108,7 +109,12 @@ bool PasidCache::insert(uint16_t sid, uint32_t pasid, const PasidEntry &e, uint6
     std::lock_guard guard(writer_);
     if (gen_.load() != gen)
         return false;
-    Set &set = table_[set_of(sid, pasid)];
+    const size_t index = set_of(sid, pasid);
+    Set &set = table_[index];
+    if (!set.filled) {
+        set.filled = true;
+        filled_.push_back(static_cast<uint32_t>(index));
+    }
     Way *victim = nullptr;
     for (Way &w : set.ways) {
         if ((w.w[0].load(std::memory_order_relaxed) & KEY_MASK) == key) {
@@ -140,6 +146,15 @@ size_t PasidCache::size() const
     for (const Set &set : table_)
         for (const Way &w : set.ways)
             n += live(w);
+    return n;
+}
+
+size_t PasidCache::stored() const
+{
+    size_t n = 0;
+    for (const Set &set : table_)
+        for (const Way &w : set.ways)
+            n += (w.w[0].load(std::memory_order_relaxed) & VALID) != 0;
     return n;
 }
 
@@ -182,12 +197,15 @@ void PasidCache::clear()
     epochs_.bump_all();
     std::lock_guard guard(writer_);
     static constexpr uint64_t zero[WORDS] = {};
-    for (Set &set : table_) {
+    for (uint32_t index : filled_) {
+        Set &set = table_[index];
         for (Way &w : set.ways)
             if (w.w[0].load(std::memory_order_relaxed) & VALID)
                 write(w, zero);
         set.hand = 0;
+        set.filled = false;
     }
+    filled_.clear();
 }
 
 }  // namespace viommu::vtd

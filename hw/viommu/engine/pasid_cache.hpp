@@ -16,7 +16,9 @@
 // entries (they were found through its context entry) in O(1) per
 // source-id.  A fill replaces a stale way first, else the
 // set's oldest fill (round-robin per set); nothing is flushed because the
-// cache is full.
+// cache is full.  clear() (reset, root-table latch) costs the sets filled
+// since the last clear, not the capacity: fills record their set in a
+// list (once per set), and clear() empties only those.
 #pragma once
 
 #include <atomic>
@@ -50,6 +52,9 @@ public:
 
     size_t capacity() const { return sets_ * WAYS; }
     size_t size() const;
+    // Ways holding an entry, stale or not (for tests: a cleared cache has
+    // none).
+    size_t stored() const;
     size_t domain_bytes() const
     {
         return epochs_.bytes() + pasid_epochs_.bytes() + source_epochs_.bytes();
@@ -70,7 +75,8 @@ public:
     // The entries of source-ids equal to `sid` outside `sid_mask` (a
     // device-selective context-cache invalidation: at most 8 source-ids).
     void invalidate_source(uint16_t sid, uint16_t sid_mask);
-    // Empties the storage, O(capacity) (reset, root-table switch).
+    // Empties the storage (reset, root-table switch): O(sets filled since
+    // the last clear), O(1) for a cache nothing was filled into.
     void clear();
 
 private:
@@ -85,7 +91,8 @@ private:
     };
     struct alignas(64) Set {
         Way ways[WAYS];
-        unsigned hand = 0;  // writer-only: the next way to replace
+        unsigned hand = 0;    // writer-only: the next way to replace
+        bool filled = false;  // writer-only: listed in filled_
     };
 
     size_t set_of(uint16_t sid, uint32_t pasid) const;
@@ -95,6 +102,7 @@ private:
 
     size_t sets_;
     std::vector<Set> table_;
+    std::vector<uint32_t> filled_;  // writer-only: sets filled since clear(), each once
     std::atomic<uint64_t> gen_{0};
     DomainEpochs epochs_;
     ChunkedCounters<20, 12> pasid_epochs_;  // 4 KiB up front, 16 KiB per 4096 PASIDs named

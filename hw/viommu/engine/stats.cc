@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "stats.hpp"
 
+#include <algorithm>
 #include <bit>
-#include <cinttypes>
-#include <cstdio>
+#include <charconv>
+#include <cstring>
 #include <string_view>
 
 namespace viommu::vtd {
@@ -12,10 +13,11 @@ Stats::Stats() = default;
 
 constinit thread_local unsigned Stats::shard_index_ = Stats::NO_SHARD;
 
+std::atomic<uint64_t> Stats::threads_{0};
+
 unsigned Stats::assign_shard()
 {
-    static std::atomic<uint64_t> next_thread{0};
-    uint64_t n = next_thread.fetch_add(1, std::memory_order_relaxed);
+    uint64_t n = threads_.fetch_add(1, std::memory_order_acq_rel);
     shard_index_ = n < STAT_OWNED_SHARDS ? static_cast<unsigned>(n) : STAT_OWNED_SHARDS;
     return shard_index_;
 }
@@ -317,50 +319,159 @@ const char *fault_reason_name(VtdFaultReason r)
 
 namespace {
 
+// The report's objects that hold counters, in the order the report writes
+// them; section() gives an object's place at compile time (an object the
+// list lacks does not compile).
+constexpr std::string_view SECTIONS[] = {
+    "translate",
+    "iotlb",
+    "iova",
+    "context_cache",
+    "faults",
+    "invalidations/context",
+    "invalidations/iotlb",
+    "invalidations/pasid_iotlb",
+    "invalidations/pasid_cache",
+    "invalidations",
+    "invalidations/register_based",
+    "queue",
+    "queue/waits",
+    "scalable",
+    "scalable/pgtt",
+    "scalable/first_stage",
+    "replay",
+    "pages",
+    "device_tlb",
+    "notifications",
+    "pasid_cache",
+    "interrupt_remapping",
+    "interrupt_remapping/remappable",
+    "interrupt_remapping/compatibility",
+    "interrupt_remapping/iec",
+};
+constexpr unsigned NSECTIONS = std::size(SECTIONS);
+
+consteval unsigned section(std::string_view name)
+{
+    for (unsigned i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i] == name)
+            return i;
+    throw "not a section of the report";  // not a constant expression: no build
+}
+
+// COUNTER_NAMES' indexes grouped by section (in SECTIONS' order), each
+// group in the table's order: what a search of the table for each section
+// would give, computed once, at compile time.
+struct SectionIndex {
+    std::array<uint8_t, std::size(COUNTER_NAMES)> counter{};
+    std::array<uint8_t, NSECTIONS + 1> start{};
+};
+
+consteval SectionIndex make_section_index()
+{
+    SectionIndex x;
+    unsigned n = 0;
+    for (unsigned sec = 0; sec < NSECTIONS; sec++) {
+        x.start[sec] = static_cast<uint8_t>(n);
+        for (unsigned i = 0; i < std::size(COUNTER_NAMES); i++)
+            if (SECTIONS[sec] == COUNTER_NAMES[i].section)
+                x.counter[n++] = static_cast<uint8_t>(i);
+    }
+    x.start[NSECTIONS] = static_cast<uint8_t>(n);
+    if (n != std::size(COUNTER_NAMES))
+        throw "a counter's section is not in SECTIONS";
+    return x;
+}
+constexpr SectionIndex SECTION_INDEX = make_section_index();
+
+// The scalable-mode reasons' slots follow their list (what lets the report
+// read them without a search).
+consteval bool sm_slots_in_list_order()
+{
+    for (unsigned i = 0; i < std::size(SM_FAULT_REASONS); i++)
+        if (fault_slot(SM_FAULT_REASONS[i]) != SM_FAULT_SLOT0 + i)
+            return false;
+    return true;
+}
+static_assert(sm_slots_in_list_order());
+static_assert(std::size(COUNTER_NAMES) < 256);
+
+// Writes into one buffer through a pointer, growing it only when an item
+// might not fit: no temporary strings, no per-character appends, numbers
+// by std::to_chars (the same digits as printf's %llu).
 class Json {
 public:
-    std::string out;
+    explicit Json(std::string &out) : out_(out)
+    {
+        out_.resize(std::max<size_t>(out_.capacity(), 8192));
+    }
+    ~Json() { out_.resize(pos_); }
 
     void open(const char *key, char bracket)
     {
-        sep();
-        if (key)
-            out += std::string("\"") + key + "\":";
-        out += bracket;
+        item(key, 1);
+        buf_()[pos_++] = bracket;
         first_ = true;
     }
     void close(char bracket)
     {
-        out += bracket;
+        room(1);
+        buf_()[pos_++] = bracket;
         first_ = false;
     }
     void num(const char *key, uint64_t v)
     {
-        sep();
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "%" PRIu64, v);
-        if (key)
-            out += std::string("\"") + key + "\":";
-        out += buf;
+        item(key, 20);
+        auto r = std::to_chars(buf_() + pos_, buf_() + out_.size(), v);
+        pos_ = static_cast<size_t>(r.ptr - buf_());
     }
-    void boolean(const char *key, bool v)
-    {
-        sep();
-        out += std::string("\"") + key + "\":" + (v ? "true" : "false");
-    }
+    void boolean(const char *key, bool v) { raw(key, v ? "true" : "false"); }
     void str(const char *key, const char *v)
     {
-        sep();
-        out += std::string("\"") + key + "\":\"" + v + "\"";
+        const size_t n = std::strlen(v);
+        item(key, n + 2);
+        char *p = buf_() + pos_;
+        *p++ = '"';
+        std::memcpy(p, v, n);
+        p[n] = '"';
+        pos_ += n + 2;
     }
 
 private:
+    std::string &out_;
+    size_t pos_ = 0;
     bool first_ = true;
-    void sep()
+
+    char *buf_() { return out_.data(); }
+    void room(size_t n)
     {
+        if (n > out_.size() - pos_)
+            out_.resize(std::max(2 * out_.size(), pos_ + n));
+    }
+    // The separator and `"key":` (if any), with room for `value` more bytes.
+    void item(const char *key, size_t value)
+    {
+        const size_t k = key ? std::strlen(key) : 0;
+        room(k + value + 4);
+        char *p = buf_() + pos_;
         if (!first_)
-            out += ',';
+            *p++ = ',';
         first_ = false;
+        if (key) {
+            *p++ = '"';
+            std::memcpy(p, key, k);
+            p += k;
+            *p++ = '"';
+            *p++ = ':';
+        }
+        pos_ = static_cast<size_t>(p - buf_());
+    }
+    void raw(const char *key, const char *v)
+    {
+        const size_t n = std::strlen(v);
+        item(key, n);
+        std::memcpy(buf_() + pos_, v, n);
+        pos_ += n;
     }
 };
 
@@ -368,12 +479,35 @@ private:
 
 std::string Stats::to_json(const Gauges &g) const
 {
-    Json j;
-    // The counters COUNTER_NAMES places in `section`.
-    auto counters = [&](std::string_view section) {
-        for (const CounterName &n : COUNTER_NAMES)
-            if (section == n.section)
-                j.num(n.key, get(n.counter));
+    std::string out;
+    to_json(g, out);
+    return out;
+}
+
+void Stats::to_json(const Gauges &g, std::string &out) const
+{
+    // Every counter and fault slot summed once, over the shards a thread
+    // was given (the others were never written).
+    std::array<uint64_t, COUNTERS> total{};
+    std::array<uint64_t, FAULT_SLOTS> fault_total{};
+    const unsigned shards =
+        static_cast<unsigned>(std::min<uint64_t>(threads_.load(std::memory_order_acquire), SHARDS));
+    for (unsigned sh = 0; sh < shards; sh++) {
+        for (unsigned c = 0; c < COUNTERS; c++)
+            total[c] += since_reset(shards_[sh], base_[sh], c, false);
+        for (unsigned r = 0; r < FAULT_SLOTS; r++)
+            fault_total[r] += since_reset(shards_[sh], base_[sh], r, true);
+    }
+    auto by_reason = [&](VtdFaultReason r) { return fault_total[fault_slot(r)]; };
+
+    out.clear();
+    Json j(out);
+    // The counters COUNTER_NAMES places in section `sec`.
+    auto counters = [&](unsigned sec) {
+        for (unsigned k = SECTION_INDEX.start[sec]; k < SECTION_INDEX.start[sec + 1]; k++) {
+            const unsigned i = SECTION_INDEX.counter[k];
+            j.num(COUNTER_NAMES[i].key, total[i]);
+        }
     };
     j.open(nullptr, '{');
     j.str("schema", "viommu-vtd-stats/1");
@@ -389,46 +523,53 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
 
     j.open("translate", '{');
-    counters("translate");
+    counters(section("translate"));
     j.close('}');
 
     j.open("iotlb", '{');
     j.num("entries", g.iotlb_entries);
-    counters("iotlb");
+    counters(section("iotlb"));
     j.close('}');
 
     j.open("iova", '{');
-    counters("iova");
+    counters(section("iova"));
     j.close('}');
 
     j.open("context_cache", '{');
     j.num("entries", g.context_entries);
-    counters("context_cache");
+    counters(section("context_cache"));
     j.close('}');
 
     j.open("faults", '{');
-    counters("faults");
+    counters(section("faults"));
     j.open("by_reason", '{');
     for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)
         j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
-              faults_by_reason(static_cast<VtdFaultReason>(r)));
+              by_reason(static_cast<VtdFaultReason>(r)));
     for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
         j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
-              faults_by_reason(static_cast<VtdFaultReason>(r)));
-    for (VtdFaultReason r : SM_FAULT_REASONS)
-        j.num(fault_reason_name(r), faults_by_reason(r));
+              by_reason(static_cast<VtdFaultReason>(r)));
+    for (unsigned i = 0; i < std::size(SM_FAULT_REASONS); i++)
+        j.num(fault_reason_name(SM_FAULT_REASONS[i]), fault_total[SM_FAULT_SLOT0 + i]);
     j.close('}');
     j.close('}');
 
     j.open("invalidations", '{');
-    for (const char *sub : {"context", "iotlb", "pasid_iotlb", "pasid_cache"}) {
-        j.open(sub, '{');
-        counters(std::string("invalidations/") + sub);
+    static constexpr struct {
+        const char *key;
+        unsigned sec;
+    } invalidation_subs[] = {{"context", section("invalidations/context")},
+                             {"iotlb", section("invalidations/iotlb")},
+                             {"pasid_iotlb", section("invalidations/pasid_iotlb")},
+                             {"pasid_cache", section("invalidations/pasid_cache")}};
+    for (const auto &sub : invalidation_subs) {
+        j.open(sub.key, '{');
+        counters(sub.sec);
         j.close('}');
     }
-    counters("invalidations");
+    counters(section("invalidations"));
     j.open("register_based", '{');
-    counters("invalidations/register_based");
+    counters(section("invalidations/register_based"));
     j.close('}');
     j.close('}');
 
@@ -453,9 +594,9 @@ std::string Stats::to_json(const Gauges &g) const
     for (unsigned t = 0; t < DESC_TYPES; t++)
         j.num(type_names[t], descriptors(t));
     j.close('}');
-    counters("queue");
+    counters(section("queue"));
     j.open("waits", '{');
-    counters("queue/waits");
+    counters(section("queue/waits"));
     j.close('}');
     j.open("latency_ns", '{');
     j.num("count", latency_count_.load());
@@ -469,36 +610,46 @@ std::string Stats::to_json(const Gauges &g) const
     j.close('}');
 
     j.open("scalable", '{');
-    counters("scalable");
-    for (const char *sub : {"pgtt", "first_stage"}) {
-        j.open(sub, '{');
-        counters(std::string("scalable/") + sub);
-        j.close('}');
-    }
+    counters(section("scalable"));
+    j.open("pgtt", '{');
+    counters(section("scalable/pgtt"));
+    j.close('}');
+    j.open("first_stage", '{');
+    counters(section("scalable/first_stage"));
+    j.close('}');
     j.close('}');
 
-    for (const char *section : {"replay", "pages", "device_tlb", "notifications", "pasid_cache"}) {
-        j.open(section, '{');
-        counters(section);
+    static constexpr struct {
+        const char *key;
+        unsigned sec;
+    } plain[] = {{"replay", section("replay")},
+                 {"pages", section("pages")},
+                 {"device_tlb", section("device_tlb")},
+                 {"notifications", section("notifications")},
+                 {"pasid_cache", section("pasid_cache")}};
+    for (const auto &p : plain) {
+        j.open(p.key, '{');
+        counters(p.sec);
         j.close('}');
     }
 
     j.open("interrupt_remapping", '{');
-    counters("interrupt_remapping");
-    for (const char *sub : {"remappable", "compatibility"}) {
-        j.open(sub, '{');
-        counters(std::string("interrupt_remapping/") + sub);
-        j.close('}');
-    }
+    counters(section("interrupt_remapping"));
+    j.open("remappable", '{');
+    counters(section("interrupt_remapping/remappable"));
+    j.close('}');
+    j.open("compatibility", '{');
+    counters(section("interrupt_remapping/compatibility"));
+    j.close('}');
     j.open("blocked_by_reason", '{');
     for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
         j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
-              faults_by_reason(static_cast<VtdFaultReason>(r)));
+              by_reason(static_cast<VtdFaultReason>(r)));
     j.close('}');
     j.open("iec", '{');
     j.num("capacity", g.iec_capacity);
     j.num("entries", g.iec_entries);
-    counters("interrupt_remapping/iec");
+    counters(section("interrupt_remapping/iec"));
     j.close('}');
     j.open("sources", '[');
     for (unsigned ci = 0; ci < sources_.size(); ci++) {
@@ -546,7 +697,6 @@ std::string Stats::to_json(const Gauges &g) const
     }
     j.close(']');
     j.close('}');
-    return j.out;
 }
 
 }  // namespace viommu::vtd

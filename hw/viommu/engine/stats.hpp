@@ -433,6 +433,9 @@ public:
         size_t iec_capacity = 0, iec_entries = 0;
     };
     std::string to_json(const Gauges &g) const;
+    // The same into `out` (cleared first): a caller that keeps the string
+    // reuses its memory.
+    void to_json(const Gauges &g, std::string &out) const;
     void reset();
 
 private:
@@ -455,6 +458,9 @@ private:
     DomainStats &domain_slow(uint16_t did);
 
     static constexpr unsigned NO_SHARD = ~0u;
+    // Threads given a shard so far (process-wide): shards from
+    // min(threads_, SHARDS) on were never written.
+    static std::atomic<uint64_t> threads_;
     static constinit thread_local unsigned shard_index_;
 
     std::array<Shard, SHARDS> shards_;
