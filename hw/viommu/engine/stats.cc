@@ -656,8 +656,9 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         SourceChunk *chunk = sources_[ci].load(std::memory_order_acquire);
         if (!chunk)
             continue;
+        const SourceStats *all = chunk->s.data();  // no checked operator[] per entry
         for (unsigned i = 0; i < SOURCE_CHUNK; i++) {
-            const SourceStats &s = chunk->s[i];
+            const SourceStats &s = all[i];
             if (!s.seen.load(std::memory_order_relaxed))
                 continue;
             j.open(nullptr, '{');
@@ -676,8 +677,9 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         const DomainBlock *block = blocks_[bi].load(std::memory_order_acquire);
         if (!block)
             continue;
+        const std::atomic<DomainStats *> *all = block->d.data();
         for (unsigned i = 0; i < DOMAIN_BLOCK; i++) {
-            const DomainStats *p = block->d[i].load(std::memory_order_acquire);
+            const DomainStats *p = all[i].load(std::memory_order_acquire);
             if (!p || !p->seen.load(std::memory_order_relaxed))
                 continue;
             const DomainStats &d = *p;
