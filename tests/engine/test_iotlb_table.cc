@@ -315,3 +315,41 @@ TEST(IotlbTable, ConcurrentReadersNeverSeeTornEntries)
 }
 
 }  // namespace
+
+// clear() racing fills (fills on two threads, clears on this one): once a
+// clear that followed a generation bump has returned, no fill whose token
+// predates the bump is in the table, whatever the interleaving (the fill
+// either marked its sets before the clear read the bitmap, and the clear
+// emptied them, or saw the new generation and stored nothing).  Fills
+// store their token's generation as the frame.
+TEST(IotlbTable, ConcurrentClearLeavesNoEarlierFill)
+{
+    constexpr unsigned FILLERS = 2;
+    constexpr uint64_t CLEARS = 20000, KEYS = 512;
+    IotlbTable t(4096);
+    std::atomic<bool> done{false};
+    std::vector<std::thread> fillers;
+    for (unsigned f = 0; f < FILLERS; f++) {
+        fillers.emplace_back([&, f] {
+            auto any = [](uint16_t, uint32_t) { return true; };
+            for (uint64_t i = f; !done.load(); i += FILLERS) {
+                const uint64_t gen = t.generation();
+                t.insert({i % KEYS, 1, 1}, {gen, 1, 0}, gen, any);
+            }
+        });
+    }
+    uint64_t stale = 0;
+    for (uint64_t c = 0; c < CLEARS; c++) {
+        t.bump_generation();
+        const uint64_t since = t.generation();
+        t.clear();
+        for (uint64_t k = 0; k < KEYS; k += 7) {
+            auto v = t.lookup({k, 1, 1}, [](uint32_t) { return true; });
+            stale += v && v->frame < since;
+        }
+    }
+    done.store(true);
+    for (auto &th : fillers)
+        th.join();
+    EXPECT_EQ(stale, 0u) << "a fill from before a clear survived it";
+}
