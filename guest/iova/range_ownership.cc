@@ -307,6 +307,11 @@ private:
         s.chunk = s.bump = s.bump_end = 0;
     }
 
+    // Every CPU's lock, then every depot's, then iova_rbtree_lock, in that
+    // order, whatever is cached: the lock pattern (and so the statistics
+    // and a simulator's timing) does not depend on what is found.  The work
+    // between the locks is O(cached ranges + chunks); nothing is allocated
+    // for an empty magazine or class.
     void reclaim(unsigned c)
     {
         std::vector<Pfn> cached[2][classes];
@@ -315,7 +320,14 @@ private:
             for (unsigned z = 0; z < 2; z++) {
                 for (unsigned cls = 0; cls < classes; cls++) {
                     Slot &s = cpu->slot[z][cls];
+                    // Dry (note_dry keeps it so under the CPU's lock): both
+                    // magazines empty, nothing left to carve, and so
+                    // nothing to do unless a carved-out chunk is to retire.
+                    if (s.dry.load(std::memory_order_relaxed) && !s.bump_end)
+                        continue;
                     for (Magazine *m : {&s.loaded, &s.prev}) {
+                        if (m->empty())
+                            continue;
                         cached[z][cls].insert(cached[z][cls].end(), m->pfns().begin(),
                                               m->pfns().end());
                         m->clear();
@@ -328,62 +340,26 @@ private:
                 }
             }
         }
+        std::vector<Magazine> spare;  // the depots' magazines, refilled below
         for (unsigned z = 0; z < 2; z++) {
             for (unsigned cls = 0; cls < classes; cls++) {
                 Depot &d = depot(z, cls);
                 LockGuard g(d.lock, Site::rcache_flush);
-                for (auto &m : d.mags)
+                for (auto &m : d.mags) {
                     cached[z][cls].insert(cached[z][cls].end(), m.pfns().begin(), m.pfns().end());
+                    m.clear();
+                    spare.push_back(std::move(m));
+                }
                 d.mags.clear();
                 d.count.store(0, std::memory_order_relaxed);
             }
         }
         {
             LockGuard g(tree_.lock(), Site::rcache_flush);
-            for (unsigned z = 0; z < 2; z++) {
-                for (unsigned cls = 0; cls < classes; cls++) {
-                    auto &v = cached[z][cls];
-                    const Pfn mask = ~((Pfn{1} << (cls + chunk_shift)) - 1);
-                    // A chunk of another class may start at the same
-                    // aligned base: only this class's chunks count.
-                    auto chunk_of = [&](Pfn base) {
-                        auto it = chunks_.find(base);
-                        return it != chunks_.end() && it->second.cls == cls ? it : chunks_.end();
-                    };
-                    // The chunk @p was carved from, if any.  A retired
-                    // chunk's uncarved top went back to the tree, which
-                    // may since have handed out a range there whole: that
-                    // range shares the chunk's aligned base but is not one
-                    // of its carved ranges, and counting it as one would
-                    // free the chunk while a carved range is still live.
-                    auto carved_from = [&](Pfn p) {
-                        auto it = chunk_of(p & mask);
-                        if (it != chunks_.end() && it->second.retired &&
-                            ((p - it->first) >> cls) >= it->second.carved)
-                            return chunks_.end();
-                        return it;
-                    };
-                    std::unordered_map<Pfn, uint64_t> per_chunk;
-                    for (Pfn p : v)
-                        if (carved_from(p) != chunks_.end())
-                            per_chunk[p & mask]++;
-                    std::erase_if(v, [&](Pfn p) {
-                        auto it = carved_from(p);
-                        if (it == chunks_.end()) {
-                            tree_.free_locked(c, p);  // not from a chunk
-                            return true;
-                        }
-                        return it->second.retired && per_chunk[p & mask] == it->second.carved;
-                    });
-                    for (auto &[base, n] : per_chunk) {
-                        auto it = chunk_of(base);
-                        if (it != chunks_.end() && it->second.retired && n == it->second.carved) {
-                            tree_.free_locked(c, base);
-                            chunks_.erase(it);
-                        }
-                    }
-                }
-            }
+            for (unsigned z = 0; z < 2; z++)
+                for (unsigned cls = 0; cls < classes; cls++)
+                    if (!cached[z][cls].empty())
+                        give_back_chunks(c, cls, cached[z][cls]);
             // Retired chunks with nothing carved and nothing cached.
             std::erase_if(chunks_, [&](auto &kv) {
                 if (!kv.second.retired || kv.second.carved)
@@ -405,12 +381,66 @@ private:
                 Depot &d = depot(z, cls);
                 LockGuard g(d.lock, Site::rcache_flush);
                 for (size_t i = 0; i < v.size(); i += mag_size) {
-                    Magazine m(mag_size);
+                    Magazine m(0);
+                    if (spare.empty()) {
+                        m = Magazine(mag_size);
+                    } else {
+                        m = std::move(spare.back());
+                        spare.pop_back();
+                    }
                     for (size_t j = i; j < std::min(v.size(), i + mag_size); j++)
                         m.push(v[j]);
                     d.mags.push_back(std::move(m));
                 }
                 d.count.store(d.mags.size(), std::memory_order_relaxed);
+            }
+        }
+    }
+
+    // With iova_rbtree_lock held: of @v, the cached ranges of class @cls,
+    // those not carved from a chunk go back to the tree, and so does every
+    // retired chunk whose carved ranges are all in @v (its ranges leave
+    // @v).  What stays in @v keeps its order.
+    void give_back_chunks(unsigned c, unsigned cls, std::vector<Pfn> &v)
+    {
+        const Pfn mask = ~((Pfn{1} << (cls + chunk_shift)) - 1);
+        // A chunk of another class may start at the same aligned base:
+        // only this class's chunks count.
+        auto chunk_of = [&](Pfn base) {
+            auto it = chunks_.find(base);
+            return it != chunks_.end() && it->second.cls == cls ? it : chunks_.end();
+        };
+        // The chunk @p was carved from, if any.  A retired chunk's uncarved
+        // top went back to the tree, which may since have handed out a
+        // range there whole: that range shares the chunk's aligned base but
+        // is not one of its carved ranges, and counting it as one would
+        // free the chunk while a carved range is still live.
+        auto carved_from = [&](Pfn p) {
+            auto it = chunk_of(p & mask);
+            if (it != chunks_.end() && it->second.retired &&
+                ((p - it->first) >> cls) >= it->second.carved)
+                return chunks_.end();
+            return it;
+        };
+        // Chunk base -> its ranges in @v.  A fresh map: the order in which
+        // chunks go back to the tree is its iteration order.
+        std::unordered_map<Pfn, uint64_t> per_chunk;
+        for (Pfn p : v)
+            if (carved_from(p) != chunks_.end())
+                per_chunk[p & mask]++;
+        std::erase_if(v, [&](Pfn p) {
+            auto it = carved_from(p);
+            if (it == chunks_.end()) {
+                tree_.free_locked(c, p);  // not from a chunk
+                return true;
+            }
+            return it->second.retired && per_chunk[p & mask] == it->second.carved;
+        });
+        for (auto &[base, n] : per_chunk) {
+            auto it = chunk_of(base);
+            if (it != chunks_.end() && it->second.retired && n == it->second.carved) {
+                tree_.free_locked(c, base);
+                chunks_.erase(it);
             }
         }
     }
