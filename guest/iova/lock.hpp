@@ -5,11 +5,14 @@
 //
 // The statistics are written while the lock is held, so they need no
 // synchronisation of their own.  "Contended" means the first try failed
-// (real threads) or the Env said the CPU had to queue (simulation).
+// (real threads) or the Env said the CPU had to queue (simulation).  The
+// table of them (about 10 KiB) is allocated at the first acquisition: a
+// lock never taken costs a few words, not the table.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "env.hpp"
@@ -55,12 +58,14 @@ public:
             spin();
         }
         env_.lock_acquired(*this, site);
-        auto &s = stats_[static_cast<unsigned>(site)];
+        if (!stats_)
+            stats_ = std::make_unique<LockStats>();
+        auto &s = (*stats_)[static_cast<unsigned>(site)];
         s.acquisitions++;
         s.contended += contended;
         if (timed) {
             held_since_ = env_.now();
-            s.wait_ns.add(held_since_ - t0);
+            s.wait_ns.add_exclusive(held_since_ - t0);
         }
         site_ = site;
         timing_ = timed;
@@ -70,7 +75,7 @@ public:
     {
         Site site = site_;
         if (timing_)
-            stats_[static_cast<unsigned>(site)].hold_ns.add(env_.now() - held_since_);
+            (*stats_)[static_cast<unsigned>(site)].hold_ns.add_exclusive(env_.now() - held_since_);
         word_.store(false, std::memory_order_release);
         env_.lock_released(*this, site);
     }
@@ -78,20 +83,21 @@ public:
     const std::string &name() const { return name_; }
     unsigned instance() const { return instance_; }
     // Read only while no one can take the lock, or accept torn figures.
-    const LockStats &stats() const { return stats_; }
+    const LockStats &stats() const { return stats_ ? *stats_ : none(); }
     // A copy, and a reset, taken while holding the lock (not counted as an
     // acquisition): safe while other threads (a timer) may take it.
     LockStats snapshot() const
     {
         acquire();
-        LockStats copy = stats_;
+        LockStats copy = stats();
         word_.store(false, std::memory_order_release);
         return copy;
     }
     void reset_stats()
     {
         acquire();
-        stats_ = {};
+        if (stats_)
+            *stats_ = {};
         word_.store(false, std::memory_order_release);
     }
 
@@ -107,6 +113,7 @@ private:
                !word_.exchange(true, std::memory_order_acquire);
     }
     void spin() const;
+    static const LockStats &none();
     bool sampled() const
     {
         const unsigned shift = env_.lock_sample_shift;
@@ -124,7 +131,7 @@ private:
     Site site_ = Site::alloc;
     bool timing_ = false;  // this acquisition is timed
     Nanos held_since_ = 0;
-    LockStats stats_{};
+    std::unique_ptr<LockStats> stats_;  // null until the first acquisition
 };
 
 // RAII holder: LockGuard g(lock, Site::alloc);

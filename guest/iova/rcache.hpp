@@ -32,13 +32,19 @@ struct RcacheParams {
     unsigned classes = 6;  // orders 0..5
 };
 
-// A stack of pfns of one size class.
+// A stack of pfns of one size class.  Its storage is allocated whole at the
+// first push: a magazine never filled costs no allocation.
 class Magazine {
 public:
-    explicit Magazine(unsigned cap) : cap_(cap) { pfns_.reserve(cap); }
+    explicit Magazine(unsigned cap) : cap_(cap) {}
     bool empty() const { return pfns_.empty(); }
     bool full() const { return pfns_.size() >= cap_; }
-    void push(Pfn p) { pfns_.push_back(p); }
+    void push(Pfn p)
+    {
+        if (pfns_.capacity() < cap_)
+            pfns_.reserve(cap_);
+        pfns_.push_back(p);
+    }
     // Top pfn if at or below @limit; with @scan any such pfn.
     std::optional<Pfn> pop(Pfn limit, bool scan);
     std::span<const Pfn> pfns() const { return pfns_; }

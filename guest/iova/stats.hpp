@@ -44,6 +44,14 @@ struct Log2Histogram {
         while (v > cur && !m.compare_exchange_weak(cur, v, relaxed)) {
         }
     }
+    // The same for a writer that excludes every other (a lock's holder).
+    void add_exclusive(uint64_t v)
+    {
+        buckets[bucket_of(v)]++;
+        count++;
+        sum += v;
+        max = v > max ? v : max;
+    }
     void merge(const Log2Histogram &o)
     {
         for (unsigned i = 0; i < N; i++)
