@@ -2,10 +2,11 @@
 // What every variant shares: argument checking, the live-range registry
 // that turns bad frees into an error instead of cache corruption, the
 // per-operation counters and the JSON export.
+#include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cstddef>
-#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -176,12 +177,23 @@ void Allocator::reset_stats()
         const_cast<InstrumentedLock *>(l)->reset_stats();
 }
 
+namespace {
+
+void append_number(std::string &out, uint64_t v)
+{
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    out.append(buf, r.ptr);
+}
+
+}  // namespace
+
 void json_member(std::string &out, std::string_view key, uint64_t v)
 {
     out += '"';
     out += key;
     out += "\":";
-    out += std::to_string(v);
+    append_number(out, v);
     out += ',';
 }
 
@@ -201,8 +213,11 @@ void json_hist(std::string &out, std::string_view key, const Log2Histogram<N> &h
     while (last && !h.buckets[last - 1])
         last--;
     out += "\"log2_buckets\":[";
-    for (unsigned i = 0; i < last; i++)
-        out += (i ? "," : "") + std::to_string(h.buckets[i]);
+    for (unsigned i = 0; i < last; i++) {
+        if (i)
+            out += ',';
+        append_number(out, h.buckets[i]);
+    }
     out += "]},";
 }
 
@@ -218,9 +233,17 @@ void close_object(std::string &out)
 
 std::string Allocator::stats_json() const
 {
-    std::string out = "{";
-    out += "\"schema\":\"viommu-iova-stats/1\",";
-    out += "\"variant\":\"" + name_ + "\",";
+    std::string out;
+    stats_json(out);
+    return out;
+}
+
+void Allocator::stats_json(std::string &out) const
+{
+    out.clear();
+    out += "{\"schema\":\"viommu-iova-stats/1\",\"variant\":\"";
+    out += name_;
+    out += "\",";
     json_member(out, "ncpus", ncpus_);
     json_member(out, "granule_shift", cfg_.granule_shift);
     json_member(out, "stats_enabled", stats_.enabled());
@@ -240,24 +263,33 @@ std::string Allocator::stats_json() const
     close_object(out);
     out += ',';
 
-    // Locks of one class (e.g. every CPU's cpu_rcache) are merged.
-    std::map<std::string, std::pair<unsigned, LockStats>> by_name;
-    for (const InstrumentedLock *l : locks()) {
-        auto &[n, st] = by_name[l->name()];
-        n++;
-        for (unsigned s = 0; s < st.size(); s++)
-            st[s].merge(l->stats()[s]);
-    }
+    // Locks of one class (e.g. every CPU's cpu_rcache) are merged, in name
+    // order.  A site no lock of the class was taken at has empty
+    // histograms: nothing to merge, and it is left out.
+    std::vector<const InstrumentedLock *> locks = this->locks();
+    std::stable_sort(locks.begin(), locks.end(),
+                     [](auto *a, auto *b) { return a->name() < b->name(); });
     out += "\"locks\":{";
-    for (auto &[name, v] : by_name) {
-        out += "\"" + name + "\":{";
-        json_member(out, "instances", v.first);
+    for (size_t first = 0, end; first < locks.size(); first = end) {
+        const std::string &name = locks[first]->name();
+        end = first + 1;
+        while (end < locks.size() && locks[end]->name() == name)
+            end++;
+        out += '"';
+        out += name;
+        out += "\":{";
+        json_member(out, "instances", end - first);
         out += "\"sites\":{";
-        for (unsigned s = 0; s < v.second.size(); s++) {
-            const SiteLockStats &st = v.second[s];
+        for (unsigned s = 0; s < static_cast<unsigned>(Site::count_); s++) {
+            SiteLockStats st;
+            for (size_t i = first; i < end; i++)
+                if (locks[i]->stats()[s].acquisitions)
+                    st.merge(locks[i]->stats()[s]);
             if (!st.acquisitions)
                 continue;
-            out += "\"" + std::string(site_name(static_cast<Site>(s))) + "\":{";
+            out += '"';
+            out += site_name(static_cast<Site>(s));
+            out += "\":{";
             json_member(out, "acquisitions", st.acquisitions);
             json_member(out, "contended", st.contended);
             json_hist(out, "wait_ns", st.wait_ns);
@@ -277,7 +309,6 @@ std::string Allocator::stats_json() const
     extra_json(out);
     close_object(out);
     out += '}';
-    return out;
 }
 
 }  // namespace viommu::iova

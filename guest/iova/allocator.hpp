@@ -113,6 +113,8 @@ public:
 
     // Statistics as one JSON object (docs/iova-stats.rst).
     std::string stats_json() const;
+    // The same into @out (cleared first), reusing its storage.
+    void stats_json(std::string &out) const;
     void reset_stats();
 
     // Every lock the variant owns, for reports and the simulator.

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "iova.hpp"
 
@@ -258,9 +259,10 @@ size_t viommu_iova_stats_json(ViommuIova *h, char *buf, size_t len)
 {
     if (!h)
         return 0;
-    std::string s;
+    // Reused from call to call: the text is a few KiB.
+    thread_local std::string s;
     try {
-        s = h->alloc->stats_json();
+        h->alloc->stats_json(s);
     } catch (...) {
         return 0;
     }

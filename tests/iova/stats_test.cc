@@ -103,6 +103,49 @@ TEST(Stats, JsonIsValidForEveryVariant)
     EXPECT_FALSE(JsonChecker("{\"a\":[1,2}").ok());
 }
 
+// stats_json(out) writes the same text as stats_json(), whatever @out held;
+// a lock never taken has no sites, and is still counted as an instance.
+TEST(Stats, JsonIntoAReusedBufferIsTheSameText)
+{
+    std::string buf = "left over from before";
+    for (auto v : Allocator::variants()) {
+        ManualEnv env(3);
+        auto a = Allocator::create(v, env);
+        a->stats_json(buf);
+        EXPECT_EQ(buf, a->stats_json());
+        EXPECT_NE(buf.find("\"iova_rbtree_lock\":{\"instances\":1,\"sites\":{}}"),
+                  std::string::npos)
+            << buf;
+        for (unsigned c = 0; c < 3; c++) {
+            env.set_cpu(c);
+            Pfn p = a->alloc(1, a->end_pfn() - 1).pfn;
+            a->free(p, 1);
+        }
+        a->flush_caches();
+        a->stats_json(buf);
+        EXPECT_EQ(buf, a->stats_json());
+        EXPECT_TRUE(JsonChecker(buf).ok()) << buf;
+    }
+}
+
+TEST(Stats, LockNeverTakenReadsZero)
+{
+    ManualEnv env(1);
+    InstrumentedLock l(env, "test_lock", 0, true);
+    for (const SiteLockStats &s : l.stats())
+        EXPECT_EQ(s.acquisitions + s.wait_ns.count + s.hold_ns.count, 0u);
+    EXPECT_EQ(l.snapshot()[static_cast<unsigned>(Site::alloc)].acquisitions, 0u);
+    l.reset_stats();
+    {
+        LockGuard g(l, Site::free);
+    }
+    EXPECT_EQ(l.stats()[static_cast<unsigned>(Site::free)].acquisitions, 1u);
+    EXPECT_EQ(l.stats()[static_cast<unsigned>(Site::free)].hold_ns.count, 1u);
+    EXPECT_EQ(l.stats()[static_cast<unsigned>(Site::alloc)].acquisitions, 0u);
+    l.reset_stats();
+    EXPECT_EQ(l.stats()[static_cast<unsigned>(Site::free)].acquisitions, 0u);
+}
+
 // A virtual clock that makes every lock attempt wait 100 ns and every
 // hold last 10 ns per node visited: the lock records exactly that.
 class CostEnv final : public ManualEnv {
