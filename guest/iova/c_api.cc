@@ -278,9 +278,17 @@ uint64_t viommu_iova_counter(ViommuIova *h, const char *name)
 {
     if (!h || !name)
         return 0;
-    for (unsigned i = 0; i < static_cast<unsigned>(Counter::count_); i++)
-        if (!std::strcmp(counter_name(static_cast<Counter>(i)), name))
+    // Callers ask for the same counter over and over (bad_free around
+    // each release): try the one found last first.
+    constexpr unsigned n = static_cast<unsigned>(Counter::count_);
+    thread_local unsigned last = 0;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned i = (last + k) % n;
+        if (!std::strcmp(counter_name(static_cast<Counter>(i)), name)) {
+            last = i;
             return h->alloc->stats().total(static_cast<Counter>(i));
+        }
+    }
     return 0;
 }
 
