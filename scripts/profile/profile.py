@@ -447,6 +447,28 @@ def console_has(path, needle):
 _FTRACE_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+):\s+(\w+):\s*(.*)$")
 
 
+# A ramp is on its plateau where more client concurrency adds under this.
+PLATEAU_GAIN = 0.05
+
+
+def ramp_plateau(steps):
+    """(C, gain): the fewest connections C of the ramp's steps from which no
+    step with more connections beats the best step at or below C by
+    PLATEAU_GAIN or more, and the largest such gain; None if there is none
+    (or fewer than two steps with a figure).  Steps taken by concurrency,
+    not in their order: single steps of a TCG guest vary by 10-15 %, so a
+    step is held against the best one below it, not the one before."""
+    pts = sorted((st["conns"], st["ops_per_s"]) for st in steps if st.get("ops_per_s"))
+    if len(pts) < 2:
+        return None
+    for i in range(len(pts) - 1):
+        best = max(v for _, v in pts[:i + 1])
+        gain = max(v for _, v in pts[i + 1:]) / best - 1
+        if gain < PLATEAU_GAIN:
+            return pts[i][0], gain
+    return None
+
+
 def summarize_ftrace(text):
     """The guest's own counts in the ftrace text of a recording: events by name,
     by CPU, the sizes of iommu:map/unmap, and the time span they cover."""
@@ -1011,6 +1033,13 @@ def report(res):
                 st["conns"], fmt(st["ops_per_s"]), fmt(st["lat_avg_us"]),
                 fmt(100 * st["idle"], "%") if st["idle"] is not None else "n/a", gain))
             prev = st["ops_per_s"]
+        pl = ramp_plateau(a["ramp"])
+        if pl:
+            L.append("   plateau from %d conns: no step with more adds %.0f%% or more over the best step "
+                     "at or below it (at most %+.1f%%)" % (pl[0], 100 * PLATEAU_GAIN, 100 * pl[1]))
+        elif any(st["ops_per_s"] for st in a["ramp"]):
+            L.append("   no plateau: the step with the most connections still adds %.0f%% or more"
+                     % (100 * PLATEAU_GAIN))
     rec = a.get("record")
     if rec:
         L.append("-- recording (ftrace over the load window)")

@@ -32,7 +32,7 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
 NREC=9
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((14 + NREC))"; else echo "1..$((13 + NREC))"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((15 + NREC))"; else echo "1..$((14 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -51,6 +51,23 @@ check "a ramp step that is not a number is refused" "no error naming 'x'" \
     bad "--ramp: 'x' is not a number" --ramp 8,x
 check "a ramp step given twice is refused" "no error naming the repeated 64" \
     bad "--ramp: 64 connections twice" --ramp 64,128,64
+# The ramp's plateau: held against the best step below, not the one before.
+plateau() {
+    python3 - "$prof" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("prof", sys.argv[1])
+p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+st = lambda *a: [{"conns": c, "ops_per_s": v} for c, v in a]
+ok = (p.ramp_plateau(st((64, 1613), (128, 1379), (256, 1552), (512, 1422)))[0] == 64
+      and p.ramp_plateau(st((32, 100), (64, 200), (128, 204)))[0] == 64
+      and p.ramp_plateau(st((32, 1512), (64, 1324), (128, 1591), (256, 2044))) is None
+      and p.ramp_plateau(st((256, 110), (64, 100), (128, 120)))[0] == 128
+      and p.ramp_plateau(st((64, 100))) is None)
+sys.exit(0 if ok else 1)
+PY
+}
+check "the ramp's plateau is where no step with more connections adds 5% over the best below it" \
+    "ramp_plateau gave another answer" plateau
 check "--record without an IOMMU is refused" "no error for --record with --iommu none" \
     bad "--record needs a run behind an IOMMU" --iommu none --record /tmp/never.trace
 
