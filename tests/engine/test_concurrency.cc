@@ -115,6 +115,48 @@ TEST(Concurrency, FaultsFromManyThreads)
     EXPECT_EQ(json_counter(s, "by_reason", "root_entry_not_present"), 8000u);
 }
 
+// Fault registers are read without the recorder's lock: a read of FSTS
+// that names a pending record (PPF, FRI) is followed by reads of that
+// record that see it whole, while other threads record faults.  Nothing
+// clears a record here, so this holds in every interleaving.
+TEST(Concurrency, FaultRecordReadsSeeWholeRecords)
+{
+    FakeHost h;
+    h.enable_translation();
+    h.w32(FECTL, 0);
+    // FRI and the record it names, read as software does.
+    auto check = [&] {
+        uint32_t fsts = h.mmio32(FSTS);
+        if (!(fsts & 2))
+            return;
+        unsigned fri = (fsts >> 8) & 0xff;
+        ASSERT_LT(fri, 8u);
+        uint64_t hi = h.mmio64(h.frcd + fri * 16 + 8);
+        uint64_t lo = h.mmio64(h.frcd + fri * 16);
+        ASSERT_EQ(hi >> 63, 1u) << "F of the record FRI names";
+        ASSERT_EQ((hi & 0xffff) - 0x0100 + 1, lo / PAGE) << "source-id and address of one fault";
+        ASSERT_EQ((hi >> 32) & 0xff, uint64_t{VTD_FR_ROOT_ENTRY_P});
+    };
+    std::atomic<bool> done{false};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 3; t++)
+        threads.emplace_back([&, t] {
+            for (unsigned i = 0; i < 4; i++)
+                h.translate(0x0100 | (t * 4 + i), (t * 4 + i + 1) * PAGE, VTD_PERM_READ);
+        });
+    std::thread joiner([&] {
+        for (auto &t : threads)
+            t.join();
+        done.store(true);
+    });
+    while (!done.load())
+        check();
+    joiner.join();
+    check();
+    EXPECT_EQ(h.mmio32(FSTS) & 3, 3u) << "12 faults in 8 records: PPF and PFO";
+    EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 8u);
+}
+
 // More threads than statistics shards: the first threads own a shard each
 // (plain adds), the rest share one (atomic adds).  No count may be lost.
 // Shards are handed out once per process, in order of a thread's first

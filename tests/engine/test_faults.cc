@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Primary fault logging: record contents, FRI, PPF, PFO overflow and
 // clearing, the fault event interrupt (FECTL.IM/IP), FPD.
+#include <random>
+
 #include "fake_host.hpp"
 
 using namespace vtdtest;
@@ -213,4 +215,144 @@ TEST(FaultRecordLimit, AsManyRecordsAsFitInTheRegisterPage)
     EXPECT_EQ(vtd_engine_new(&c, &ops, nullptr, err, sizeof(err)), nullptr);
     EXPECT_STREQ(err, "fault_records must be 1..224 (0: default 8): the records must fit in "
                       "the 4 KiB register page from FRO 0x200");
+}
+
+// FSTS and the fault records after long random sequences of faults (some
+// repeats of a pending one), clears of records (32- and 64-bit writes, with
+// and without F), clears of PFO, masking and unmasking of the fault event
+// and a save and load of the state, against the registers recomputed at
+// each step from a model of the records: FRI the first record with F set
+// from the next free one on, PPF any F set, PFO once a fault found the next
+// record full, FECTL.IP and the messages from "no status pending before".
+// With 1, 3, 8 and 224 records.
+TEST(FaultRecordModel, RegistersMatchARecomputation)
+{
+    for (unsigned n : {1u, 3u, 8u, 224u}) {
+        SCOPED_TRACE(n);
+        VtdConfig c = FakeHost::default_config();
+        c.fault_records = static_cast<uint16_t>(n);
+        FakeHost h(8 << 20, c);
+        ASSERT_NE(h.e, nullptr);
+        uint64_t pt = h.alloc_page();
+        h.set_context(0x0108, pt, 3, 4);
+        h.set_context(0x0109, pt, 3, 4);
+        h.enable_translation();
+        h.w32(FEDATA, 0x41);
+        h.w32(FEADDR, 0xfee00000);
+
+        std::vector<std::array<uint64_t, 2>> rec(n, {0, 0});
+        unsigned next = 0, collapsed = 0, overflows = 0, wraps = 0;
+        bool pfo = false, im = true, ip = false;
+        size_t msis = 0;
+        auto full = [&](unsigned i) { return (rec[i][1] >> 63) != 0; };
+        auto pending = [&] {
+            bool any = false;
+            for (unsigned i = 0; i < n; i++)
+                any = any || full(i);
+            return pfo || any;
+        };
+        auto raise = [&](bool was_pending) {
+            if (was_pending)
+                return;
+            if (im)
+                ip = true;
+            else
+                msis++;
+        };
+        auto cleared = [&] {
+            if (!pending())
+                ip = false;
+        };
+        auto fsts = [&] {
+            for (unsigned k = 0; k < n; k++) {
+                unsigned i = (next + k) % n;
+                if (full(i))
+                    return uint32_t{pfo} | 2u | i << 8;
+            }
+            return uint32_t{pfo} | next << 8;
+        };
+
+        std::mt19937 rng(n);
+        auto pick = [&](unsigned bound) { return static_cast<unsigned>(rng() % bound); };
+        const unsigned steps = n > 8 ? 20000 : 2000;
+        for (unsigned step = 0; step < steps; step++) {
+            SCOPED_TRACE(step);
+            unsigned op = pick(16);
+            if (op < 8) {  // a fault
+                uint16_t sid = pick(2) ? 0x0109 : 0x0108;
+                bool write = pick(2);
+                uint64_t page = 0x1000ull * (1 + pick(n + 2));
+                VtdFaultReason r =
+                    h.translate(sid, page + 8 * pick(512), write ? VTD_PERM_WRITE : VTD_PERM_READ);
+                ASSERT_EQ(r, write ? VTD_FR_WRITE : VTD_FR_READ);
+                uint64_t info = 1ull << 63 | uint64_t{!write} << 62 | uint64_t{r} << 32 | sid;
+                bool was = pending(), repeat = false;
+                for (unsigned i = 0; i < n; i++)
+                    repeat = repeat || (rec[i][0] == page && rec[i][1] == info);
+                if (repeat) {
+                    collapsed++;
+                } else if (pfo || full(next)) {
+                    if (!pfo) {
+                        pfo = true;
+                        overflows++;
+                        raise(was);
+                    }
+                } else {
+                    rec[next] = {page, info};
+                    next = (next + 1) % n;
+                    wraps += next == 0;
+                    raise(was);
+                }
+            } else if (op < 11) {  // F of a record: the top dword, F maybe set
+                unsigned i = pick(n);
+                uint32_t v = static_cast<uint32_t>(rng()) | (pick(4) ? 1u << 31 : 0);
+                h.w32(h.frcd + i * 16 + 12, v);
+                if (v >> 31)
+                    rec[i][1] &= ~(1ull << 63);
+                cleared();
+            } else if (op < 12) {  // the same with a 64-bit write of the high half
+                unsigned i = pick(n);
+                uint64_t v = uint64_t{rng()} << 32 | rng();
+                h.w64(h.frcd + i * 16 + 8, v);
+                if (v >> 63)
+                    rec[i][1] &= ~(1ull << 63);
+                cleared();
+            } else if (op < 13) {  // FSTS: W1C of PFO (and of clear IQE, ICE, ITE)
+                uint32_t v = static_cast<uint32_t>(rng());
+                h.w32(FSTS, v);
+                if (v & 1)
+                    pfo = false;
+                cleared();
+            } else if (op < 15) {  // FECTL.IM
+                bool mask = pick(2);
+                h.w32(FECTL, mask ? 1u << 31 : 0);
+                if (im && !mask && ip) {
+                    msis++;
+                    ip = false;
+                }
+                im = mask;
+            } else {  // the state out and back in
+                VtdState st;
+                vtd_engine_get_state(h.e, &st);
+                ASSERT_EQ(vtd_engine_set_state(h.e, &st), VTD_STATE_OK);
+            }
+
+            ASSERT_EQ(h.mmio32(FSTS), fsts());
+            ASSERT_EQ(h.mmio64(FSTS - 4) >> 32, fsts()) << "FSTS as a quadword's high half";
+            ASSERT_EQ(h.mmio32(FECTL), uint32_t{im} << 31 | uint32_t{ip} << 30);
+            ASSERT_EQ(h.msis.size(), msis);
+            for (unsigned i = 0; i < n; i++) {
+                for (unsigned q = 0; q < 2; q++) {
+                    uint64_t off = h.frcd + i * 16 + q * 8;
+                    ASSERT_EQ(h.mmio64(off), rec[i][q]) << "record " << i << " quadword " << q;
+                    ASSERT_EQ(h.mmio32(off), static_cast<uint32_t>(rec[i][q]));
+                    ASSERT_EQ(h.mmio32(off + 4), rec[i][q] >> 32);
+                }
+            }
+        }
+        EXPECT_EQ(json_counter(h.stats(), "faults", "collapsed"), collapsed);
+        EXPECT_GT(collapsed, 0u) << "the sequence had repeats of pending faults";
+        EXPECT_GT(overflows, 1u) << "and overflows";
+        EXPECT_GT(wraps, 1u) << "and FRI wrapped";
+    }
 }

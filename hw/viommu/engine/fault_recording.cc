@@ -2,7 +2,6 @@
 #include "fault_recording.hpp"
 
 #include "events.hpp"
-#include "registers.hpp"
 
 namespace viommu::vtd {
 
@@ -13,6 +12,11 @@ static constexpr uint64_t FRCD_PP = bit(31);
 static constexpr unsigned FRCD_PV = 40;
 static constexpr uint32_t EVENT_DATA_MASK = 0xffff;  // EIMD needs ECAP.EIM
 static constexpr uint32_t EVENT_ADDR_MASK = ~3u;
+
+// Under the lock, stores need no ordering among themselves; the lock-free
+// readers pair their acquire loads with these release stores.
+static constexpr auto LOCKED = std::memory_order_relaxed;
+static constexpr auto PUBLISH = std::memory_order_release;
 
 FaultRecorder::FaultRecorder(const Host &host, Stats &stats, unsigned records)
     : host_(host), stats_(stats), frcd_(records)
@@ -25,47 +29,59 @@ void FaultRecorder::reset()
     std::lock_guard guard(lock_);
     status_ = 0;
     fri_ = 0;
-    fectl_ = ECTL_IM;
-    fedata_ = feaddr_ = feuaddr_ = 0;
-    for (auto &r : frcd_)
-        r = {0, 0};
+    pending_ = 0;
+    oldest_ = 0;
+    fectl_.store(ECTL_IM, PUBLISH);
+    fedata_.store(0, PUBLISH);
+    feaddr_.store(0, PUBLISH);
+    feuaddr_.store(0, PUBLISH);
+    for (auto &r : frcd_) {
+        r[0].store(0, PUBLISH);
+        r[1].store(0, PUBLISH);
+    }
+    publish_locked();
 }
 
 bool FaultRecorder::handles(uint32_t offset) const
 {
-    return (offset >= reg::FSTS && offset <= reg::FEUADDR) ||
-           (offset >= reg::FRCD && offset < reg::FRCD + frcd_.size() * reg::FRCD_LEN);
+    return (offset >= reg::FSTS && offset <= reg::FEUADDR) || handles_record(offset);
 }
 
-bool FaultRecorder::pending_locked() const
+bool FaultRecorder::full_locked(size_t index) const
 {
-    return (fsts_locked() & (fsts::W1C | fsts::PPF)) != 0;
+    return frcd_[index][1].load(LOCKED) & FRCD_F;
 }
 
 // While PPF is set, FRI names the oldest pending record: software reads
 // records from there until one has F clear.  Records fill in order from
-// fri_, the next free one.
-uint32_t FaultRecorder::fsts_locked() const
+// fri_, the next free one, so the oldest pending record is the first one
+// with F set from fri_ on (wrapping); with none, FRI is fri_.  Every change
+// to status_, fri_ or an F bit ends here.
+void FaultRecorder::publish_locked()
+{
+    uint32_t v = status_ | (pending_ ? fsts::PPF | oldest_ << fsts::FRI : fri_ << fsts::FRI);
+    fsts_.store(v, PUBLISH);
+}
+
+// oldest_ from a scan from `from` on, the first record with F set (pending_
+// says one is); after a clear of the oldest record, the records from fri_
+// to it are all clear, so a scan from the next one finds the same record
+// as a scan from fri_.
+void FaultRecorder::find_oldest_locked(size_t from)
 {
     size_t n = frcd_.size();
     for (size_t i = 0; i < n; i++) {
-        size_t index = (fri_ + i) % n;
-        if (frcd_[index][1] & FRCD_F)
-            return status_ | fsts::PPF | uint32_t(index) << fsts::FRI;
+        size_t index = (from + i) % n;
+        if (full_locked(index)) {
+            oldest_ = static_cast<unsigned>(index);
+            return;
+        }
     }
-    return status_ | fri_ << fsts::FRI;
-}
-
-uint32_t FaultRecorder::fsts() const
-{
-    std::lock_guard guard(lock_);
-    return fsts_locked();
 }
 
 uint32_t FaultRecorder::status() const
 {
-    std::lock_guard guard(lock_);
-    return status_;
+    return fsts() & fsts::W1C;
 }
 
 // An interrupt condition arises only when no status was pending before.
@@ -73,17 +89,19 @@ void FaultRecorder::raise_locked(bool was_pending, Msi &msi)
 {
     if (was_pending)
         return;
-    if (fectl_ & ECTL_IM) {
-        fectl_ |= ECTL_IP;
+    uint32_t fectl = fectl_.load(LOCKED);
+    if (fectl & ECTL_IM) {
+        fectl_.store(fectl | ECTL_IP, PUBLISH);
         return;
     }
-    msi = {true, uint64_t{feuaddr_} << 32 | feaddr_, fedata_};
+    msi = {true, uint64_t{feuaddr_.load(LOCKED)} << 32 | feaddr_.load(LOCKED),
+           fedata_.load(LOCKED)};
 }
 
 void FaultRecorder::after_clear_locked()
 {
     if (!pending_locked())
-        fectl_ &= ~ECTL_IP;
+        fectl_.store(fectl_.load(LOCKED) & ~ECTL_IP, PUBLISH);
 }
 
 void FaultRecorder::deliver(const Msi &msi)
@@ -109,28 +127,33 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
         // further faults of the same source-id into it.  QEMU's memory core
         // retries a refused access in 4-byte steps, so one DMA would
         // otherwise fill every record with copies of one fault.
-        for (const auto &pending : frcd_) {
+        for (size_t i = 0; pending_ && i < frcd_.size(); i++) {
+            std::array<uint64_t, 2> pending{frcd_[i][0].load(LOCKED), frcd_[i][1].load(LOCKED)};
             if (pending[0] == page && pending[1] == info) {
                 stats_.add(Counter::FaultsCollapsed);
-                host_.event([&] {
-                    return ev::fault_record(VTD_FAULT_COLLAPSED, &pending - frcd_.data(), pending);
-                });
+                host_.event([&] { return ev::fault_record(VTD_FAULT_COLLAPSED, i, pending); });
                 return;
             }
         }
-        auto &r = frcd_[fri_];
-        if ((status_ & fsts::PFO) || (r[1] & FRCD_F)) {
+        if ((status_ & fsts::PFO) || full_locked(fri_)) {
             stats_.add(Counter::FaultsOverflowed);
             host_.event([&] { return ev::fault_record(VTD_FAULT_OVERFLOW, fri_, {page, info}); });
             if (!(status_ & fsts::PFO)) {
                 status_ |= fsts::PFO;
+                publish_locked();
                 raise_locked(was_pending, msi);
             }
         } else {
-            r[0] = page;
-            r[1] = info;
-            host_.event([&] { return ev::fault_record(VTD_FAULT_RECORDED, fri_, r); });
+            auto &r = frcd_[fri_];
+            r[0].store(page, PUBLISH);
+            r[1].store(info, PUBLISH);
+            host_.event([&] { return ev::fault_record(VTD_FAULT_RECORDED, fri_, {page, info}); });
+            // The records from fri_ on to the oldest pending one are clear
+            // (this one was), so the oldest stays the oldest.
+            if (pending_++ == 0)
+                oldest_ = fri_;
             fri_ = (fri_ + 1) % frcd_.size();
+            publish_locked();
             stats_.add(Counter::FaultsRecorded);
             raise_locked(was_pending, msi);
         }
@@ -147,6 +170,7 @@ void FaultRecorder::set_status(uint32_t bits)
         if ((status_ & bits) == bits)
             return;
         status_ |= bits & fsts::W1C;
+        publish_locked();
         raise_locked(was_pending, msi);
     }
     deliver(msi);
@@ -154,25 +178,22 @@ void FaultRecorder::set_status(uint32_t bits)
 
 uint32_t FaultRecorder::read32(uint32_t offset) const
 {
-    std::lock_guard guard(lock_);
     switch (offset) {
     case reg::FSTS:
-        return fsts_locked();
+        return fsts();
     case reg::FECTL:
-        return fectl_;
+        return fectl_.load(std::memory_order_acquire);
     case reg::FEDATA:
-        return fedata_;
+        return fedata_.load(std::memory_order_acquire);
     case reg::FEADDR:
-        return feaddr_;
+        return feaddr_.load(std::memory_order_acquire);
     case reg::FEUADDR:
-        return feuaddr_;
+        return feuaddr_.load(std::memory_order_acquire);
     }
     if (offset < reg::FRCD)
         return 0;  // reserved dwords inside the FSTS..FEUADDR block
-    unsigned rel = offset - reg::FRCD;
-    auto &r = frcd_[rel / reg::FRCD_LEN];
-    uint64_t q = r[(rel % reg::FRCD_LEN) / 8];
-    return (rel % 8) ? q >> 32 : static_cast<uint32_t>(q);
+    uint64_t q = read_record64(offset & ~7u);
+    return (offset & 4) ? q >> 32 : static_cast<uint32_t>(q);
 }
 
 void FaultRecorder::write32(uint32_t offset, uint32_t value)
@@ -182,29 +203,43 @@ void FaultRecorder::write32(uint32_t offset, uint32_t value)
         std::lock_guard guard(lock_);
         switch (offset) {
         case reg::FSTS:
-            status_ &= ~(value & fsts::W1C);
+            if (status_ & value & fsts::W1C) {
+                status_ &= ~(value & fsts::W1C);
+                publish_locked();
+            }
             after_clear_locked();
             break;
-        case reg::FECTL:
-            if ((fectl_ & ECTL_IM) && !(value & ECTL_IM) && (fectl_ & ECTL_IP)) {
-                msi = {true, uint64_t{feuaddr_} << 32 | feaddr_, fedata_};
-                fectl_ &= ~ECTL_IP;
+        case reg::FECTL: {
+            uint32_t fectl = fectl_.load(LOCKED);
+            if ((fectl & ECTL_IM) && !(value & ECTL_IM) && (fectl & ECTL_IP)) {
+                msi = {true, uint64_t{feuaddr_.load(LOCKED)} << 32 | feaddr_.load(LOCKED),
+                       fedata_.load(LOCKED)};
+                fectl &= ~ECTL_IP;
             }
-            fectl_ = (fectl_ & ~ECTL_IM) | (value & ECTL_IM);
+            fectl_.store((fectl & ~ECTL_IM) | (value & ECTL_IM), PUBLISH);
             break;
+        }
         case reg::FEDATA:
-            fedata_ = value & EVENT_DATA_MASK;
+            fedata_.store(value & EVENT_DATA_MASK, PUBLISH);
             break;
         case reg::FEADDR:
-            feaddr_ = value & EVENT_ADDR_MASK;
+            feaddr_.store(value & EVENT_ADDR_MASK, PUBLISH);
             break;
         case reg::FEUADDR:
-            feuaddr_ = value;
+            feuaddr_.store(value, PUBLISH);
             break;
         default:
             if (offset >= reg::FRCD && (offset - reg::FRCD) % reg::FRCD_LEN == 12 &&
                 (value & (FRCD_F >> 32))) {
-                frcd_[(offset - reg::FRCD) / reg::FRCD_LEN][1] &= ~FRCD_F;
+                size_t index = (offset - reg::FRCD) / reg::FRCD_LEN;
+                auto &hi = frcd_[index][1];
+                uint64_t v = hi.load(LOCKED);
+                if (v & FRCD_F) {
+                    hi.store(v & ~FRCD_F, PUBLISH);
+                    if (--pending_ && index == oldest_)
+                        find_oldest_locked(index + 1);
+                    publish_locked();
+                }
                 after_clear_locked();
             }
             break;
@@ -216,7 +251,12 @@ void FaultRecorder::write32(uint32_t offset, uint32_t value)
 FaultRecorder::State FaultRecorder::save() const
 {
     std::lock_guard guard(lock_);
-    return {status_ | fri_ << fsts::FRI, fectl_, fedata_, feaddr_, feuaddr_, frcd_};
+    State s{status_ | fri_ << fsts::FRI, fectl_.load(LOCKED),   fedata_.load(LOCKED),
+            feaddr_.load(LOCKED),        feuaddr_.load(LOCKED), {}};
+    s.records.reserve(frcd_.size());
+    for (const auto &r : frcd_)
+        s.records.push_back({r[0].load(LOCKED), r[1].load(LOCKED)});
+    return s;
 }
 
 bool FaultRecorder::load(const State &s)
@@ -229,11 +269,19 @@ bool FaultRecorder::load(const State &s)
     std::lock_guard guard(lock_);
     status_ = s.fsts & fsts::W1C;
     fri_ = fri;
-    fectl_ = s.fectl;
-    fedata_ = s.fedata;
-    feaddr_ = s.feaddr;
-    feuaddr_ = s.feuaddr;
-    frcd_ = s.records;
+    fectl_.store(s.fectl, PUBLISH);
+    fedata_.store(s.fedata, PUBLISH);
+    feaddr_.store(s.feaddr, PUBLISH);
+    feuaddr_.store(s.feuaddr, PUBLISH);
+    pending_ = 0;
+    for (size_t i = 0; i < frcd_.size(); i++) {
+        frcd_[i][0].store(s.records[i][0], PUBLISH);
+        frcd_[i][1].store(s.records[i][1], PUBLISH);
+        pending_ += (s.records[i][1] & FRCD_F) != 0;
+    }
+    if (pending_)
+        find_oldest_locked(fri_);
+    publish_locked();
     return true;
 }
 

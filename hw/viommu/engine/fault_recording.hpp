@@ -2,17 +2,23 @@
 // Primary fault logging: the fault recording registers (FRCD), the fault
 // status register (FSTS) and the fault event interrupt (FECTL, FEDATA,
 // FEADDR, FEUADDR).  Faults arrive from translating threads while the MMIO
-// thread reads and clears the registers, so all of it sits behind one
-// lock, and interrupt messages are sent after dropping it.
+// thread reads and clears the registers.  Every change happens under one
+// lock, and interrupt messages are sent after dropping it; reads take no
+// lock.  Each register dword is an atomic word that a change stores last
+// (FSTS, with its PPF and FRI kept up to date by each change, after the
+// records), so a read sees one complete state of that register, and a read
+// of FSTS that names a pending record is followed by reads that see it.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <vector>
 
 #include "host.hpp"
+#include "registers.hpp"
 #include "stats.hpp"
 
 namespace viommu::vtd {
@@ -24,6 +30,16 @@ public:
     void reset();
     bool handles(uint32_t offset) const;
     uint32_t read32(uint32_t offset) const;
+    bool handles_record(uint32_t offset) const
+    {
+        return offset >= reg::FRCD && offset - reg::FRCD < frcd_.size() * reg::FRCD_LEN;
+    }
+    // An aligned quadword of a fault record (handles_record(offset)): one read.
+    uint64_t read_record64(uint32_t offset) const
+    {
+        unsigned rel = offset - reg::FRCD;
+        return frcd_[rel / reg::FRCD_LEN][(rel / 8) & 1].load(std::memory_order_acquire);
+    }
     void write32(uint32_t offset, uint32_t value);
 
     // `pasid`: the request's PASID (a request with PASID): PP and PV.
@@ -31,10 +47,9 @@ public:
                 std::optional<uint32_t> pasid = std::nullopt);
     // Set FSTS status bits (IQE, ICE, ITE) on behalf of the invalidation queue.
     void set_status(uint32_t bits);
-    uint32_t fsts() const;
+    uint32_t fsts() const { return fsts_.load(std::memory_order_acquire); }
     // FSTS's status bits (PFO, IQE, ICE, ITE) alone: what the invalidation
-    // queue asks before each slice.  Unlike fsts() it does not scan the
-    // fault records for PPF/FRI.
+    // queue asks before each slice.
     uint32_t status() const;
 
     struct State {
@@ -50,9 +65,12 @@ private:
         uint64_t addr = 0;
         uint32_t data = 0;
     };
+    using Record = std::array<std::atomic<uint64_t>, 2>;
 
-    bool pending_locked() const;
-    uint32_t fsts_locked() const;
+    bool pending_locked() const { return status_ != 0 || pending_ != 0; }
+    bool full_locked(size_t index) const;
+    void publish_locked();
+    void find_oldest_locked(size_t from);
     void raise_locked(bool was_pending, Msi &msi);
     void after_clear_locked();
     void deliver(const Msi &msi);
@@ -60,10 +78,15 @@ private:
     const Host &host_;
     Stats &stats_;
     mutable std::mutex lock_;
-    uint32_t status_ = 0;  // PFO, IQE, ICE, ITE (PPF is derived from the F bits)
-    unsigned fri_ = 0;
-    uint32_t fectl_ = 0, fedata_ = 0, feaddr_ = 0, feuaddr_ = 0;
-    std::vector<std::array<uint64_t, 2>> frcd_;
+    // Under lock_: the state FSTS is derived from.
+    uint32_t status_ = 0;   // PFO, IQE, ICE, ITE
+    unsigned fri_ = 0;      // the next record a fault goes to
+    unsigned pending_ = 0;  // records with F set
+    unsigned oldest_ = 0;   // with pending_: the first record with F set from fri_ on
+    // Written under lock_, read without it.
+    std::atomic<uint32_t> fsts_{0};  // status_ | PPF and FRI
+    std::atomic<uint32_t> fectl_{0}, fedata_{0}, feaddr_{0}, feuaddr_{0};
+    std::vector<Record> frcd_;
 };
 
 }  // namespace viommu::vtd

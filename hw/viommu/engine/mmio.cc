@@ -3,7 +3,9 @@
 // access is handled as one or two dword accesses (a 64-bit write is its low
 // dword, then its high dword), so a 64-bit register may also be written in
 // halves; commands (CCMD.ICC, IOTLB.IVT) act when the dword holding the
-// command bit is written.  Reads have no side effects.
+// command bit is written.  The exception: a 64-bit read of a fault record
+// half is one read of the recorder's quadword (the same value as its two
+// dwords; what software polls).  Reads have no side effects.
 #include "engine.hpp"
 
 #include "events.hpp"
@@ -40,6 +42,8 @@ uint64_t Engine::mmio_read(uint64_t offset, unsigned size)
 {
     if (!valid_access(offset, size))
         return 0;
+    if (size == 8 && faults_.handles_record(static_cast<uint32_t>(offset)))
+        return faults_.read_record64(static_cast<uint32_t>(offset));
     uint64_t v = read32(offset);
     if (size == 8)
         v |= uint64_t{read32(offset + 4)} << 32;
