@@ -253,9 +253,9 @@ FaultRecorder::State FaultRecorder::save() const
     std::lock_guard guard(lock_);
     State s{status_ | fri_ << fsts::FRI, fectl_.load(LOCKED),   fedata_.load(LOCKED),
             feaddr_.load(LOCKED),        feuaddr_.load(LOCKED), {}};
-    s.records.reserve(frcd_.size());
-    for (const auto &r : frcd_)
-        s.records.push_back({r[0].load(LOCKED), r[1].load(LOCKED)});
+    s.records.resize(frcd_.size());
+    for (size_t i = 0; i < frcd_.size(); i++)
+        s.records[i] = {frcd_[i][0].load(LOCKED), frcd_[i][1].load(LOCKED)};
     return s;
 }
 
