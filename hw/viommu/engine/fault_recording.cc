@@ -19,7 +19,7 @@ static constexpr auto LOCKED = std::memory_order_relaxed;
 static constexpr auto PUBLISH = std::memory_order_release;
 
 FaultRecorder::FaultRecorder(const Host &host, Stats &stats, unsigned records)
-    : host_(host), stats_(stats), frcd_(records)
+    : host_(host), stats_(stats), frcd_(records), frcd_bytes_(records * reg::FRCD_LEN)
 {
     reset();
 }
@@ -40,11 +40,6 @@ void FaultRecorder::reset()
         r[1].store(0, PUBLISH);
     }
     publish_locked();
-}
-
-bool FaultRecorder::handles(uint32_t offset) const
-{
-    return (offset >= reg::FSTS && offset <= reg::FEUADDR) || handles_record(offset);
 }
 
 bool FaultRecorder::full_locked(size_t index) const

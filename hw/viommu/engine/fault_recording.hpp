@@ -28,12 +28,13 @@ public:
     FaultRecorder(const Host &host, Stats &stats, unsigned records);
 
     void reset();
-    bool handles(uint32_t offset) const;
-    uint32_t read32(uint32_t offset) const;
-    bool handles_record(uint32_t offset) const
+    // One unsigned comparison per range (an offset below it wraps high).
+    bool handles(uint32_t offset) const
     {
-        return offset >= reg::FRCD && offset - reg::FRCD < frcd_.size() * reg::FRCD_LEN;
+        return offset - reg::FSTS <= reg::FEUADDR - reg::FSTS || handles_record(offset);
     }
+    uint32_t read32(uint32_t offset) const;
+    bool handles_record(uint32_t offset) const { return offset - reg::FRCD < frcd_bytes_; }
     // An aligned quadword of a fault record (handles_record(offset)): one read.
     uint64_t read_record64(uint32_t offset) const
     {
@@ -87,6 +88,7 @@ private:
     std::atomic<uint32_t> fsts_{0};  // status_ | PPF and FRI
     std::atomic<uint32_t> fectl_{0}, fedata_{0}, feaddr_{0}, feuaddr_{0};
     std::vector<Record> frcd_;
+    const uint32_t frcd_bytes_;  // frcd_.size() * reg::FRCD_LEN
 };
 
 }  // namespace viommu::vtd
