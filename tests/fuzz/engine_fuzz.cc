@@ -661,6 +661,7 @@ struct Host {
         notified.clear();
         context_notified_global = false;
         in_mmio_write = true;
+        const bool te_before = vtd_engine_translation_enabled(e);
         vtd_engine_mmio_write(e, off, value, size);
         settle();
         in_mmio_write = false;
@@ -677,11 +678,11 @@ struct Host {
         }
         uint32_t gsts = rd(GSTS, 4);
         FUZZ_CHECK(!(gsts & ~(TE | SRTP | QIE | (cfg.intremap ? IRE | SIRTP | CFI : 0))), gsts);
-        registered(off, value, size);
+        registered(off, value, size, te_before);
     }
 
     // What a register write did to the reference-walk model.
-    void registered(uint64_t off, uint64_t value, unsigned size)
+    void registered(uint64_t off, uint64_t value, unsigned size, bool te_before)
     {
         bool valid = (size == 4 || size == 8) && off < 0x1000 && off % size == 0;
         if (!valid)
@@ -695,8 +696,11 @@ struct Host {
         if (off == GCMD && (value & SRTP)) {
             uint64_t rta = rd(RTADDR, 8);
             m.root = rta & ~0xfffull;
-            // TTM (bits 11:10): 00b legacy, 01b scalable mode.
-            m.root_sm = ((rta >> 10) & 3) == 1;
+            // TTM (bits 11:10): 00b legacy, 01b scalable mode.  While
+            // translation is enabled the unit keeps its mode (the format
+            // is latched only by an SRTP with TES clear: docs/viommu-vtd.rst).
+            if (!te_before)
+                m.root_sm = ((rta >> 10) & 3) == 1;
             m.root_clean = !(rta & 0x3ff) && ((rta >> 10) & 3) <= (cfg.scalable_mode ? 1 : 0);
             m.srtp = m.tick();
         }
