@@ -38,6 +38,8 @@ TOP = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
 sys.path.insert(0, os.path.join(TOP, "scripts", "report"))
 import svgplot  # noqa: E402  (the one SVG plotter, shared with make report)
+sys.path.insert(0, os.path.join(TOP, "scripts", "trace"))
+from from_ftrace import LOSS_MARK  # noqa: E402  (where an overrun ring buffer's complete part starts)
 WORKLOADS = ("memcached", "nginx")
 IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
@@ -451,6 +453,30 @@ _FTRACE_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+):\s+(\w+
 PLATEAU_GAIN = 0.05
 
 
+def ramp_steps(conns, rounds):
+    """The ramp's steps in the order they run: the concurrencies as given,
+    then reversed, and so on for ROUNDS rounds, so that a drift of the host
+    over the ramp weighs on every concurrency alike."""
+    return [c for r in range(rounds) for c in (conns if r % 2 == 0 else conns[::-1])]
+
+
+def ramp_by_conns(steps):
+    """Per concurrency, in increasing order: (conns, median ops/s, lowest,
+    highest, steps with a figure) over the ramp's rounds."""
+    vals = {}
+    for st in steps:
+        vals.setdefault(st["conns"], [])
+        if st.get("ops_per_s"):
+            vals[st["conns"]].append(st["ops_per_s"])
+    out = []
+    for c in sorted(vals):
+        v = sorted(vals[c])
+        n = len(v)
+        med = (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2) if n else None
+        out.append((c, med, v[0] if n else None, v[-1] if n else None, n))
+    return out
+
+
 def ramp_plateau(steps):
     """(C, gain): the fewest connections C of the ramp's steps from which no
     step with more connections beats the best step at or below C by
@@ -471,9 +497,12 @@ def ramp_plateau(steps):
 
 def summarize_ftrace(text):
     """The guest's own counts in the ftrace text of a recording: events by name,
-    by CPU, the sizes of iommu:map/unmap, and the time span they cover."""
+    by CPU, the sizes of iommu:map/unmap, and the time span they cover; from
+    the last mark of an overrun or lost events on, as the converter reads it."""
     events, per_cpu, sizes, first, last = {}, {}, {}, None, None
-    for line in text.splitlines():
+    lines = text.splitlines()
+    start = max((i + 1 for i, line in enumerate(lines) if LOSS_MARK.match(line)), default=0)
+    for line in lines[start:]:
         m = _FTRACE_LINE.match(line)
         if not m:
             continue
@@ -640,7 +669,7 @@ class Run:
              "prof.freq=%d" % a.freq, "prof.events=%d" % (1 if a.events else 0),
              "prof.threads=%d" % a.threads, "prof.irqs=%s" % a.irqs]
         if a.ramp:
-            k += ["prof.ramp=%s" % ",".join(str(c) for c in a.ramp),
+            k += ["prof.ramp=%s" % ",".join(str(c) for c in ramp_steps(a.ramp, a.ramp_rounds)),
                   "prof.rampdur=%d" % a.ramp_duration]
         if self.record:
             k += ["prof.record=1", "prof.tracekb=%d" % a.trace_kb]
@@ -711,7 +740,7 @@ class Run:
             args = ["ip", "netns", "exec", netns] + args
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
-        timeout = a.timeout or (420 + 3 * a.duration + len(a.ramp) * (2 * a.ramp_duration + 60))
+        timeout = a.timeout or (420 + 3 * a.duration + len(a.ramp) * a.ramp_rounds * (2 * a.ramp_duration + 60))
         res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload, "ring": a.ring,
                "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
         snaps, hostsnaps = {}, {}
@@ -747,7 +776,9 @@ class Run:
                     if word == "@@BOOTED" and progress:
                         say("  guest up after %.0f s (%s)" % (time.monotonic() - start, line[9:]))
                     elif word == "@@RAMP" and progress:
-                        say("  ramp: %s connections for %d s" % (line[7:].strip(), a.ramp_duration))
+                        i, c = (line.split() + ["?", "?"])[1:3]
+                        say("  ramp step %s of %d: %s connections for %d s"
+                            % (int(i) + 1 if i.isdigit() else i, len(a.ramp) * a.ramp_rounds, c, a.ramp_duration))
                     elif word == "@@READY" and progress:
                         say("  server answering, warm-up done; measuring for %d s" % a.duration)
                     elif word in ("@@LOAD-START", "@@LOAD-END"):
@@ -829,15 +860,15 @@ class Run:
         res["load"]["link"] = a.link
         res["host"] = host_usage(hostsnaps.get("@@LOAD-START"), hostsnaps.get("@@LOAD-END"))
         res["ramp"] = []
-        for c in a.ramp or ():
-            if "ramp-%d-loadgen" % c not in sec:
+        for i, c in enumerate(ramp_steps(a.ramp or [], a.ramp_rounds)):
+            if "ramp-%d-loadgen" % i not in sec:
                 continue
-            lg = sec["ramp-%d-loadgen" % c]
+            lg = sec["ramp-%d-loadgen" % i]
             ld = parse_memcaslap(lg) if a.workload == "memcached" else parse_wrk(lg)
-            cpu = parse_cpu_idle_measured(sec.get("ramp-%d-cpu-before" % c), sec.get("ramp-%d-cpu-samples" % c),
-                                          sec.get("ramp-%d-cpu-after" % c), ld.get("seconds"))
-            res["ramp"].append({"conns": c, "ops_per_s": ld.get("ops_per_s"),
-                                "lat_avg_us": ld.get("lat_avg_us"),
+            cpu = parse_cpu_idle_measured(sec.get("ramp-%d-cpu-before" % i), sec.get("ramp-%d-cpu-samples" % i),
+                                          sec.get("ramp-%d-cpu-after" % i), ld.get("seconds"))
+            res["ramp"].append({"step": i, "round": i // len(a.ramp), "conns": c,
+                                "ops_per_s": ld.get("ops_per_s"), "lat_avg_us": ld.get("lat_avg_us"),
                                 "idle": cpu["idle"] if cpu else None})
         if self.record:
             res["record"] = self.fetch_recording(sec, error)
@@ -1023,23 +1054,35 @@ def report(res):
                                                                       100 * v["sleep"])
                                                for n, v in sorted(h["sched"].items())))
     if a.get("ramp"):
-        L.append("-- concurrency ramp (%s), each step alone:" % ld.get("tool"))
+        rounds = max(st.get("round", 0) for st in a["ramp"]) + 1
+        L.append("-- concurrency ramp (%s), each step alone%s:" % (
+            ld.get("tool"), ", %d rounds, every other one in reverse" % rounds if rounds > 1 else ""))
         prev = None
         for st in a["ramp"]:
             gain = ""
             if prev and st["ops_per_s"] and prev:
                 gain = "  %+.1f%% over the step before" % (100.0 * (st["ops_per_s"] / prev - 1))
-            L.append("   %5d conns  %10s ops/s  avg %10s us  idle %s%s" % (
+            L.append("   %s%5d conns  %10s ops/s  avg %10s us  idle %s%s" % (
+                "round %d " % (st.get("round", 0) + 1) if rounds > 1 else "",
                 st["conns"], fmt(st["ops_per_s"]), fmt(st["lat_avg_us"]),
                 fmt(100 * st["idle"], "%") if st["idle"] is not None else "n/a", gain))
             prev = st["ops_per_s"]
-        pl = ramp_plateau(a["ramp"])
+        per = ramp_by_conns(a["ramp"])
+        if rounds > 1:
+            L.append("   per concurrency, median of the rounds (lowest..highest):")
+            for c, med, lo, hi, n in per:
+                L.append("   %5d conns  %10s ops/s  (%s..%s, %d steps%s)" % (
+                    c, fmt(med), fmt(lo), fmt(hi), n,
+                    ", spread %.0f%%" % (100.0 * (hi / lo - 1)) if n > 1 else ""))
+        pl = ramp_plateau([{"conns": c, "ops_per_s": med} for c, med, _, _, _ in per])
         if pl:
-            L.append("   plateau from %d conns: no step with more adds %.0f%% or more over the best step "
-                     "at or below it (at most %+.1f%%)" % (pl[0], 100 * PLATEAU_GAIN, 100 * pl[1]))
+            L.append("   plateau from %d conns: no %s with more adds %.0f%% or more over the best %s "
+                     "at or below it (at most %+.1f%%)" % (pl[0], "median" if rounds > 1 else "step",
+                                                           100 * PLATEAU_GAIN,
+                                                           "median" if rounds > 1 else "step", 100 * pl[1]))
         elif any(st["ops_per_s"] for st in a["ramp"]):
-            L.append("   no plateau: the step with the most connections still adds %.0f%% or more"
-                     % (100 * PLATEAU_GAIN))
+            L.append("   no plateau: the %s with the most connections still adds %.0f%% or more"
+                     % ("median" if rounds > 1 else "step", 100 * PLATEAU_GAIN))
     rec = a.get("record")
     if rec:
         L.append("-- recording (ftrace over the load window)")
@@ -1051,6 +1094,9 @@ def report(res):
             gc = rec.get("guest_counts") or {}
             L.append("   %s bytes of ftrace text in %s; ring-buffer overruns %d" % (
                 fmt(rec.get("ftrace_bytes")), rec.get("ftrace"), rec.get("overrun", 0)))
+            if rec.get("overrun"):
+                L.append("   (a CPU's oldest events were overwritten: the counts and the trace start "
+                         "where every CPU's are complete; record with a larger --trace-kb)")
             L.append("   events: %s over %.2f s" % (", ".join("%s %d" % kv for kv in sorted(
                 gc.get("events", {}).items())), gc.get("span_s", 0.0)))
             if rec.get("trace"):
@@ -1236,6 +1282,9 @@ def parse_args(argv):
                     help="before the measured load, run the load at each of these client "
                     "concurrencies (--ramp-duration s each) and report throughput and idle share")
     ap.add_argument("--ramp-duration", type=int, default=3, help="seconds per ramp step (default 3)")
+    ap.add_argument("--ramp-rounds", type=int, default=1,
+                    help="run the ramp N times, every other round in reverse, and find the plateau "
+                    "from each concurrency's median (default 1)")
     ap.add_argument("--record", metavar="FILE",
                     help="record the guest kernel's iommu map/unmap tracepoints and dma-iommu/"
                     "flush-queue kprobe events with ftrace over the load window into FILE "
@@ -1271,7 +1320,7 @@ def parse_args(argv):
                     "interleaved; the table shows the median-throughput run of each (default 1)")
     ap.add_argument("--out", help="result directory (default build/profile/<time>-...)")
     ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 420 + 3 x duration, plus "
-                    "2 x ramp duration + 60 per ramp step)")
+                    "2 x ramp duration + 60 per ramp step and round)")
     ap.add_argument("--append", default="", help="extra guest kernel command line")
     ap.add_argument("--qemu-arg", action="append", default=[], help="extra QEMU argument (repeatable)")
     ap.add_argument("--json", action="store_true", help="also print the result as JSON")
@@ -1287,6 +1336,7 @@ def parse_args(argv):
                             ("--conns", a.conns, 1, 4096), ("--mem", a.mem, 768, 65536),
                             ("--freq", a.freq, 1, 10000), ("--repeat", a.repeat, 1, 20),
                             ("--threads", a.threads, 0, 256), ("--ramp-duration", a.ramp_duration, 1, 600),
+                            ("--ramp-rounds", a.ramp_rounds, 1, 20),
                             ("--trace-kb", a.trace_kb, 1024, 1 << 20)):
         if not lo <= v <= hi:
             ap.error("%s must be between %d and %d" % (name, lo, hi))
@@ -1299,10 +1349,13 @@ def parse_args(argv):
         if not c.strip().isdigit() or not 1 <= int(c) <= 4096:
             ap.error("--ramp: '%s' is not a number of connections between 1 and 4096" % c.strip())
         if int(c) in ramp:
-            ap.error("--ramp: %d connections twice; each step is reported by its concurrency, "
-                     "so give each once" % int(c))
+            ap.error("--ramp: %d connections twice; give each concurrency once and repeat "
+                     "the ramp with --ramp-rounds" % int(c))
         ramp.append(int(c))
     a.ramp = ramp
+    if len(",".join(str(c) for c in ramp_steps(ramp, a.ramp_rounds))) > 1024:
+        ap.error("--ramp with --ramp-rounds %d: %d steps do not fit on the guest's kernel command line; "
+                 "give fewer concurrencies or rounds" % (a.ramp_rounds, len(ramp) * a.ramp_rounds))
     if a.record and os.path.isdir(a.record):
         ap.error("--record %s: is a directory; give a file name" % a.record)
     if a.kernel and not os.path.isfile(a.kernel):

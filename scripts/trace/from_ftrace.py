@@ -16,10 +16,20 @@ Events understood (by name, with or without their system prefix):
                         its device and its duration, flushes and queued
                         invalidations theirs.
 Everything else is skipped and counted.
+
+A ring buffer that overran (ftrace's overwrite mode keeps each CPU's
+newest events) leaves the CPUs' streams starting at different times: the
+tracefs ``trace`` file marks where a CPU's kept events begin with
+"##### CPU N buffer started ####", trace_pipe a gap with
+"CPU:N [LOST M EVENTS]".  Before the last such mark some CPU's events are
+missing (an unmap of an IOVA that another CPU then maps again, say), so
+the conversion starts at the first event after it and counts what it left
+out.
 """
 
 import re
 import sys
+import tempfile
 
 from vtrace import Event, Header, Writer
 
@@ -27,6 +37,8 @@ from vtrace import Event, Header, Writer
 _LINE = re.compile(r"\[(?P<cpu>\d{1,4})\]\s+(?:[^\s:]{1,8}\s+)?(?P<s>\d+)\.(?P<f>\d{1,9}):"
                    r"\s+(?:(?P<sys>[\w-]+):)?(?P<ev>[\w-]+):\s*(?P<rest>.*)$")
 _KV = re.compile(r"(\w+)=(\S+)")
+LOSS_MARK = re.compile(r"^#{5} CPU \d+ buffer started #{4}\s*$|^CPU:\d+ \[LOST \d+ EVENTS\]\s*$")
+BEFORE_LOSS = "events before the last CPU's buffer start or lost events"
 _FRAMES = {"dma_map": "map", "dma_map_sg": "map", "dma_unmap": "unmap",
            "dma_unmap_sg": "unmap", "fq_flush": "flush", "qi_sync": "sync"}
 DMA_ERROR = (1 << 64) - 1
@@ -204,11 +216,44 @@ def read_masks(path):
     return masks
 
 
-def convert(inp, out, name, masks=None):
-    conv = Converter(out, name, masks)
+def _last_loss(inp):
+    """The number of the last line marking a CPU's buffer start or lost
+    events (0 if none), and how many event lines came before it."""
+    last, events, before = 0, 0, 0
     for n, line in enumerate(inp, 1):
-        conv.line(n, line.rstrip("\n"))
-    counts, skipped = conv.finish()
+        if LOSS_MARK.match(line):
+            last, before = n, events
+        elif _LINE.search(line):
+            events += 1
+    return last, before
+
+
+def convert(inp, out, name, masks=None):
+    try:
+        seekable = inp.seekable()
+    except (AttributeError, OSError):
+        seekable = False
+    spool = None
+    if not seekable:  # a pipe: kept in a file for the two passes
+        spool = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        for line in inp:
+            spool.write(line)
+        spool.seek(0)
+        inp = spool
+    try:
+        start = inp.tell()
+        last, before = _last_loss(inp)
+        inp.seek(start)
+        conv = Converter(out, name, masks)
+        if before:
+            conv.skipped[BEFORE_LOSS] = before
+        for n, line in enumerate(inp, 1):
+            if n > last:
+                conv.line(n, line.rstrip("\n"))
+        counts, skipped = conv.finish()
+    finally:
+        if spool:
+            spool.close()
     if not counts.get("map") and not counts.get("unmap"):
         raise ConvertError("%s: no iommu map or unmap events (is events/iommu enabled?)" % name)
     return counts, skipped, conv.durations

@@ -31,8 +31,8 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
     iommu=intel-iommu policy=lazy label="intel-iommu (viommu-vtd not in this QEMU yet)"
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
-NREC=9
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((15 + NREC))"; else echo "1..$((14 + NREC))"; fi
+NREC=10
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((18 + NREC))"; else echo "1..$((17 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -51,6 +51,8 @@ check "a ramp step that is not a number is refused" "no error naming 'x'" \
     bad "--ramp: 'x' is not a number" --ramp 8,x
 check "a ramp step given twice is refused" "no error naming the repeated 64" \
     bad "--ramp: 64 connections twice" --ramp 64,128,64
+check "ramp rounds out of range are refused" "no error for --ramp-rounds 0" \
+    bad "--ramp-rounds must be between 1 and 20" --ramp 64 --ramp-rounds 0
 # The ramp's plateau: held against the best step below, not the one before.
 plateau() {
     python3 - "$prof" <<'PY'
@@ -68,6 +70,24 @@ PY
 }
 check "the ramp's plateau is where no step with more connections adds 5% over the best below it" \
     "ramp_plateau gave another answer" plateau
+# Rounds: every other one reversed; each concurrency's median over them.
+rounds() {
+    python3 - "$prof" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("prof", sys.argv[1])
+p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+steps = p.ramp_steps([64, 128, 256], 3)
+figs = dict(zip(range(9), (100, 90, 130, 120, 95, 105, 110, 80, 140)))
+by = p.ramp_by_conns([{"conns": c, "ops_per_s": figs[i]} for i, c in enumerate(steps)]
+                     + [{"conns": 512, "ops_per_s": None}])
+ok = (steps == [64, 128, 256, 256, 128, 64, 64, 128, 256]
+      and by == [(64, 105, 100, 110, 3), (128, 90, 80, 95, 3), (256, 130, 120, 140, 3), (512, None, None, None, 0)]
+      and p.ramp_steps([8], 2) == [8, 8])
+sys.exit(0 if ok else 1)
+PY
+}
+check "a ramp of several rounds runs every other round in reverse and takes each concurrency's median" \
+    "ramp_steps or ramp_by_conns gave another answer" rounds
 check "--record without an IOMMU is refused" "no error for --record with --iommu none" \
     bad "--record needs a run behind an IOMMU" --iommu none --record /tmp/never.trace
 
@@ -76,7 +96,8 @@ rm -rf "$out"; mkdir -p "$BUILD/profile"
 rc=0
 python3 "$prof" --workload memcached --iommu "$iommu" --policy "$policy" --vcpus 2 \
     --duration "$DURATION" --conns 64 --freq 100 --out "$out" --record "$out/memcached.trace" \
-    --trace-kb 8192 --quiet > "$out.log" 2>&1 || rc=$?
+    --ramp 8 --ramp-rounds 2 --ramp-duration 1 \
+    --trace-kb 16384 --quiet > "$out.log" 2>&1 || rc=$?
 sed 's/^/# /' "$out.log"
 res=$out/result.json
 get() {  # get PYTHON-EXPRESSION-ON-r -> value or empty
@@ -92,6 +113,9 @@ else
 fi
 check "$label: load generator completed transactions" "transactions: $(get "r['load'].get('ops')")" \
     gt0 "r['load'].get('ops')"
+check "$label: a ramp of two rounds at one concurrency reported both steps" "ramp: $(get "r.get('ramp')")" \
+    test "$(get "[(s['step'], s['round'], s['conns'], (s['ops_per_s'] or 0) > 0) for s in r.get('ramp') or []]")" \
+    = "[(0, 0, 8, True), (1, 1, 8, True)]"
 # The idle share itself is reported, not asserted: under TCG it depends on
 # how much of the host the vCPU threads get (docs/profiling.rst).
 check "$label: the guest's idle share over its elapsed time during the load is reported" \

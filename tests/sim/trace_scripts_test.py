@@ -93,6 +93,31 @@ class Ftrace(unittest.TestCase):
             "199100 1 unmap size=4096 iova=0xfffff000",
         ])
 
+    def test_overrun_buffer_starts_where_every_cpu_is_complete(self):
+        # CPU 0's ring buffer overran: its kept events start at 2.0 s, so
+        # CPU 1's map at 1.5 s may have lost its unmap (it maps the same
+        # IOVA again at 2.5 s); the trace starts at the mark.
+        text = ("# entries-in-buffer/entries-written: 3/5   #P:2\n"
+                "  a-1 [001] 1.500000: map: IOMMU: iova=0xfffff000 - 0xfffff000 paddr=0x1000 size=4096\n"
+                "##### CPU 0 buffer started ####\n"
+                "  b-2 [000] 2.000000: map: IOMMU: iova=0xffffe000 - 0xfffff000 paddr=0x2000 size=4096\n"
+                "  a-1 [001] 2.500000: map: IOMMU: iova=0xfffff000 - 0xfffff000 paddr=0x3000 size=4096\n")
+        out = io.StringIO()
+        counts, skipped, _ = from_ftrace.convert(io.StringIO(text), out, "overrun.txt")
+        ev = list(vtrace.Reader(io.StringIO(out.getvalue()), "overrun.vtrace"))
+        self.assertEqual(lines(ev), ["0 0 map size=4096 iova=0xffffe000 pa=0x2000",
+                                     "500000000 1 map size=4096 iova=0xfffff000 pa=0x3000"])
+        self.assertEqual(skipped, {from_ftrace.BEFORE_LOSS: 1})
+        # trace_pipe's mark of lost events, read from a pipe (no seek)
+        r, w = os.pipe()
+        with os.fdopen(w, "w") as f:
+            f.write(text.replace("##### CPU 0 buffer started ####", "CPU:0 [LOST 2 EVENTS]"))
+        out = io.StringIO()
+        with os.fdopen(r) as f:
+            counts, skipped, _ = from_ftrace.convert(f, out, "pipe.txt")
+        self.assertEqual(counts, {"map": 2})
+        self.assertEqual(skipped, {from_ftrace.BEFORE_LOSS: 1})
+
     def test_no_iommu_events_is_an_error(self):
         with self.assertRaises(from_ftrace.ConvertError) as c:
             from_ftrace.convert(io.StringIO("  bash-1 [000] 1.000000: sched_switch: x=1\n"),
