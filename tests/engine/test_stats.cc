@@ -280,3 +280,55 @@ TEST(Stats, ReportBytesUnchanged)
     stats.domain(9).faults += 1;
     EXPECT_EQ(stats.to_json({39, false, 1, 0, 1, 0, 0}), EXPECTED_AFTER_RESET);
 }
+
+// The report lists the domains and sources seen since the last reset, in
+// id order, whichever word of a block's seen mask they fall in; a reset
+// zeroes the counters of each one, and only those seen again come back.
+TEST(Stats, ReportListsSeenEntriesInIdOrderAcrossResets)
+{
+    using viommu::vtd::DomainStats;
+    using viommu::vtd::Stats;
+    Stats stats;
+    const uint16_t ids[] = {255, 128, 64, 63, 0, 511, 256};
+    for (uint16_t id : ids) {
+        stats.domain(id).faults += id + 1;
+        stats.source(id).blocked += id + 2;
+    }
+    auto listed = [](const std::string &json, const char *key) {
+        std::vector<std::string> v;
+        const std::string k = std::string("\"") + key + "\":";
+        for (size_t p = json.find(k); p != std::string::npos; p = json.find(k, p + 1)) {
+            size_t end = json.find_first_of(",}", p);
+            v.push_back(json.substr(p + k.size(), end - p - k.size()));
+        }
+        return v;
+    };
+    const Stats::Gauges g{48, false, 1, 0, 1, 0, 0};
+    std::string full = stats.to_json(g);
+    const std::vector<std::string> order{"0", "63", "64", "128", "255", "256", "511"};
+    EXPECT_EQ(listed(full, "id"), order);
+    EXPECT_EQ(listed(full, "sid"), order);
+    EXPECT_NE(full.find("{\"id\":64,\"translations\":0,\"iotlb_hits\":0,\"iotlb_misses\":0,"
+                        "\"page_walks\":0,\"faults\":65,"),
+              std::string::npos);
+    EXPECT_NE(full.find("{\"sid\":63,\"remapped\":0,\"passed_through\":0,\"blocked\":65}"),
+              std::string::npos);
+
+    stats.reset();
+    std::string empty = stats.to_json(g);
+    EXPECT_TRUE(listed(empty, "id").empty());
+    EXPECT_TRUE(listed(empty, "sid").empty());
+
+    stats.source(64).passed += 1;
+    stats.domain(128);
+    DomainStats *d = stats.find_domain(63);  // allocated before: marks it seen again
+    ASSERT_NE(d, nullptr);
+    std::string again = stats.to_json(g);
+    EXPECT_EQ(listed(again, "id"), (std::vector<std::string>{"63", "128"}));
+    EXPECT_EQ(listed(again, "sid"), (std::vector<std::string>{"64"}));
+    EXPECT_NE(again.find("{\"id\":63,\"translations\":0,\"iotlb_hits\":0,\"iotlb_misses\":0,"
+                         "\"page_walks\":0,\"faults\":0,"),
+              std::string::npos);
+    EXPECT_NE(again.find("{\"sid\":64,\"remapped\":0,\"passed_through\":1,\"blocked\":0}"),
+              std::string::npos);
+}

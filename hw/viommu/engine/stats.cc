@@ -70,8 +70,10 @@ DomainStats &Stats::domain_slow(uint16_t did)
         d = block->owner[i].get();
         block->d[i].store(d, std::memory_order_release);
     }
-    if (!d->seen.load(std::memory_order_relaxed))
+    if (!d->seen.load(std::memory_order_relaxed)) {
+        mark_seen(block->seen, i);
         d->seen.store(true, std::memory_order_relaxed);
+    }
     return *d;
 }
 
@@ -81,8 +83,10 @@ DomainStats *Stats::find_domain(uint16_t did)
     if (!block)
         return nullptr;
     DomainStats *d = block->d[did % DOMAIN_BLOCK].load(std::memory_order_acquire);
-    if (d && !d->seen.load(std::memory_order_relaxed))
+    if (d && !d->seen.load(std::memory_order_relaxed)) {
+        mark_seen(block->seen, did % DOMAIN_BLOCK);
         d->seen.store(true, std::memory_order_relaxed);
+    }
     return d;
 }
 
@@ -98,8 +102,10 @@ SourceStats &Stats::source(uint16_t sid)
         sources_[c].store(chunk, std::memory_order_release);
     }
     SourceStats &s = chunk->s[sid % SOURCE_CHUNK];
-    if (!s.seen.load(std::memory_order_relaxed))
+    if (!s.seen.load(std::memory_order_relaxed)) {
+        mark_seen(chunk->seen, sid % SOURCE_CHUNK);
         s.seen.store(true, std::memory_order_relaxed);
+    }
     return s;
 }
 
@@ -147,10 +153,11 @@ void Stats::reset()
         DomainBlock *block = b.load(std::memory_order_acquire);
         if (!block)
             continue;
-        for (auto &p : block->d) {
-            DomainStats *d = p.load(std::memory_order_acquire);
+        // Every allocated domain was marked seen when it was allocated.
+        for_each_seen(block->seen, [&](unsigned i) {
+            DomainStats *d = block->d[i].load(std::memory_order_acquire);
             if (!d)
-                continue;
+                return;
             for (auto &h : d->hot) {
                 for (unsigned c = 0; c < DomainStats::Hot::N; c++)
                     h.base[c].store(h.v[c].load(std::memory_order_relaxed),
@@ -160,17 +167,19 @@ void Stats::reset()
                  {&d->faults, &d->inv_domain, &d->inv_page, &d->pages_mapped, &d->pages_unmapped})
                 v->store(0, std::memory_order_relaxed);
             d->seen.store(false, std::memory_order_relaxed);
-        }
+        });
     }
     for (auto &c : sources_) {
         SourceChunk *chunk = c.load(std::memory_order_acquire);
         if (!chunk)
             continue;
-        for (auto &s : chunk->s) {
+        // A source's counters move only through source(), which marks it.
+        for_each_seen(chunk->seen, [&](unsigned i) {
+            SourceStats &s = chunk->s[i];
             for (auto *v : {&s.remapped, &s.passed, &s.blocked})
                 v->store(0, std::memory_order_relaxed);
             s.seen.store(false, std::memory_order_relaxed);
-        }
+        });
     }
 }
 
@@ -656,18 +665,18 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         SourceChunk *chunk = sources_[ci].load(std::memory_order_acquire);
         if (!chunk)
             continue;
-        const SourceStats *all = chunk->s.data();  // no checked operator[] per entry
-        for (unsigned i = 0; i < SOURCE_CHUNK; i++) {
+        const SourceStats *all = chunk->s.data();     // no checked operator[] per entry
+        for_each_seen(chunk->seen, [&](unsigned i) {  // in source-id order
             const SourceStats &s = all[i];
             if (!s.seen.load(std::memory_order_relaxed))
-                continue;
+                return;
             j.open(nullptr, '{');
             j.num("sid", ci * SOURCE_CHUNK + i);
             j.num("remapped", s.remapped.load());
             j.num("passed_through", s.passed.load());
             j.num("blocked", s.blocked.load());
             j.close('}');
-        }
+        });
     }
     j.close(']');
     j.close('}');
@@ -678,10 +687,10 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         if (!block)
             continue;
         const std::atomic<DomainStats *> *all = block->d.data();
-        for (unsigned i = 0; i < DOMAIN_BLOCK; i++) {
+        for_each_seen(block->seen, [&](unsigned i) {  // in domain-id order
             const DomainStats *p = all[i].load(std::memory_order_acquire);
             if (!p || !p->seen.load(std::memory_order_relaxed))
-                continue;
+                return;
             const DomainStats &d = *p;
             j.open(nullptr, '{');
             j.num("id", bi * DOMAIN_BLOCK + i);
@@ -695,7 +704,7 @@ void Stats::to_json(const Gauges &g, std::string &out) const
             j.num("pages_mapped", d.pages_mapped.load());
             j.num("pages_unmapped", d.pages_unmapped.load());
             j.close('}');
-        }
+        });
     }
     j.close(']');
     j.close('}');

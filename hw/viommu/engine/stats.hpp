@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -449,9 +450,26 @@ private:
         std::array<std::atomic<uint64_t>, FAULT_SLOTS> faults{};
     };
     static uint64_t since_reset(const Shard &s, const Shard &base, unsigned i, bool fault);
+    // One bit per entry of a block or chunk that was ever marked seen, set
+    // before the entry's own flag and never cleared (so it covers every
+    // entry seen now, and every allocated domain): the report and reset
+    // visit those entries instead of every slot of every block.
+    using SeenMask = std::array<std::atomic<uint64_t>, 4>;
+    static void mark_seen(SeenMask &m, unsigned i)
+    {
+        m[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_relaxed);
+    }
+    template <typename F>
+    static void for_each_seen(const SeenMask &m, F &&f)
+    {
+        for (unsigned w = 0; w < m.size(); w++)
+            for (uint64_t bits = m[w].load(std::memory_order_relaxed); bits; bits &= bits - 1)
+                f(w * 64 + static_cast<unsigned>(std::countr_zero(bits)));
+    }
     struct DomainBlock {
         std::array<std::atomic<DomainStats *>, DOMAIN_BLOCK> d{};
         std::array<std::unique_ptr<DomainStats>, DOMAIN_BLOCK> owner;
+        SeenMask seen{};
     };
 
     static unsigned assign_shard();
@@ -484,6 +502,7 @@ private:
     std::mutex chunk_lock_;
     struct SourceChunk {
         std::array<SourceStats, SOURCE_CHUNK> s;
+        SeenMask seen{};
     };
     std::array<std::unique_ptr<SourceChunk>, 65536 / SOURCE_CHUNK> source_owner_;
     std::array<std::atomic<SourceChunk *>, 65536 / SOURCE_CHUNK> sources_{};
