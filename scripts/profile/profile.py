@@ -45,7 +45,7 @@ IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
 DEFAULT_COMPARE = "none:lazy,intel-iommu:lazy,intel-iommu:strict,viommu-vtd:lazy,viommu-vtd:strict"
 # The default load (docs/profiling.rst, "Saturating the guest").
-DEFAULT_CONNS = 128
+DEFAULT_CONNS = 256
 DEFAULT_LINK = "dgram"
 DEFAULT_IRQS = "default"
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
