@@ -66,14 +66,13 @@ DomainStats &Stats::domain_slow(uint16_t did)
         if (!block->owner[i]) {
             block->owner[i] = std::make_unique<DomainStats>();
             domains_allocated_.fetch_add(1, std::memory_order_relaxed);
+            mark_seen(block->seen, i);  // before the entry is published
         }
         d = block->owner[i].get();
         block->d[i].store(d, std::memory_order_release);
     }
-    if (!d->seen.load(std::memory_order_relaxed)) {
-        mark_seen(block->seen, i);
+    if (!d->seen.load(std::memory_order_relaxed))
         d->seen.store(true, std::memory_order_relaxed);
-    }
     return *d;
 }
 
@@ -83,10 +82,8 @@ DomainStats *Stats::find_domain(uint16_t did)
     if (!block)
         return nullptr;
     DomainStats *d = block->d[did % DOMAIN_BLOCK].load(std::memory_order_acquire);
-    if (d && !d->seen.load(std::memory_order_relaxed)) {
-        mark_seen(block->seen, did % DOMAIN_BLOCK);
+    if (d && !d->seen.load(std::memory_order_relaxed))
         d->seen.store(true, std::memory_order_relaxed);
-    }
     return d;
 }
 
@@ -153,7 +150,7 @@ void Stats::reset()
         DomainBlock *block = b.load(std::memory_order_acquire);
         if (!block)
             continue;
-        // Every allocated domain was marked seen when it was allocated.
+        // The mask holds every allocated domain (domain_slow).
         for_each_seen(block->seen, [&](unsigned i) {
             DomainStats *d = block->d[i].load(std::memory_order_acquire);
             if (!d)

@@ -450,10 +450,10 @@ private:
         std::array<std::atomic<uint64_t>, FAULT_SLOTS> faults{};
     };
     static uint64_t since_reset(const Shard &s, const Shard &base, unsigned i, bool fault);
-    // One bit per entry of a block or chunk that was ever marked seen, set
-    // before the entry's own flag and never cleared (so it covers every
-    // entry seen now, and every allocated domain): the report and reset
-    // visit those entries instead of every slot of every block.
+    // One bit per entry of a block or chunk that may be seen, never cleared:
+    // a domain's when it is allocated, a source's when it is first seen
+    // (before its own flag).  The report and reset visit those entries
+    // instead of every slot of every block.
     using SeenMask = std::array<std::atomic<uint64_t>, 4>;
     static void mark_seen(SeenMask &m, unsigned i)
     {
