@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
 sys.path.insert(0, os.path.join(TOP, "scripts", "report"))
 import svgplot  # noqa: E402  (the one SVG plotter, shared with make report)
 sys.path.insert(0, os.path.join(TOP, "scripts", "trace"))
-from from_ftrace import LOSS_MARK  # noqa: E402  (where an overrun ring buffer's complete part starts)
+from from_ftrace import complete_from  # noqa: E402  (where an overrun ring buffer's complete part starts)
 WORKLOADS = ("memcached", "nginx")
 IOMMUS = ("none", "intel-iommu", "viommu-vtd")
 POLICIES = ("lazy", "strict")
@@ -465,16 +466,11 @@ def ramp_by_conns(steps):
     highest, steps with a figure) over the ramp's rounds."""
     vals = {}
     for st in steps:
-        vals.setdefault(st["conns"], [])
+        v = vals.setdefault(st["conns"], [])
         if st.get("ops_per_s"):
-            vals[st["conns"]].append(st["ops_per_s"])
-    out = []
-    for c in sorted(vals):
-        v = sorted(vals[c])
-        n = len(v)
-        med = (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2) if n else None
-        out.append((c, med, v[0] if n else None, v[-1] if n else None, n))
-    return out
+            v.append(st["ops_per_s"])
+    return [(c, statistics.median(v), min(v), max(v), len(v)) if v else (c, None, None, None, 0)
+            for c, v in sorted(vals.items())]
 
 
 def ramp_plateau(steps):
@@ -501,8 +497,7 @@ def summarize_ftrace(text):
     the last mark of an overrun or lost events on, as the converter reads it."""
     events, per_cpu, sizes, first, last = {}, {}, {}, None, None
     lines = text.splitlines()
-    start = max((i + 1 for i, line in enumerate(lines) if LOSS_MARK.match(line)), default=0)
-    for line in lines[start:]:
+    for line in lines[complete_from(lines):]:
         m = _FTRACE_LINE.match(line)
         if not m:
             continue
@@ -669,7 +664,7 @@ class Run:
              "prof.freq=%d" % a.freq, "prof.events=%d" % (1 if a.events else 0),
              "prof.threads=%d" % a.threads, "prof.irqs=%s" % a.irqs]
         if a.ramp:
-            k += ["prof.ramp=%s" % ",".join(str(c) for c in ramp_steps(a.ramp, a.ramp_rounds)),
+            k += ["prof.ramp=%s" % ",".join(str(c) for c in a.ramp_steps),
                   "prof.rampdur=%d" % a.ramp_duration]
         if self.record:
             k += ["prof.record=1", "prof.tracekb=%d" % a.trace_kb]
@@ -740,7 +735,7 @@ class Run:
             args = ["ip", "netns", "exec", netns] + args
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
-        timeout = a.timeout or (420 + 3 * a.duration + len(a.ramp) * a.ramp_rounds * (2 * a.ramp_duration + 60))
+        timeout = a.timeout or (420 + 3 * a.duration + len(a.ramp_steps) * (2 * a.ramp_duration + 60))
         res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload, "ring": a.ring,
                "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
         snaps, hostsnaps = {}, {}
@@ -778,7 +773,7 @@ class Run:
                     elif word == "@@RAMP" and progress:
                         i, c = (line.split() + ["?", "?"])[1:3]
                         say("  ramp step %s of %d: %s connections for %d s"
-                            % (int(i) + 1 if i.isdigit() else i, len(a.ramp) * a.ramp_rounds, c, a.ramp_duration))
+                            % (int(i) + 1 if i.isdigit() else i, len(a.ramp_steps), c, a.ramp_duration))
                     elif word == "@@READY" and progress:
                         say("  server answering, warm-up done; measuring for %d s" % a.duration)
                     elif word in ("@@LOAD-START", "@@LOAD-END"):
@@ -860,7 +855,7 @@ class Run:
         res["load"]["link"] = a.link
         res["host"] = host_usage(hostsnaps.get("@@LOAD-START"), hostsnaps.get("@@LOAD-END"))
         res["ramp"] = []
-        for i, c in enumerate(ramp_steps(a.ramp or [], a.ramp_rounds)):
+        for i, c in enumerate(a.ramp_steps):
             if "ramp-%d-loadgen" % i not in sec:
                 continue
             lg = sec["ramp-%d-loadgen" % i]
@@ -1075,14 +1070,13 @@ def report(res):
                     c, fmt(med), fmt(lo), fmt(hi), n,
                     ", spread %.0f%%" % (100.0 * (hi / lo - 1)) if n > 1 else ""))
         pl = ramp_plateau([{"conns": c, "ops_per_s": med} for c, med, _, _, _ in per])
+        unit = "median" if rounds > 1 else "step"
         if pl:
             L.append("   plateau from %d conns: no %s with more adds %.0f%% or more over the best %s "
-                     "at or below it (at most %+.1f%%)" % (pl[0], "median" if rounds > 1 else "step",
-                                                           100 * PLATEAU_GAIN,
-                                                           "median" if rounds > 1 else "step", 100 * pl[1]))
+                     "at or below it (at most %+.1f%%)" % (pl[0], unit, 100 * PLATEAU_GAIN, unit, 100 * pl[1]))
         elif any(st["ops_per_s"] for st in a["ramp"]):
             L.append("   no plateau: the %s with the most connections still adds %.0f%% or more"
-                     % ("median" if rounds > 1 else "step", 100 * PLATEAU_GAIN))
+                     % (unit, 100 * PLATEAU_GAIN))
     rec = a.get("record")
     if rec:
         L.append("-- recording (ftrace over the load window)")
@@ -1353,9 +1347,10 @@ def parse_args(argv):
                      "the ramp with --ramp-rounds" % int(c))
         ramp.append(int(c))
     a.ramp = ramp
-    if len(",".join(str(c) for c in ramp_steps(ramp, a.ramp_rounds))) > 1024:
+    a.ramp_steps = ramp_steps(ramp, a.ramp_rounds)
+    if len(",".join(str(c) for c in a.ramp_steps)) > 1024:
         ap.error("--ramp with --ramp-rounds %d: %d steps do not fit on the guest's kernel command line; "
-                 "give fewer concurrencies or rounds" % (a.ramp_rounds, len(ramp) * a.ramp_rounds))
+                 "give fewer concurrencies or rounds" % (a.ramp_rounds, len(a.ramp_steps)))
     if a.record and os.path.isdir(a.record):
         ap.error("--record %s: is a directory; give a file name" % a.record)
     if a.kernel and not os.path.isfile(a.kernel):

@@ -37,7 +37,7 @@ from vtrace import Event, Header, Writer
 _LINE = re.compile(r"\[(?P<cpu>\d{1,4})\]\s+(?:[^\s:]{1,8}\s+)?(?P<s>\d+)\.(?P<f>\d{1,9}):"
                    r"\s+(?:(?P<sys>[\w-]+):)?(?P<ev>[\w-]+):\s*(?P<rest>.*)$")
 _KV = re.compile(r"(\w+)=(\S+)")
-LOSS_MARK = re.compile(r"^#{5} CPU \d+ buffer started #{4}\s*$|^CPU:\d+ \[LOST \d+ EVENTS\]\s*$")
+_LOSS_MARK = re.compile(r"^#{5} CPU \d+ buffer started #{4}\s*$|^CPU:\d+ \[LOST \d+ EVENTS\]\s*$")
 BEFORE_LOSS = "events before the last CPU's buffer start or lost events"
 _FRAMES = {"dma_map": "map", "dma_map_sg": "map", "dma_unmap": "unmap",
            "dma_unmap_sg": "unmap", "fq_flush": "flush", "qi_sync": "sync"}
@@ -216,16 +216,14 @@ def read_masks(path):
     return masks
 
 
-def _last_loss(inp):
+def complete_from(lines):
     """The number of the last line marking a CPU's buffer start or lost
-    events (0 if none), and how many event lines came before it."""
-    last, events, before = 0, 0, 0
-    for n, line in enumerate(inp, 1):
-        if LOSS_MARK.match(line):
-            last, before = n, events
-        elif _LINE.search(line):
-            events += 1
-    return last, before
+    events, 0 if none: the lines after it are complete on every CPU."""
+    last = 0
+    for n, line in enumerate(lines, 1):
+        if line.startswith(("#####", "CPU:")) and _LOSS_MARK.match(line):
+            last = n
+    return last
 
 
 def convert(inp, out, name, masks=None):
@@ -242,14 +240,14 @@ def convert(inp, out, name, masks=None):
         inp = spool
     try:
         start = inp.tell()
-        last, before = _last_loss(inp)
+        last = complete_from(inp)
         inp.seek(start)
         conv = Converter(out, name, masks)
-        if before:
-            conv.skipped[BEFORE_LOSS] = before
         for n, line in enumerate(inp, 1):
             if n > last:
                 conv.line(n, line.rstrip("\n"))
+            elif _LINE.search(line):
+                conv.skipped[BEFORE_LOSS] = conv.skipped.get(BEFORE_LOSS, 0) + 1
         counts, skipped = conv.finish()
     finally:
         if spool:
