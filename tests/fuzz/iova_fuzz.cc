@@ -42,32 +42,37 @@ struct Shadow {
     std::map<uint64_t, uint64_t> reserved;  // pfn_lo -> pfn_hi (inclusive)
     std::map<uint64_t, uint64_t> pending;   // unmapped, not yet flushed: pfn -> pages
 
-    static bool overlaps(const std::map<uint64_t, uint64_t> &m, uint64_t lo, uint64_t hi,
-                         bool inclusive_value)
+    // Reserved ranges may overlap one another (lo -> inclusive hi); they
+    // are few.
+    bool reserved_overlap(uint64_t lo, uint64_t hi) const
     {
-        for (auto it = m.begin(); it != m.end(); ++it) {
-            uint64_t a = it->first;
-            uint64_t b = inclusive_value ? it->second : a + it->second - 1;
+        for (auto [a, b] : reserved)
             if (a <= hi && lo <= b)
                 return true;
-        }
         return false;
+    }
+    // Pending ranges, like live ones, are disjoint: only the last one
+    // starting at or below @hi can reach @lo.
+    template <class Map, class Pages>
+    static bool disjoint_overlap(const Map &m, uint64_t lo, uint64_t hi, Pages pages)
+    {
+        auto it = m.upper_bound(hi);
+        if (it == m.begin())
+            return false;
+        --it;
+        return it->first + pages(it->second) - 1 >= lo;
     }
     bool live_overlap(uint64_t lo, uint64_t hi) const
     {
-        auto it = live.upper_bound(hi);
-        if (it == live.begin())
-            return false;
-        --it;
-        return it->first + it->second.pages - 1 >= lo;
+        return disjoint_overlap(live, lo, hi, [](const Range &r) { return r.pages; });
     }
     // An allocation must not overlap anything in use.  Pending ranges are
     // matched loosely (by the whole pending set) since flush_range names
     // them by IOVA.
     bool in_use(uint64_t lo, uint64_t hi) const
     {
-        return live_overlap(lo, hi) || overlaps(reserved, lo, hi, true) ||
-               overlaps(pending, lo, hi, false);
+        return live_overlap(lo, hi) || reserved_overlap(lo, hi) ||
+               disjoint_overlap(pending, lo, hi, [](uint64_t pages) { return pages; });
     }
 };
 
@@ -82,8 +87,8 @@ void flush_range(void *opaque, uint64_t iova, uint64_t bytes)
     auto *c = static_cast<Ctx *>(opaque);
     c->flushes++;
     uint64_t lo = iova >> c->shift, hi = (iova + bytes - 1) >> c->shift;
-    for (auto it = c->s.pending.begin(); it != c->s.pending.end();) {
-        if (it->first >= lo && it->first + it->second - 1 <= hi)
+    for (auto it = c->s.pending.lower_bound(lo); it != c->s.pending.end() && it->first <= hi;) {
+        if (it->first + it->second - 1 <= hi)
             it = c->s.pending.erase(it);
         else
             ++it;
