@@ -504,7 +504,6 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         for (unsigned r = 0; r < FAULT_SLOTS; r++)
             fault_total[r] += since_reset(shards_[sh], base_[sh], r, true);
     }
-    auto by_reason = [&](VtdFaultReason r) { return fault_total[fault_slot(r)]; };
 
     out.clear();
     Json j(out);
@@ -513,6 +512,26 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         for (unsigned k = SECTION_INDEX.start[sec]; k < SECTION_INDEX.start[sec + 1]; k++) {
             const unsigned i = SECTION_INDEX.counter[k];
             j.num(COUNTER_NAMES[i].key, total[i]);
+        }
+    };
+    // An object `key` holding section `sec`'s counters.
+    auto counter_object = [&](const char *key, unsigned sec) {
+        j.open(key, '{');
+        counters(sec);
+        j.close('}');
+    };
+    // A cache's object: its gauge `entries`, then section `sec`'s counters.
+    auto cache_object = [&](const char *key, unsigned sec, uint64_t entries) {
+        j.open(key, '{');
+        j.num("entries", entries);
+        counters(sec);
+        j.close('}');
+    };
+    // The fault counts of reasons first..last, named.
+    auto reason_range = [&](VtdFaultReason first, VtdFaultReason last) {
+        for (unsigned r = first; r <= last; r++) {
+            const auto reason = static_cast<VtdFaultReason>(r);
+            j.num(fault_reason_name(reason), fault_total[fault_slot(reason)]);
         }
     };
     j.open(nullptr, '{');
@@ -528,55 +547,28 @@ void Stats::to_json(const Gauges &g, std::string &out) const
     j.boolean("eim", g.eim);
     j.close('}');
 
-    j.open("translate", '{');
-    counters(section("translate"));
-    j.close('}');
-
-    j.open("iotlb", '{');
-    j.num("entries", g.iotlb_entries);
-    counters(section("iotlb"));
-    j.close('}');
-
-    j.open("iova", '{');
-    counters(section("iova"));
-    j.close('}');
-
-    j.open("context_cache", '{');
-    j.num("entries", g.context_entries);
-    counters(section("context_cache"));
-    j.close('}');
+    counter_object("translate", section("translate"));
+    cache_object("iotlb", section("iotlb"), g.iotlb_entries);
+    counter_object("iova", section("iova"));
+    cache_object("context_cache", section("context_cache"), g.context_entries);
 
     j.open("faults", '{');
     counters(section("faults"));
     j.open("by_reason", '{');
-    for (unsigned r = 1; r <= VTD_FR_CONTEXT_ENTRY_TT; r++)
-        j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
-              by_reason(static_cast<VtdFaultReason>(r)));
-    for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
-        j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
-              by_reason(static_cast<VtdFaultReason>(r)));
+    reason_range(VTD_FR_ROOT_ENTRY_P, VTD_FR_CONTEXT_ENTRY_TT);
+    reason_range(VTD_FR_IR_REQ_RSVD, VTD_FR_IR_PID_INV);
     for (unsigned i = 0; i < std::size(SM_FAULT_REASONS); i++)
         j.num(fault_reason_name(SM_FAULT_REASONS[i]), fault_total[SM_FAULT_SLOT0 + i]);
     j.close('}');
     j.close('}');
 
     j.open("invalidations", '{');
-    static constexpr struct {
-        const char *key;
-        unsigned sec;
-    } invalidation_subs[] = {{"context", section("invalidations/context")},
-                             {"iotlb", section("invalidations/iotlb")},
-                             {"pasid_iotlb", section("invalidations/pasid_iotlb")},
-                             {"pasid_cache", section("invalidations/pasid_cache")}};
-    for (const auto &sub : invalidation_subs) {
-        j.open(sub.key, '{');
-        counters(sub.sec);
-        j.close('}');
-    }
+    counter_object("context", section("invalidations/context"));
+    counter_object("iotlb", section("invalidations/iotlb"));
+    counter_object("pasid_iotlb", section("invalidations/pasid_iotlb"));
+    counter_object("pasid_cache", section("invalidations/pasid_cache"));
     counters(section("invalidations"));
-    j.open("register_based", '{');
-    counters(section("invalidations/register_based"));
-    j.close('}');
+    counter_object("register_based", section("invalidations/register_based"));
     j.close('}');
 
     j.open("queue", '{');
@@ -601,9 +593,7 @@ void Stats::to_json(const Gauges &g, std::string &out) const
         j.num(type_names[t], descriptors(t));
     j.close('}');
     counters(section("queue"));
-    j.open("waits", '{');
-    counters(section("queue/waits"));
-    j.close('}');
+    counter_object("waits", section("queue/waits"));
     j.open("latency_ns", '{');
     j.num("count", latency_count_.load());
     j.num("sum", latency_sum_.load());
@@ -617,40 +607,22 @@ void Stats::to_json(const Gauges &g, std::string &out) const
 
     j.open("scalable", '{');
     counters(section("scalable"));
-    j.open("pgtt", '{');
-    counters(section("scalable/pgtt"));
-    j.close('}');
-    j.open("first_stage", '{');
-    counters(section("scalable/first_stage"));
-    j.close('}');
+    counter_object("pgtt", section("scalable/pgtt"));
+    counter_object("first_stage", section("scalable/first_stage"));
     j.close('}');
 
-    static constexpr struct {
-        const char *key;
-        unsigned sec;
-    } plain[] = {{"replay", section("replay")},
-                 {"pages", section("pages")},
-                 {"device_tlb", section("device_tlb")},
-                 {"notifications", section("notifications")},
-                 {"pasid_cache", section("pasid_cache")}};
-    for (const auto &p : plain) {
-        j.open(p.key, '{');
-        counters(p.sec);
-        j.close('}');
-    }
+    counter_object("replay", section("replay"));
+    counter_object("pages", section("pages"));
+    counter_object("device_tlb", section("device_tlb"));
+    counter_object("notifications", section("notifications"));
+    counter_object("pasid_cache", section("pasid_cache"));
 
     j.open("interrupt_remapping", '{');
     counters(section("interrupt_remapping"));
-    j.open("remappable", '{');
-    counters(section("interrupt_remapping/remappable"));
-    j.close('}');
-    j.open("compatibility", '{');
-    counters(section("interrupt_remapping/compatibility"));
-    j.close('}');
+    counter_object("remappable", section("interrupt_remapping/remappable"));
+    counter_object("compatibility", section("interrupt_remapping/compatibility"));
     j.open("blocked_by_reason", '{');
-    for (unsigned r = VTD_FR_IR_REQ_RSVD; r <= VTD_FR_IR_PID_INV; r++)
-        j.num(fault_reason_name(static_cast<VtdFaultReason>(r)),
-              by_reason(static_cast<VtdFaultReason>(r)));
+    reason_range(VTD_FR_IR_REQ_RSVD, VTD_FR_IR_PID_INV);
     j.close('}');
     j.open("iec", '{');
     j.num("capacity", g.iec_capacity);
