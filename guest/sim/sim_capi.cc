@@ -30,13 +30,21 @@ struct ViommuSimWorkload {
 
 namespace {
 
+// `s` into buf[len] as a C string, cut to fit (nothing written when len is
+// 0); returns the length of all of `s`.
+long copy_out(const std::string &s, char *buf, size_t len)
+{
+    if (buf && len) {
+        size_t n = std::min(s.size(), len - 1);
+        std::memcpy(buf, s.data(), n);
+        buf[n] = '\0';
+    }
+    return static_cast<long>(s.size());
+}
+
 int report(const std::string &msg, char *err, size_t errlen)
 {
-    if (err && errlen) {
-        size_t n = std::min(msg.size(), errlen - 1);
-        std::memcpy(err, msg.data(), n);
-        err[n] = '\0';
-    }
+    copy_out(msg, err, errlen);
     return -1;
 }
 
@@ -271,13 +279,7 @@ long viommu_sim_run_json(const ViommuSimConfig *cfg, char *buf, size_t len)
         auto r = viommu::sim::simulate(c);
         if (!r)
             return -1;
-        std::string j = r->json();
-        if (len) {
-            size_t n = std::min(j.size(), len - 1);
-            std::memcpy(buf, j.data(), n);
-            buf[n] = '\0';
-        }
-        return static_cast<long>(j.size());
+        return copy_out(r->json(), buf, len);
     } catch (...) {
         return -1;
     }
@@ -296,13 +298,7 @@ long viommu_sim_run_params_json(const ViommuSimParams *p, char *buf, size_t len)
         auto r = viommu::sim::simulate(p->p);
         if (!r)
             return -1;
-        std::string j = r->json();
-        if (len) {
-            size_t n = std::min(j.size(), len - 1);
-            std::memcpy(buf, j.data(), n);
-            buf[n] = '\0';
-        }
-        return static_cast<long>(j.size());
+        return copy_out(r->json(), buf, len);
     } catch (...) {
         return -1;
     }

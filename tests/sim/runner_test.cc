@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The simulator as a whole: determinism, accounting, configuration errors.
 #include <cstddef>
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -333,6 +334,60 @@ TEST(SimCApi, RunsAndReportsJson)
     c.allocator = "bogus";
     EXPECT_EQ(viommu_sim_run_json(&c, nullptr, 0), -1);
     EXPECT_EQ(viommu_sim_run_json(nullptr, nullptr, 0), -1);
+}
+
+// Every C call that hands back text copies it out the same way: the length
+// of all of it whatever the buffer, in a short buffer as much as fits and a
+// NUL, nothing written into a buffer of no bytes.
+TEST(SimCApi, TextIsCopiedOutCutToTheBuffer)
+{
+    ViommuSimConfig c{};
+    c.workload = "block";
+    c.allocator = "linux-4.7";
+    c.flush = "strict";
+    c.cpus = 2;
+    c.ops = 100;
+    long n = viommu_sim_run_json(&c, nullptr, 0);
+    ASSERT_GT(n, 8);
+    std::string full(static_cast<size_t>(n) + 1, '\0');
+    ASSERT_EQ(viommu_sim_run_json(&c, full.data(), full.size()), n);
+    full.resize(static_cast<size_t>(n));
+    char small[9];
+    std::memset(small, 'x', sizeof small);
+    EXPECT_EQ(viommu_sim_run_json(&c, small, sizeof small), n);
+    EXPECT_EQ(std::string(small), full.substr(0, 8));
+
+    // the same setup through the parameters' run: the same JSON
+    ViommuSimParams *p = viommu_sim_params_new();
+    ASSERT_NE(p, nullptr);
+    char err[160];
+    for (auto [k, v] :
+         std::initializer_list<std::pair<const char *, const char *>>{{"workload", "block"},
+                                                                      {"allocator", "linux-4.7"},
+                                                                      {"flush", "strict"},
+                                                                      {"cpus", "2"},
+                                                                      {"ops-per-cpu", "50"},
+                                                                      {"seed", "0"}})
+        ASSERT_EQ(viommu_sim_params_set(p, k, v, err, sizeof err), 0) << k << ": " << err;
+    EXPECT_EQ(viommu_sim_run_params_json(p, nullptr, 0), n);
+    std::string again(static_cast<size_t>(n) + 1, '\0');
+    EXPECT_EQ(viommu_sim_run_params_json(p, again.data(), again.size()), n);
+    EXPECT_EQ(again.c_str(), full);
+    std::memset(small, 'x', sizeof small);
+    EXPECT_EQ(viommu_sim_run_params_json(p, small, sizeof small), n);
+    EXPECT_EQ(std::string(small), full.substr(0, 8));
+
+    // an error message: cut the same way, or not written at all
+    char tiny[4] = {'x', 'x', 'x', 'x'};
+    EXPECT_EQ(viommu_sim_params_set(p, "iodepth", "x", err, sizeof err), -1);
+    const std::string msg = err;
+    ASSERT_GT(msg.size(), 3u);
+    EXPECT_EQ(viommu_sim_params_set(p, "iodepth", "x", tiny, sizeof tiny), -1);
+    EXPECT_EQ(std::string(tiny), msg.substr(0, 3));
+    std::memset(tiny, 'x', sizeof tiny);
+    EXPECT_EQ(viommu_sim_params_set(p, "iodepth", "x", tiny, 0), -1);
+    EXPECT_EQ(tiny[0], 'x');
+    viommu_sim_params_free(p);
 }
 
 }  // namespace
