@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <sstream>
 
 #include "decimal.hpp"
@@ -48,45 +49,41 @@ struct Info {
     Setter set;
 };
 
-// "4096", "4K", "4KiB", "64K", "1M"
-bool parse_bytes(std::string_view s, uint64_t &out)
-{
-    uint64_t mul = 1;
-    auto strip = [&](std::string_view suffix, uint64_t m) {
-        if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
-            s.remove_suffix(suffix.size());
-            mul = m;
-            return true;
-        }
-        return false;
-    };
-    strip("KiB", 1024) || strip("MiB", 1 << 20) || strip("K", 1024) || strip("M", 1 << 20) ||
-        strip("B", 1);
-    uint64_t v;
-    if (!parse_u64(s, v) || (mul > 1 && v > max_u64 / mul))
-        return false;
-    out = v * mul;
-    return true;
-}
+struct Unit {
+    std::string_view suffix;
+    uint64_t mul;
+};
 
-// "500" (ns), "500ns", "4us", "10ms", "2s"
-bool parse_ns(std::string_view s, uint64_t &out)
+// A whole number, times the multiplier of the first of `units` it ends
+// with (a suffix alone is no number).
+bool parse_with_unit(std::string_view s, std::initializer_list<Unit> units, uint64_t &out)
 {
     uint64_t mul = 1;
-    auto strip = [&](std::string_view suffix, uint64_t m) {
-        if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
-            s.remove_suffix(suffix.size());
-            mul = m;
-            return true;
+    for (const Unit &u : units) {
+        if (s.size() > u.suffix.size() && s.ends_with(u.suffix)) {
+            s.remove_suffix(u.suffix.size());
+            mul = u.mul;
+            break;
         }
-        return false;
-    };
-    strip("ns", 1) || strip("us", 1000) || strip("ms", 1000000) || strip("s", 1000000000);
+    }
     uint64_t v;
     if (!parse_u64(s, v) || v > max_u64 / mul)
         return false;
     out = v * mul;
     return true;
+}
+
+// "4096", "4K", "4KiB", "64K", "1M"
+bool parse_bytes(std::string_view s, uint64_t &out)
+{
+    return parse_with_unit(
+        s, {{"KiB", 1024}, {"MiB", 1 << 20}, {"K", 1024}, {"M", 1 << 20}, {"B", 1}}, out);
+}
+
+// "500" (ns), "500ns", "4us", "10ms", "2s"
+bool parse_ns(std::string_view s, uint64_t &out)
+{
+    return parse_with_unit(s, {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}}, out);
 }
 
 Setter uint_field(unsigned Params::*f, uint64_t lo, uint64_t hi)

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "json.hpp"
 #include "params.hpp"
@@ -64,6 +66,50 @@ TEST(Params, ParsesUnitsMixesAndCpuLists)
     ASSERT_TRUE(p.set("irq-cpus", "25%", &err));
     EXPECT_EQ(p.irq_cpu_list().size(), 4u);
     EXPECT_TRUE(p.validate(&err)) << err;
+}
+
+// A size or a time takes the first unit it ends with; a unit alone, a
+// unit of the other kind or a product beyond 64 bits is no value.
+TEST(Params, SizesAndTimesTakeOneUnit)
+{
+    for (auto [v, ns] : std::initializer_list<std::pair<const char *, uint64_t>>{
+             {"7", 7},
+             {"7ns", 7},
+             {"7us", 7'000},
+             {"7ms", 7'000'000},
+             {"7s", 7'000'000'000},
+             {"18446744073709551615", ~uint64_t{0}},
+             {"18446744073709551615ns", ~uint64_t{0}},
+             {"18446744073us", 18'446'744'073'000}}) {
+        Params p;
+        std::string err;
+        ASSERT_TRUE(p.set("duration", v, &err)) << v << ": " << err;
+        EXPECT_EQ(p.duration_ns, ns) << v;
+    }
+    for (const char *v :
+         {"ns", "s", "", "7 ns", "7sec", "7K", "18446744073709552us", "18446744073709551616"}) {
+        Params p;
+        std::string err;
+        EXPECT_FALSE(p.set("duration", v, &err)) << v;
+    }
+    for (auto [v, bytes] :
+         std::initializer_list<std::pair<const char *, uint64_t>>{{"2048", 2048},
+                                                                  {"2048B", 2048},
+                                                                  {"2K", 2048},
+                                                                  {"2KiB", 2048},
+                                                                  {"1M", 1 << 20},
+                                                                  {"1MiB", 1 << 20},
+                                                                  {"1024M", 1 << 30}}) {
+        Params p;
+        std::string err;
+        ASSERT_TRUE(p.set("rx-buffer-bytes", v, &err)) << v << ": " << err;
+        EXPECT_EQ(p.rx_buffer_bytes, bytes) << v;
+    }
+    for (const char *v : {"B", "K", "KiB", "2KB", "2k", "2us", "1G", "2 K"}) {
+        Params p;
+        std::string err;
+        EXPECT_FALSE(p.set("rx-buffer-bytes", v, &err)) << v;
+    }
 }
 
 TEST(Params, BadValuesNameTheParameter)
