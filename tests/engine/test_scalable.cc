@@ -62,6 +62,27 @@ struct Scalable : ::testing::Test {
     uint64_t record_hi(unsigned i) { return h.mmio64(h.frcd + i * 16 + 8); }
 };
 
+// A unit of AW 57 whose device's RID_PASID entry points to 5-level
+// first-stage tables (FSPM 1) at `fs`.
+struct FiveLevelFirstStage {
+    static VtdConfig config()
+    {
+        VtdConfig c = scalable_config();
+        c.aw_bits = 57;
+        return c;
+    }
+    FakeHost h{8 << 20, config()};
+    ScalableTables t{h};
+    uint64_t fs = 0;
+    FiveLevelFirstStage()
+    {
+        uint64_t dir = t.set_context(SID);
+        fs = h.alloc_page();
+        t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 2));  // FSPM: 5-level
+        t.enable();
+    }
+};
+
 }  // namespace
 
 // --- configuration and capabilities ---
@@ -309,20 +330,13 @@ TEST_F(Scalable, AccessedUpdateRacesWithTheGuest)
 
 TEST(ScalableConfigWalk, FiveLevelFirstStageWithAw57)
 {
-    VtdConfig c = scalable_config();
-    c.aw_bits = 57;
-    FakeHost h{8 << 20, c};
-    ScalableTables t{h};
-    uint64_t dir = t.set_context(SID);
-    uint64_t fs = h.alloc_page();
-    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 2));  // FSPM: 5-level
-    t.enable();
+    FiveLevelFirstStage u;
     const uint64_t iova = 0x00f0000012345000ull;
-    t.map_fs(fs, iova, 0x9000, FS_RW | FS_US | FS_A | FS_D, 1, 5);
+    u.t.map_fs(u.fs, iova, 0x9000, FS_RW | FS_US | FS_A | FS_D, 1, 5);
     VtdTranslation out{};
-    ASSERT_EQ(h.translate(SID, iova, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    ASSERT_EQ(u.h.translate(SID, iova, VTD_PERM_WRITE, &out), VTD_FR_NONE);
     EXPECT_EQ(out.phys_base, 0x9000u);
-    EXPECT_EQ(h.translate(SID, 1ull << 56, VTD_PERM_READ), VTD_FR_SM_FS_NON_CANONICAL);
+    EXPECT_EQ(u.h.translate(SID, 1ull << 56, VTD_PERM_READ), VTD_FR_SM_FS_NON_CANONICAL);
 }
 
 TEST_F(Scalable, FiveLevelFirstStageNeedsFs5lp)
@@ -901,17 +915,10 @@ TEST_F(Scalable, ReplayWalksFirstStageTables)
 // upper half from PML5 entries 256-511.
 TEST(ScalableConfigWalk, ReplayFiveLevelFirstStage)
 {
-    VtdConfig c = scalable_config();
-    c.aw_bits = 57;
-    FakeHost h{8 << 20, c};
-    ScalableTables t{h};
-    uint64_t dir = t.set_context(SID);
-    uint64_t fs = h.alloc_page();
-    t.set_pasid(dir, 0, ScalableTables::first_stage(fs, DID, 1 << 2));  // FSPM: 5-level
-    t.enable();
-    t.map_fs(fs, 0x00f0000012345000ull, 0x9000, FS_RW | FS_US | FS_D, 1, 5);
-    t.map_fs(fs, 0xff00000000001000ull, 0xa000, FS_US, 1, 5);
-    auto got = replay(h, 0, UINT64_MAX);
+    FiveLevelFirstStage u;
+    u.t.map_fs(u.fs, 0x00f0000012345000ull, 0x9000, FS_RW | FS_US | FS_D, 1, 5);
+    u.t.map_fs(u.fs, 0xff00000000001000ull, 0xa000, FS_US, 1, 5);
+    auto got = replay(u.h, 0, UINT64_MAX);
     const std::vector<Replayed> want = {{0x00f0000012345000ull, 0x9000, 0xfff, VTD_PERM_RW, DID},
                                         {0xff00000000001000ull, 0xa000, 0xfff, VTD_PERM_READ, DID}};
     EXPECT_EQ(got, want);
