@@ -12,9 +12,11 @@
 
 #include "../../guest/iova/allocator.hpp"
 #include "sim_env.hpp"
+#include "sim_test_util.hpp"
 #include "simulator.hpp"
 
 using namespace viommu::sim;
+using viommu::sim::test::cycle_ns;
 
 namespace {
 
@@ -250,11 +252,7 @@ TEST(Simulator, DeviceServiceTimeBoundsThroughput)
     ASSERT_TRUE(r);
     EXPECT_LE(r->throughput, 1.0e6 * 1.01);
     EXPECT_GT(r->throughput, 0.9e6);
-    double idle = 0;
-    for (const CycleShare &s : r->cycles)
-        if (s.what == "device-wait")
-            idle += double(s.ns);
-    EXPECT_GT(idle, 0.5 * double(r->cpu_time_ns));
+    EXPECT_GT(double(cycle_ns(*r, "device-wait")), 0.5 * double(r->cpu_time_ns));
 }
 
 TEST(Simulator, CycleProfileAddsUpToAllCpuTime)
@@ -273,15 +271,6 @@ TEST(Simulator, CycleProfileAddsUpToAllCpuTime)
     }
 }
 
-Nanos cycles_of(const SimResult &r, std::string_view what)
-{
-    Nanos ns = 0;
-    for (const CycleShare &s : r.cycles)
-        if (s.what == what)
-            ns += s.ns;
-    return ns;
-}
-
 TEST(Simulator, AGlobalListFlushPullsOtherCpusStructIovaLines)
 {
     // 4.4's flush_unmaps() reads every entry's struct iova: the entries
@@ -291,13 +280,13 @@ TEST(Simulator, AGlobalListFlushPullsOtherCpusStructIovaLines)
     auto one = simulate(c1);
     auto four = simulate(small("linux-4.4", "global-list", 4));
     ASSERT_TRUE(one && four);
-    EXPECT_EQ(cycles_of(*one, "flush-iova-lines"), 0u);
-    Nanos lines = cycles_of(*four, "flush-iova-lines");
+    EXPECT_EQ(cycle_ns(*one, "flush-iova-lines"), 0u);
+    Nanos lines = cycle_ns(*four, "flush-iova-lines");
     EXPECT_GT(lines, 0u);
     // the other flush policies keep their entries by value: nothing pulled
     auto fq = simulate(small("linux-4.15", "flush-queue", 4));
     ASSERT_TRUE(fq);
-    EXPECT_EQ(cycles_of(*fq, "flush-iova-lines"), 0u);
+    EXPECT_EQ(cycle_ns(*fq, "flush-iova-lines"), 0u);
 }
 
 TEST(Simulator, RetriesAreCountedPerMap)

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "params.hpp"
+#include "sim_test_util.hpp"
 #include "simulator.hpp"
 #include "trace_format.hpp"
 #include "trace_record.hpp"
@@ -18,6 +20,7 @@
 using namespace viommu::sim;
 using trace::Event;
 using trace::Op;
+using viommu::sim::test::cycle_ns;
 
 namespace {
 
@@ -45,15 +48,6 @@ const char *good = "viommu-trace 1 source=test unit=transactions\n"
                    "\n"
                    "1200 1 flush dur=10\n"
                    "end 4\n";
-
-Nanos cycle_ns(const SimResult &r, std::string_view what)
-{
-    Nanos ns = 0;
-    for (const CycleShare &c : r.cycles)
-        if (c.what == what)
-            ns += c.ns;
-    return ns;
-}
 
 }  // namespace
 
@@ -150,6 +144,15 @@ Params trace_params(const std::string &path, unsigned cpus)
     EXPECT_TRUE(p.set("trace", path, &err)) << err;
     EXPECT_TRUE(p.set("cpus", std::to_string(cpus), &err)) << err;
     return p;
+}
+
+// The trace at `path` replayed on 2 CPUs through linux-5.13's allocator.
+std::optional<SimResult> replay_on_two_cpus(const std::string &path, std::string *err)
+{
+    Params p = trace_params(path, 2);
+    if (!p.set("allocator", "linux-5.13", err))
+        return std::nullopt;
+    return simulate(p, CostModel::standard(), err);
 }
 
 std::string replay_error(const std::string &text)
@@ -380,18 +383,13 @@ TEST(TraceReplay, ReplayAtTheRecordedCpusIsNotSlowerThanTheRecording)
     std::string path = write_temp("guest.vtrace", text);
 
     std::string err;
-    Params p = trace_params(path, 2);
-    ASSERT_TRUE(p.set("allocator", "linux-5.13", &err)) << err;
-    auto r = simulate(p, CostModel::standard(), &err);
+    auto r = replay_on_two_cpus(path, &err);
     ASSERT_TRUE(r) << err;
     EXPECT_EQ(r->maps, maps);
     EXPECT_EQ(r->transactions, maps);
     // every CPU replays its recorded time outside the IOMMU once, from its
     // first record to its last one's end
-    Nanos work = 0;
-    for (const CycleShare &c : r->cycles)
-        if (c.what == "work")
-            work = c.ns;
+    const Nanos work = cycle_ns(*r, "work");
     double recorded_outside = 0;
     for (int c : {0, 1})
         recorded_outside += double(last[c] - first[c] - dur[c]);
@@ -453,9 +451,7 @@ TEST(TraceReplay, ACpuThatStartsLateDoesNotShortenTheWindow)
     std::string path = write_temp("late.vtrace", text);
 
     std::string err;
-    Params p = trace_params(path, 2);
-    ASSERT_TRUE(p.set("allocator", "linux-5.13", &err)) << err;
-    auto r = simulate(p, CostModel::standard(), &err);
+    auto r = replay_on_two_cpus(path, &err);
     ASSERT_TRUE(r) << err;
     EXPECT_EQ(r->maps, maps);
     EXPECT_EQ(cycle_ns(*r, "work"), Nanos(outside[0] + outside[1]));
