@@ -22,27 +22,15 @@ obj=$BUILD/qemu-fuzz
 [ -d "$src" ] || die "no QEMU source in build/qemu-src; run scripts/fetch-qemu.sh first."
 command -v clang >/dev/null || die "clang is missing; run scripts/setup-host.sh fuzz."
 
-# The shared ccache as in build-qemu.sh: paths relative to the checkout, so a
-# rebuild in another worktree or a fresh clone hits the same cache.
-export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
-export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1
-as_root mkdir -p "$CCACHE_DIR"
-ccache_wrap=""
-command -v ccache >/dev/null && ccache_wrap="ccache "
-
+use_ccache
 # The same lean feature set as build-qemu.sh, with clang, libFuzzer and the sanitizers.
 # QEMU applies its sanitizer and fuzzer flags to C only (C++ is a Windows-only
 # language in its meson.build), so the engine's C++ and every executable
 # linked by clang++ (all of them: the engine is C++) get them through
 # --extra-cxxflags, which configure puts in cpp_args and cpp_link_args.
-config_line="--target-list=x86_64-softmmu --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3 --enable-fuzzing --enable-asan --enable-ubsan --extra-cxxflags=-fsanitize=address,undefined,fuzzer-no-link"
-if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.viommu-lab-config" 2>/dev/null)" != "$config_line" ]; then
-    say "configuring QEMU for fuzzing (clang, libFuzzer, ASan+UBSan) in build/qemu-fuzz"
-    rm -rf "$obj"; mkdir -p "$obj"
-    (cd "$obj" && CC="${ccache_wrap}clang" CXX="${ccache_wrap}clang++" "$src/configure" $config_line >configure.log 2>&1) \
-        || { tail -20 "$obj/configure.log" >&2; die "QEMU configure failed; the full log is build/qemu-fuzz/configure.log."; }
-    echo "$config_line" > "$obj/.viommu-lab-config"
-fi
+qemu_configure qemu-fuzz clang clang++ \
+    "--target-list=x86_64-softmmu $QEMU_FEATURES --enable-fuzzing --enable-asan --enable-ubsan --extra-cxxflags=-fsanitize=address,undefined,fuzzer-no-link" \
+    "QEMU for fuzzing (clang, libFuzzer, ASan+UBSan)"
 
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(qemu-fuzz-x86_64)

@@ -18,21 +18,8 @@ src=$BUILD/qemu-src
 obj=$BUILD/qemu
 [ -d "$src" ] || die "no QEMU source in build/qemu-src; run scripts/fetch-qemu.sh first."
 
-export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
-# Paths relative to the checkout, so a fresh clone elsewhere hits the same cache.
-export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1
-as_root mkdir -p "$CCACHE_DIR"
-ccache_wrap=""
-command -v ccache >/dev/null && ccache_wrap="ccache "
-
-config_line="--target-list=$TARGETS --without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3"
-if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.viommu-lab-config" 2>/dev/null)" != "$config_line" ]; then
-    say "configuring QEMU ($TARGETS, lean, ccache) in build/qemu"
-    rm -rf "$obj"; mkdir -p "$obj"
-    (cd "$obj" && CC="${ccache_wrap}cc" CXX="${ccache_wrap}c++" "$src/configure" $config_line >configure.log 2>&1) \
-        || { tail -20 "$obj/configure.log" >&2; die "QEMU configure failed; the full log is build/qemu/configure.log."; }
-    echo "$config_line" > "$obj/.viommu-lab-config"
-fi
+use_ccache
+qemu_configure qemu cc c++ "--target-list=$TARGETS $QEMU_FEATURES" "QEMU ($TARGETS, lean, ccache)"
 
 bins=()
 for t in ${TARGETS//,/ }; do bins+=("qemu-system-${t%-softmmu}"); done

@@ -18,3 +18,35 @@ as_root() {
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 CACHE=${VIOMMU_CACHE:-/var/cache/viommu-lab}
+
+# QEMU's lean feature set (configure options after --target-list), shared by
+# build-qemu.sh and build-qemu-fuzz.sh.
+QEMU_FEATURES="--without-default-features --enable-kvm --enable-tcg --enable-slirp --enable-vhost-user --enable-vhost-net --enable-fdt=system --disable-docs --disable-install-blobs --disable-werror --python=/usr/bin/python3"
+
+# Compile through the shared ccache ($CACHE/ccache unless CCACHE_DIR says
+# otherwise), with paths relative to the checkout, so that a rebuild in
+# another worktree or a fresh clone hits the same cache.  Sets ccache_wrap:
+# "ccache " where ccache is installed, else "".
+use_ccache() {
+    export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
+    export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1
+    as_root mkdir -p "$CCACHE_DIR"
+    ccache_wrap=""
+    if command -v ccache >/dev/null; then ccache_wrap="ccache "; fi
+}
+
+# qemu_configure NAME CC CXX CONFIG WHAT: configure build/qemu-src in
+# build/NAME with the C and C++ compilers CC and CXX (through ccache_wrap)
+# and the options CONFIG, unless it was configured with CONFIG already;
+# the progress line says "configuring WHAT in build/NAME".
+qemu_configure() {
+    local name=$1 cc=$2 cxx=$3 config=$4 what=$5
+    local src=$BUILD/qemu-src obj=$BUILD/$name
+    [ -f "$obj/build.ninja" ] && [ "$(cat "$obj/.viommu-lab-config" 2>/dev/null)" = "$config" ] && return 0
+    say "configuring $what in build/$name"
+    rm -rf "$obj"; mkdir -p "$obj"
+    # shellcheck disable=SC2086  # config: a word list
+    (cd "$obj" && CC="${ccache_wrap}$cc" CXX="${ccache_wrap}$cxx" "$src/configure" $config >configure.log 2>&1) \
+        || { tail -20 "$obj/configure.log" >&2; die "QEMU configure failed; the full log is build/$name/configure.log."; }
+    echo "$config" > "$obj/.viommu-lab-config"
+}
