@@ -15,6 +15,24 @@ as_root() {
     fi
 }
 
+# image_options WHO HELP_END ARG...: the options of an image builder:
+# --print (print=1: print the image directory when done), --force
+# (force=1: rebuild even if a cached image matches) and --help (lines 2 to
+# HELP_END of the script's header comment); WHO names it in an error.
+image_options() {
+    local who=$1 help_end=$2 a
+    shift 2
+    print=0 force=0
+    for a in "$@"; do
+        case $a in
+            --print) print=1 ;;
+            --force) force=1 ;;
+            -h|--help) sed -n "2,${help_end}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            *) die "$who: unknown option '$a' (use --print, --force)." ;;
+        esac
+    done
+}
+
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 CACHE=${VIOMMU_CACHE:-/var/cache/viommu-lab}

@@ -22,15 +22,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-print=0 force=0
-for a in "$@"; do
-    case $a in
-        --print) print=1 ;;
-        --force) force=1 ;;
-        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) die "build-image.sh: unknown option '$a' (use --print, --force)." ;;
-    esac
-done
+image_options "build-image.sh" 21 "$@"
 # Progress goes to stderr so that --print leaves only the path on stdout.
 say() { printf '[viommu-lab] guest image: %s\n' "$*" >&2; }
 

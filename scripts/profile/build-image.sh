@@ -19,15 +19,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-print=0 force=0
-for a in "$@"; do
-    case $a in
-        --print) print=1 ;;
-        --force) force=1 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) die "profile image: unknown option '$a' (use --print, --force)." ;;
-    esac
-done
+image_options "profile image" 19 "$@"
 say() { printf '[viommu-lab] profile image: %s\n' "$*" >&2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
