@@ -124,6 +124,13 @@ def short(q, n=90):
     return q.replace("|", "\\|")
 
 
+def table(md, title, columns):
+    """A table's heading and header rows."""
+    md.append(f"### {title}\n")
+    md.append("| " + " | ".join(columns) + " |")
+    md.append("|---" * len(columns) + "|")
+
+
 def scoring(sim, cost, md):
     pub = json.load(open(os.path.join(CASES, "published.json")))
     sources = pub["sources"]
@@ -132,54 +139,45 @@ def scoring(sim, cost, md):
     md.append("## Published figures, each scored once\n")
     md.append("Sources: " + "; ".join(f"**{k}**: {v}" for k, v in sources.items()) + ".\n")
 
-    # point values
-    md.append("### Point values\n")
-    md.append("| figure | case / configuration | quote | published | reproduced | ratio | within 25% |")
-    md.append("|---|---|---|---|---|---|---|")
-    within = total = 0
-    for f in figs:
-        if f["kind"] != "point":
-            continue
+    def of_kind(kind):
+        return [f for f in figs if f["kind"] == kind]
+
+    table(md, "Point values",
+          ["figure", "case / configuration", "quote", "published", "reproduced", "ratio", "within 25%"])
+    points = of_kind("point")
+    within = 0
+    for f in points:
         v = sc.value(f)
         ratio = v / f["value"] if v is not None and f["value"] else None
         ok = ratio is not None and 0.75 <= ratio <= 1.25
         within += ok
-        total += 1
         conf = f["configuration"] + (f" / {f['baseline_configuration']}" if "baseline_configuration" in f else "")
         md.append(f"| {f['id']} | {f['case']} {conf} | {short(f['quote'])} | {shown(f, f['value'])} "
                   f"{'' if f.get('unit', '').startswith('fraction') else f.get('unit', '')} | {shown(f, v)} | "
                   f"{'-' if ratio is None else f'{ratio:.2f}'} | {'yes' if ok else 'no'} |")
     md.append("")
-    line = f"point values within 25%: {within} of {total}"
+    line = f"point values within 25%: {within} of {len(points)}"
     md.append(line + "\n")
     print(line)
 
-    # bounds
-    md.append("### Bounds\n")
-    md.append("| figure | case / configuration | quote | bound | reproduced | met |")
-    md.append("|---|---|---|---|---|---|")
-    met = nb = 0
-    for f in figs:
-        if f["kind"] != "bound":
-            continue
+    table(md, "Bounds", ["figure", "case / configuration", "quote", "bound", "reproduced", "met"])
+    bounds = of_kind("bound")
+    met = 0
+    for f in bounds:
         v = sc.value(f)
         ok = v is not None and (v < f["value"] if f["bound"] == "upper" else v > f["value"])
         met += ok
-        nb += 1
         sign = "<" if f["bound"] == "upper" else ">"
         md.append(f"| {f['id']} | {f['case']} {f['configuration']} | {short(f['quote'])} | "
                   f"{sign} {shown(f, f['value'])} {f['unit']} | {shown(f, v)} | {'yes' if ok else 'no'} |")
     md.append("")
-    md.append(f"bounds met: {met} of {nb}\n")
+    md.append(f"bounds met: {met} of {len(bounds)}\n")
 
     # qualitative claims: each counted once, over every configuration pair it covers
-    md.append("### Qualitative claims\n")
-    md.append("| figure | claim | configurations | reproduced | holds |")
-    md.append("|---|---|---|---|---|")
-    held = nq = 0
-    for f in figs:
-        if f["kind"] != "qualitative":
-            continue
+    table(md, "Qualitative claims", ["figure", "claim", "configurations", "reproduced", "holds"])
+    claims = of_kind("qualitative")
+    held = 0
+    for f in claims:
         pairs = [(f["configuration"], f["baseline_configuration"])] + [tuple(p) for p in f.get("also", [])]
         m = f["measure"]
         vals, ok = [], True
@@ -193,27 +191,21 @@ def scoring(sim, cost, md):
             else:
                 ok = ok and v < m["high"]
         held += ok
-        nq += 1
         md.append(f"| {f['id']} | {f['claim']} | {f['case']} | {'; '.join(vals)} | {'yes' if ok else 'no'} |")
     md.append("")
-    md.append(f"qualitative claims holding: {held} of {nq}\n")
+    md.append(f"qualitative claims holding: {held} of {len(claims)}\n")
 
-    # inputs
-    md.append("### Inputs (calibrate a case, not scored)\n")
-    md.append("| figure | case | quote | published | the model's | note |")
-    md.append("|---|---|---|---|---|---|")
-    for f in figs:
-        if f["kind"] != "input":
-            continue
+    table(md, "Inputs (calibrate a case, not scored)",
+          ["figure", "case", "quote", "published", "the model's", "note"])
+    for f in of_kind("input"):
         v = sc.value(f)
         md.append(f"| {f['id']} | {f['case']} | {short(f['quote'])} | {num(f['value'])} {f['unit']} | "
                   f"{num(v)} | {f.get('note', '')} |")
     md.append("")
     md.append("### Not modelled (listed, not scored)\n")
-    for f in figs:
-        if f["kind"] == "not-modelled":
-            md.append(f"- {f['id']} ({sources[f['source']]}): \"{short(f['quote'], 140)}\" = "
-                      f"{f['value']} {f['unit']}: {f['note']}")
+    for f in of_kind("not-modelled"):
+        md.append(f"- {f['id']} ({sources[f['source']]}): \"{short(f['quote'], 140)}\" = "
+                  f"{f['value']} {f['unit']}: {f['note']}")
     md.append("")
 
 
