@@ -219,30 +219,30 @@ static int copy_steps(ViommuSimWorkload *w, ViommuSimStep *steps, size_t max)
     return static_cast<int>(n);
 }
 
-int viommu_sim_workload_setup(ViommuSimWorkload *w, unsigned cpu, ViommuSimStep *steps, size_t max)
+// The steps `gen` (Workload::setup or Workload::next) gives CPU `cpu`,
+// copied out.
+static int workload_steps(ViommuSimWorkload *w, unsigned cpu, ViommuSimStep *steps, size_t max,
+                          void (Workload::*gen)(unsigned, std::vector<Step> &))
 {
     if (!w || cpu >= w->w->info().cpus || (!steps && max))
         return -1;
     try {
         w->steps.clear();
-        w->w->setup(cpu, w->steps);
+        ((*w->w).*gen)(cpu, w->steps);
     } catch (...) {
         return -1;
     }
     return copy_steps(w, steps, max);
 }
 
+int viommu_sim_workload_setup(ViommuSimWorkload *w, unsigned cpu, ViommuSimStep *steps, size_t max)
+{
+    return workload_steps(w, cpu, steps, max, &Workload::setup);
+}
+
 int viommu_sim_workload_next(ViommuSimWorkload *w, unsigned cpu, ViommuSimStep *steps, size_t max)
 {
-    if (!w || cpu >= w->w->info().cpus || (!steps && max))
-        return -1;
-    try {
-        w->steps.clear();
-        w->w->next(cpu, w->steps);
-    } catch (...) {
-        return -1;
-    }
-    return copy_steps(w, steps, max);
+    return workload_steps(w, cpu, steps, max, &Workload::next);
 }
 
 long viommu_sim_run_json(const ViommuSimConfig *cfg, char *buf, size_t len)

@@ -307,7 +307,8 @@ TEST(Simulator, RetriesAreCountedPerMap)
     EXPECT_EQ(force->allocator_retries, 0.0);
 }
 
-TEST(SimCApi, RunsAndReportsJson)
+// A short block run through linux-4.7, set up as a C caller does.
+ViommuSimConfig c_block_run()
 {
     ViommuSimConfig c{};
     c.workload = "block";
@@ -315,6 +316,12 @@ TEST(SimCApi, RunsAndReportsJson)
     c.flush = "strict";
     c.cpus = 2;
     c.ops = 100;
+    return c;
+}
+
+TEST(SimCApi, RunsAndReportsJson)
+{
+    ViommuSimConfig c = c_block_run();
     long n = viommu_sim_run_json(&c, nullptr, 0);
     ASSERT_GT(n, 0);
     std::string buf(static_cast<size_t>(n) + 1, '\0');
@@ -330,12 +337,7 @@ TEST(SimCApi, RunsAndReportsJson)
 // NUL, nothing written into a buffer of no bytes.
 TEST(SimCApi, TextIsCopiedOutCutToTheBuffer)
 {
-    ViommuSimConfig c{};
-    c.workload = "block";
-    c.allocator = "linux-4.7";
-    c.flush = "strict";
-    c.cpus = 2;
-    c.ops = 100;
+    const ViommuSimConfig c = c_block_run();
     long n = viommu_sim_run_json(&c, nullptr, 0);
     ASSERT_GT(n, 8);
     std::string full(static_cast<size_t>(n) + 1, '\0');

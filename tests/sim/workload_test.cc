@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include <viommu/sim.h>
 
@@ -347,6 +348,19 @@ TEST(WorkloadCApi, ReplaysTheSameStepsAsCpp)
     cp.seed = 9;
     auto cpp = Workload::create(cp);
     std::vector<Step> expect;
+    std::vector<ViommuSimStep> all(1 << 16);
+    for (unsigned cpu : {0u, 1u}) {
+        expect.clear();
+        cpp->setup(cpu, expect);
+        int n = viommu_sim_workload_setup(w, cpu, all.data(), all.size());
+        ASSERT_EQ(n, int(expect.size()));
+        ASSERT_GT(n, 0);  // the RX rings are mapped at set-up
+        ASSERT_LE(expect.size(), all.size());
+        for (int k = 0; k < n; k++)
+            EXPECT_TRUE(same(all[k], expect[k]));
+    }
+    EXPECT_EQ(viommu_sim_workload_setup(w, 2, all.data(), all.size()), -1);
+    EXPECT_EQ(viommu_sim_workload_setup(w, 0, nullptr, 1), -1);
     ViommuSimStep buf[8];
     for (int i = 0; i < 100; i++) {
         expect.clear();
