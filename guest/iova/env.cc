@@ -12,7 +12,7 @@ const char *site_name(Site s)
     static constexpr const char *names[] = {
         "alloc",      "free",        "insert",      "free_batch",   "rcache_get",
         "rcache_put", "depot_get",   "depot_put",   "rcache_flush", "depot_trim",
-        "unmap_add",  "unmap_flush", "flush_timer", "range_refill",
+        "unmap_add",  "unmap_flush", "flush_timer", "range_refill", "lookup",
     };
     static_assert(std::size(names) == static_cast<unsigned>(Site::count_));
     return names[static_cast<unsigned>(s)];

@@ -57,7 +57,7 @@ using Nanos = uint64_t;
 // Where a lock is taken; statistics are kept per lock and per site.
 enum class Site : uint8_t {
     alloc,         // rbtree walk + insert (__alloc_and_insert_iova_range)
-    free,          // rbtree find + erase (free_iova)
+    free,          // rbtree erase (__free_iova; free_iova from 4.7: find + erase)
     insert,        // batch insert (percpu-batch refill)
     free_batch,    // magazine or batch freed back to the rbtree
     rcache_get,    // per-CPU magazine pop
@@ -70,6 +70,7 @@ enum class Site : uint8_t {
     unmap_flush,   // deferred unmap: batch invalidated and freed
     flush_timer,   // deferred unmap: timer-driven flush
     range_refill,  // viommu-lab: a CPU takes a new range chunk
+    lookup,        // rbtree find of a range to free (4.4 find_iova)
     count_
 };
 

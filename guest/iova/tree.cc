@@ -215,27 +215,38 @@ void IovaTree::shrink_locked(unsigned cpu, Pfn pfn, Pfn new_hi)
     account(cpu, v0, false, true);
 }
 
+bool IovaTree::lookup(unsigned cpu, Pfn pfn, Site site)
+{
+    LockGuard g(lock_, site);
+    uint64_t v0 = rb_.visits();
+    IovaNode *n = rb_.find(pfn);
+    account(cpu, v0, false, false);
+    return n && n != anchor_ && n->pfn_lo == pfn;
+}
+
+bool IovaTree::erase_found(unsigned cpu, Pfn pfn, Site site)
+{
+    LockGuard g(lock_, site);
+    // The caller holds the struct iova: the search below stands for that
+    // pointer and is not charged.
+    IovaNode *n = rb_.find(pfn);
+    if (!n || n == anchor_ || n->pfn_lo != pfn)
+        return false;
+    uint64_t v0 = rb_.visits();
+    delete_update(n);
+    rb_.erase(n);
+    uint64_t visits = rb_.visits() - v0;
+    env_.charge(Work::node_visit, visits);
+    env_.charge(Work::tree_update, 1);
+    stats_.add(cpu, Counter::nodes_visited, visits);
+    stats_.add(cpu, Counter::rbtree_frees);
+    return true;
+}
+
 bool IovaTree::free(unsigned cpu, Pfn pfn)
 {
-    if (walk_ == Walk::v4_4) {
-        // 4.4 free_iova(): find_iova() and __free_iova() lock separately.
-        {
-            LockGuard g(lock_, Site::free);
-            uint64_t v0 = rb_.visits();
-            IovaNode *n = rb_.find(pfn);
-            account(cpu, v0, false, false);
-            if (!n || n->pfn_lo != pfn)
-                return false;
-        }
-        LockGuard g(lock_, Site::free);
-        IovaNode *n = rb_.find(pfn);
-        if (!n || n->pfn_lo != pfn)
-            return false;
-        delete_update(n);
-        rb_.erase(n);
-        stats_.add(cpu, Counter::rbtree_frees);
-        return true;
-    }
+    if (walk_ == Walk::v4_4)
+        return lookup(cpu, pfn) && erase_found(cpu, pfn);
     LockGuard g(lock_, Site::free);
     return free_locked(cpu, pfn);
 }

@@ -32,8 +32,16 @@ public:
 
     // alloc_iova(): size-aligned allocation of @pages at or below @limit.
     AllocResult alloc(unsigned cpu, uint64_t pages, Pfn limit, Site site = Site::alloc);
-    // free_iova(): false if no range starts at @pfn.
+    // free_iova(): false if no range starts at @pfn.  For Walk::v4_4 it is
+    // lookup() and erase_found(), each in its own hold, as 4.4's free_iova()
+    // is find_iova() and __free_iova().
     bool free(unsigned cpu, Pfn pfn);
+    // 4.4 find_iova(): one hold, a walk from the root to the range that
+    // starts at @pfn; nothing changes.  False if there is none.
+    bool lookup(unsigned cpu, Pfn pfn, Site site = Site::lookup);
+    // 4.4 __free_iova() of the range starting at @pfn, which the caller
+    // found with lookup() and holds: one hold, the erase only (no walk).
+    bool erase_found(unsigned cpu, Pfn pfn, Site site = Site::free);
     // reserve_iova(): insert [lo, hi] unless it overlaps a node.
     bool reserve(unsigned cpu, Pfn lo, Pfn hi);
     // Many frees in one lock hold (a magazine going back to the tree).

@@ -114,6 +114,35 @@ TEST(Variants, FailedTreeAllocationIsChargedNoTreeUpdate)
     }
 }
 
+// 4.4 free_iova() is find_iova() and __free_iova(), each in its own hold
+// of iova_rbtree_lock: the lookup walks from the root and changes
+// nothing; the erase is the free's one tree update.
+TEST(Variants, FreeIova44IsALookupHoldThenAnEraseHold)
+{
+    struct CountingEnv final : ManualEnv {
+        CountingEnv() : ManualEnv(1) {}
+        void charge(Work w, uint64_t n) override
+        {
+            (w == Work::tree_update ? updates : visits) += n;
+        }
+        uint64_t updates = 0, visits = 0;
+    };
+    CountingEnv env;
+    auto a = Allocator::create("linux-4.4", env);
+    std::vector<Pfn> pfns;
+    for (int i = 0; i < 100; i++)
+        pfns.push_back(a->alloc(1, a->end_pfn() - 1, false).pfn);
+    const uint64_t updates = env.updates, visits = env.visits;
+    for (Pfn p : pfns)
+        ASSERT_EQ(a->free(p, 1), Status::ok);
+    EXPECT_EQ(env.updates - updates, 100u);
+    EXPECT_GE(env.visits - visits, 100u);  // at least the node itself, per lookup
+    SiteLockStats s;
+    EXPECT_EQ(site_stats(*a, "iova_rbtree_lock", Site::lookup, s).acquisitions, 100u);
+    EXPECT_EQ(site_stats(*a, "iova_rbtree_lock", Site::free, s).acquisitions, 100u);
+    EXPECT_EQ(a->tree_nodes(), 0u);
+}
+
 // free_cpu_cached_iovas() takes iova_rbtree_lock for both magazines of
 // every size class, empty or not: a flush of empty caches still costs
 // 2 x 6 tree lock acquisitions per CPU.
