@@ -126,7 +126,7 @@ Status Allocator::free(Pfn pfn, uint64_t pages)
     return Status::ok;
 }
 
-size_t Allocator::free_batch(std::span<const Range> ranges)
+size_t Allocator::free_accepted(std::span<const Range> ranges, bool found)
 {
     unsigned c = cpu();
     size_t refused = 0;
@@ -139,8 +139,30 @@ size_t Allocator::free_batch(std::span<const Range> ranges)
             accepted.push_back(ranges[i]);
         }
     }
-    do_free_batch(refused ? std::span<const Range>(accepted) : ranges);
+    std::span<const Range> ok = refused ? std::span<const Range>(accepted) : ranges;
+    if (found)
+        do_free_found_batch(ok);
+    else
+        do_free_batch(ok);
     return refused;
+}
+
+size_t Allocator::free_batch(std::span<const Range> ranges)
+{
+    return free_accepted(ranges, false);
+}
+
+size_t Allocator::free_found_batch(std::span<const Range> ranges)
+{
+    return free_accepted(ranges, true);
+}
+
+Status Allocator::lookup(Pfn pfn, uint64_t pages)
+{
+    if (pages && pfn >= cfg_.start_pfn && pfn < cfg_.end_pfn && do_lookup(pfn))
+        return Status::ok;
+    stats_.add_always(cpu(), Counter::bad_free);
+    return Status::not_allocated;
 }
 
 Status Allocator::reserve(Pfn lo, Pfn hi)

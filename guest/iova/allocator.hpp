@@ -93,6 +93,19 @@ public:
     // invalidation covered); a variant may take its locks once for all.
     // Returns how many were refused (counted as bad_free).
     size_t free_batch(std::span<const Range> ranges);
+    // The unmap path's lookup of a range before it is queued for a
+    // deferred free.  linux-4.4's kernel frees a struct iova, so the
+    // 2008..4.6 intel_unmap() finds it with find_iova() (one hold of
+    // iova_rbtree_lock, on the unmapping CPU) before add_unmap(); the
+    // variants with a free that takes a pfn and a size (free_iova_fast()
+    // from 4.7, percpu-batch, viommu-lab) look nothing up and return ok.
+    // not_allocated (counted as bad_free) if the lookup finds no range
+    // starting at @pfn.
+    Status lookup(Pfn pfn, uint64_t pages);
+    // free_batch() of ranges that lookup() found: linux-4.4 erases each
+    // (__free_iova(), one hold each, no second lookup); the other variants
+    // free as free_batch() does.
+    size_t free_found_batch(std::span<const Range> ranges);
 
     // Take [lo, hi] out of the domain for good (reserve_iova(), e.g. the
     // MSI window at 0xfee00000): busy if any of it is allocated or cached,
@@ -133,6 +146,14 @@ protected:
         for (const Range &r : ranges)
             do_free(r.pfn, r.pages);
     }
+    // lookup() and free_found_batch() of a variant that frees a struct
+    // iova it must find first; the defaults: nothing to look up.
+    virtual bool do_lookup(Pfn pfn)
+    {
+        (void)pfn;
+        return true;
+    }
+    virtual void do_free_found_batch(std::span<const Range> ranges) { do_free_batch(ranges); }
     virtual void do_flush_caches() = 0;
     // Insert [lo, hi] as one node unless it overlaps one.
     virtual bool do_reserve(Pfn lo, Pfn hi) = 0;
@@ -140,6 +161,9 @@ protected:
     unsigned cpu() { return env_.current_cpu() % ncpus_; }
     // Argument and live-set check of a free; counts it.
     bool accept_free(unsigned cpu, Pfn pfn, uint64_t pages);
+    // free_batch() and free_found_batch(): the accepted ranges to @found
+    // or not.
+    size_t free_accepted(std::span<const Range> ranges, bool found);
     unsigned ncpus() const { return ncpus_; }
     void note_alloc(unsigned cpu, Pfn pfn);
 

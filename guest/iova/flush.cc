@@ -23,6 +23,8 @@ protected:
         count(Counter::unmap_flushes);
     }
     void give_back(std::span<const Range> rs) { a_.free_batch(rs); }
+    // ranges the unmap path found with Allocator::lookup()
+    void give_back_found(std::span<const Range> rs) { a_.free_found_batch(rs); }
 
     Allocator &a_;
     Flusher &f_;
@@ -45,7 +47,10 @@ public:
     size_t pending() const override { return 0; }
 };
 
-// 2008..4.6 intel-iommu: everything under async_umap_flush_lock.
+// 2008..4.6 intel-iommu: intel_unmap() finds the struct iova
+// (find_iova(), under iova_rbtree_lock alone), then add_unmap() queues it
+// under async_umap_flush_lock; flush_unmaps() invalidates and frees the
+// whole list (__free_iova() of each entry) under async_umap_flush_lock.
 class GlobalList final : public PolicyBase {
 public:
     GlobalList(Allocator &a, Flusher &f, const FlushTunables &t)
@@ -62,6 +67,9 @@ public:
     void unmap(Range r) override
     {
         count(Counter::unmaps);
+        // no such mapping: the driver warns and queues nothing
+        if (a_.lookup(r.pfn, r.pages) != Status::ok)
+            return;
         LockGuard g(lock_, Site::unmap_add);
         if (list_.size() >= t_.high_water)
             flush_locked();
@@ -88,7 +96,7 @@ private:
         if (list_.empty())
             return;
         flush_all(list_.size());
-        give_back(list_);
+        give_back_found(list_);
         list_.clear();
     }
 

@@ -105,6 +105,20 @@ protected:
         tree_.free(c, pfn);
     }
 
+    // Before 4.7 (no rcache) the kernel's free takes the struct iova,
+    // which the driver finds first: find_iova(), then __free_iova().
+    bool do_lookup(Pfn pfn) override { return rcache_ || tree_.lookup(cpu(), pfn); }
+    void do_free_found_batch(std::span<const Range> ranges) override
+    {
+        if (rcache_) {
+            do_free_batch(ranges);
+            return;
+        }
+        unsigned c = cpu();
+        for (const Range &r : ranges)
+            tree_.erase_found(c, r.pfn);
+    }
+
 private:
     const Generation &gen_;
     IovaTree tree_;

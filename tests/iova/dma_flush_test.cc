@@ -141,6 +141,97 @@ TEST(Flush, GlobalListHighWaterMarkAndTimer)
         EXPECT_EQ(l->stats()[static_cast<unsigned>(Site::unmap_add)].acquisitions, 251u);
 }
 
+// Every acquisition of iova_rbtree_lock: where, on which CPU, and
+// whether async_umap_flush_lock was held then.
+class TreeLockRecorder final : public ManualEnv {
+public:
+    using ManualEnv::ManualEnv;
+    struct Hold {
+        Site site;
+        unsigned cpu;
+        bool under_flush_lock;
+    };
+    void lock_acquired(const InstrumentedLock &l, Site s) override
+    {
+        if (l.name() == "async_umap_flush_lock")
+            flush_lock_held = true;
+        else if (l.name() == "iova_rbtree_lock")
+            holds.push_back({s, current_cpu(), flush_lock_held});
+    }
+    void lock_released(const InstrumentedLock &l, Site) override
+    {
+        if (l.name() == "async_umap_flush_lock")
+            flush_lock_held = false;
+    }
+    size_t count(Site s, bool under_flush_lock) const
+    {
+        size_t n = 0;
+        for (const Hold &h : holds)
+            n += h.site == s && h.under_flush_lock == under_flush_lock;
+        return n;
+    }
+    std::vector<Hold> holds;
+    bool flush_lock_held = false;
+};
+
+// 2008..4.6 intel_unmap(): find_iova() on the unmapping CPU, holding
+// iova_rbtree_lock and not async_umap_flush_lock; flush_unmaps() then
+// frees each entry in one hold of the tree lock (__free_iova(), no
+// lookup) under async_umap_flush_lock.
+TEST(Flush, GlobalListLooksUpAtUnmapOutsideTheFlushLock)
+{
+    TreeLockRecorder env(2);
+    auto a = Allocator::create("linux-4.4", env);
+    CountingFlusher inv;
+    auto fq = FlushPolicy::create("global-list", *a, inv, {.high_water = 8});
+    std::vector<Range> rs;
+    for (int i = 0; i < 9; i++)
+        rs.push_back({a->alloc(1, a->end_pfn() - 1, false).pfn, 1});
+    env.holds.clear();
+    for (unsigned i = 0; i < 8; i++) {
+        env.set_cpu(i % 2);
+        fq->unmap(rs[i]);
+        ASSERT_EQ(env.holds.size(), i + 1);
+        EXPECT_EQ(env.holds.back().site, Site::lookup);
+        EXPECT_EQ(env.holds.back().cpu, i % 2);
+        EXPECT_FALSE(env.holds.back().under_flush_lock);
+    }
+    EXPECT_EQ(a->tree_nodes(), 9u);  // queued, not freed
+    env.set_cpu(0);
+    fq->unmap(rs[8]);  // at the high-water mark: flushes the 8 inline
+    EXPECT_EQ(inv.alls.load(), 1u);
+    EXPECT_EQ(env.count(Site::lookup, false), 9u);
+    EXPECT_EQ(env.count(Site::lookup, true), 0u);
+    EXPECT_EQ(env.count(Site::free, true), 8u);
+    EXPECT_EQ(env.holds.size(), 17u);
+    EXPECT_EQ(a->tree_nodes(), 1u);
+    fq->drain();
+    EXPECT_EQ(a->tree_nodes(), 0u);
+    EXPECT_EQ(counter(*a, Counter::bad_free), 0u);
+    // an address that was never mapped: found by no lookup, not queued
+    fq->unmap({rs[0].pfn, 1});
+    EXPECT_EQ(fq->pending(), 0u);
+    EXPECT_EQ(counter(*a, Counter::bad_free), 1u);
+}
+
+// A variant whose free takes a pfn and a size (free_iova_fast() from 4.7,
+// the percpu-batch patch) has nothing to look up on the unmap path.
+TEST(Flush, GlobalListLooksNothingUpForSizedFrees)
+{
+    for (auto v : {"percpu-batch", "linux-4.7", "linux-5.13"}) {
+        TreeLockRecorder env(2);
+        auto a = Allocator::create(v, env);
+        CountingFlusher inv;
+        auto fq = FlushPolicy::create("global-list", *a, inv, {.high_water = 8});
+        for (int i = 0; i < 20; i++)
+            fq->unmap({a->alloc(1, a->end_pfn() - 1, false).pfn, 1});
+        fq->drain();
+        EXPECT_EQ(env.count(Site::lookup, false) + env.count(Site::lookup, true), 0u) << v;
+        EXPECT_EQ(counter(*a, Counter::free_calls), 20u) << v;
+        EXPECT_EQ(counter(*a, Counter::bad_free), 0u) << v;
+    }
+}
+
 TEST(Flush, PercpuDeferFlushesEveryCpuAtHighWater)
 {
     PolicyFixture f("percpu-defer", 3);

@@ -168,44 +168,65 @@ TEST(OvsForward64b, GlobalFlushLockCollapsesSmallPacketForwarding)
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
     EXPECT_EQ(r.domains, 2u);
     // published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
-    // Reproduced: a collapse to a few percent (about 7.4%: ratio ~1.5, more
+    // Reproduced: a collapse to a few percent (about 6.8%: ratio ~1.36, more
     // than 25% above; see NotReproducedThroughputRatio) with most CPU time
     // spinning (about 83%, ratio ~1.04).
     EXPECT_LT(r.relative, 0.10);
     EXPECT_GT(r.relative, 0.02);
     EXPECT_GT(r.spin_share, 0.80 * 0.75);
     EXPECT_LT(r.spin_share, std::min(1.0, 0.80 * 1.25));
-    // perf: 62.66% of the spinlock time in add_unmap.  Reproduced (about
-    // 62%): add_unmap's async_umap_flush_lock is the main contender, the
-    // allocation walk under each port's own iova_rbtree_lock second.
+}
+
+TEST(OvsForward64b, NotReproducedAddUnmapShareOfTheSpin)
+{
+    // perf: 62.66% of the spinlock time in add_unmap.  Not reproduced:
+    // about 32%.  Every unmap first looks its IOVA up with find_iova()
+    // under the port's iova_rbtree_lock, outside async_umap_flush_lock,
+    // as 2008-4.6 intel_unmap() did; 16 CPUs doing that on two ports'
+    // tree locks, between the allocation walks under the same locks, make
+    // the lookup (~38%) and the walk (~30%) each about as contended as
+    // add_unmap.  What the model shows, asserted so a change is noticed:
+    // add_unmap below the published share but still a main contender, the
+    // lookups contended on the tree lock, the frees of the flush not
+    // (they run under async_umap_flush_lock, one CPU at a time).
+    SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
     double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
-    EXPECT_GT(add_unmap, 0.6266 * 0.75);
-    EXPECT_LT(add_unmap, 0.6266 * 1.25);
-    EXPECT_GT(add_unmap, share(r, "iova_rbtree_lock", "alloc"));
+    double lookup = share(r, "iova_rbtree_lock", "lookup");
+    EXPECT_LT(add_unmap, 0.6266 * 0.75);
+    EXPECT_GT(add_unmap, 0.6266 / 3);
+    EXPECT_GT(lookup, 0.2);
+    EXPECT_LT(share(r, "iova_rbtree_lock", "free"), 0.02);
+    EXPECT_GT(share(r, "async_umap_flush_lock") + share(r, "iova_rbtree_lock"), 0.95);
 }
 
 TEST(OvsForward64b, NotReproducedThroughputRatio)
 {
-    // The published 5% is not within +-25%: the model gives about 7.4%.
-    // At this collapse the rate is set by async_umap_flush_lock, passed
-    // from CPU to CPU: held per packet for two add_unmaps, and every 250
-    // unmaps a flush that frees 250 IOVAs, pulls the struct iova line of
-    // each entry another CPU queued and walks 250 device lists under
-    // device_domain_lock, plus the handovers (the lock line and the list
-    // between cores), ~1.35 us per packet; the published 500 Kpps means
-    // ~2 us.  The cost model's lock and
-    // line-transfer figures are round numbers for that CPU, not fitted.
-    // What the model shows, asserted so a change is noticed: above the
-    // published ratio, below twice it, and the lock held most of the time
-    // (the rest is handover).
+    // The published 5% is not within +-25%: the model gives about 6.8%.
+    // At this collapse the rate is set by two kinds of lock passed from CPU
+    // to CPU: async_umap_flush_lock, held per packet for two add_unmaps,
+    // and every 250 unmaps for a flush that frees 250 IOVAs, pulls the
+    // struct iova line of each entry another CPU queued and walks 250
+    // device lists under device_domain_lock; and each port's
+    // iova_rbtree_lock, held per packet for an allocation walk, a lookup
+    // and an erase; plus the handovers (the lock lines and the list
+    // between cores): ~1.5 us per packet, where the published 500 Kpps
+    // means ~2 us.  The cost model's lock and line-transfer figures are
+    // round numbers for that CPU, not fitted.  What the model shows,
+    // asserted so a change is noticed: above the published ratio, below
+    // twice it, the flush lock held about half the time and each port's
+    // tree lock more than that.
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
     EXPECT_GT(r.relative, 0.05 * 1.25);
     EXPECT_LT(r.relative, 0.05 * 2);
-    double held = 0;
-    for (const auto &p : r.profile)
+    double flush_held = 0, tree_held = 0;
+    for (const auto &p : r.profile) {
         if (p.lock == "async_umap_flush_lock")
-            held += double(p.hold_ns);
-    EXPECT_GT(held / r.elapsed_ns, 0.6);
+            flush_held += double(p.hold_ns);
+        if (p.lock == "iova_rbtree_lock")
+            tree_held += double(p.hold_ns);
+    }
+    EXPECT_GT(flush_held / r.elapsed_ns, 0.4);
+    EXPECT_GT(tree_held / r.domains / r.elapsed_ns, 0.4);
 }
 
 TEST(OvsForward64b, PerCpuDesignsRemoveTheCollapse)
@@ -477,10 +498,10 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
          batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.03},
         {"memcached magazines throughput", mags.relative, 0.93},
         {"memcached magazines spin share", mags.spin_share, 0.036},
-        {"ovs throughput", ovs.relative, 0.074},
+        {"ovs throughput", ovs.relative, 0.068},
         {"ovs spin share", ovs.spin_share, 0.83},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
-         0.63},
+         0.32},
         {"nvme mainline owner share", few.inv.owner_share(), 0.985},
         {"nvme lpi owner share", many.inv.owner_share(), 0.98},
         {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 8.9},
