@@ -67,10 +67,11 @@ void InvQueue::submit_and_wait(unsigned cpu, unsigned descs)
     Nanos t0 = m_.now(cpu);
     stats_.submissions++;
     stats_.descriptors += descs;
-    uint64_t owners = stats_.owners;
-    submit(cpu, descs);
+    // The submission reports its own role: other CPUs' submissions run
+    // while this one is suspended at a sync point, and count theirs.
+    bool owner = submit(cpu, descs);
     stats_.busy_ns += m_.now(cpu) - t0;
-    if (stats_.owners != owners)
+    if (owner)
         stats_.owner_busy_ns += m_.now(cpu) - t0;
 }
 
@@ -126,7 +127,7 @@ public:
     }
 
 private:
-    void submit(unsigned cpu, unsigned descs) override
+    bool submit(unsigned cpu, unsigned descs) override
     {
         Nanos done = submit_locked(lock_, cpu, descs);
         if (poll_locked_) {
@@ -136,6 +137,7 @@ private:
             m_.release(lock_, cpu);
             stats_.owner_poll_ns += poll_until(cpu, done);
         }
+        return true;
     }
 
     VirtualLock &lock_;
@@ -187,7 +189,7 @@ public:
     }
 
 private:
-    void submit(unsigned cpu, unsigned descs) override
+    bool submit(unsigned cpu, unsigned descs) override
     {
         const CostModel &c = m_.cost();
         m_.sync_point(cpu);
@@ -252,6 +254,7 @@ private:
         consumed_.push_back({done, prod + n});
         // the shared holder's cons: just past its CMD_SYNC
         holders_.push_back({shared_at, m_.now(cpu), prod + n});
+        return owner;
     }
 
     // Shared holders of cmdq->lock out by @t, in the order they dropped

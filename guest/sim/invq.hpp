@@ -111,7 +111,9 @@ public:
 
 protected:
     InvQueue(std::string_view kind, Machine &m) : kind_(kind), m_(m) {}
-    virtual void submit(unsigned cpu, unsigned descs) = 0;
+    // Returns whether @cpu was the owner of its batch (it wrote the
+    // tail/prod register for it).
+    virtual bool submit(unsigned cpu, unsigned descs) = 0;
     // Hardware: start at max(@published, previous end), fetching first if
     // @fetch (a new tail/prod write); returns when @descs are done.
     Nanos consume(Nanos published, unsigned descs, bool fetch);

@@ -12,7 +12,7 @@ public:
     explicit QiSyncQueue(Machine &m) : InvQueue("vtd", m), lock_(m.make_lock("vtd.q_lock")) {}
 
 private:
-    void submit(unsigned cpu, unsigned descs) override
+    bool submit(unsigned cpu, unsigned descs) override
     {
         Nanos done = submit_locked(lock_, cpu, descs);
         took(cpu, m_.now(cpu));
@@ -37,6 +37,7 @@ private:
                 break;
         }
         stats_.owner_poll_ns += m_.now(cpu) - p0;
+        return true;
     }
 
     // @cpu holds q_lock until @until

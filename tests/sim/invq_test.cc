@@ -142,6 +142,56 @@ TEST(InvQueue, ReservationsWhileTheOwnerGathersAreNonOwners)
     EXPECT_LE(burst("smmu-fetch-add", 8).owners, burst("smmu-lockfree", 8).owners);
 }
 
+// A Yielder that, when CPU 0 reaches its first sync point, runs one whole
+// submission of CPU 1 (whose clock is smaller), as the simulator's
+// scheduler does when CPU 0 suspends there.
+class RunOtherFirst final : public Yielder {
+public:
+    explicit RunOtherFirst(InvQueue *&q) : q_(q) {}
+    void before_attempt(unsigned cpu) override
+    {
+        if (cpu == 0 && !ran_) {
+            ran_ = true;
+            q_->submit_and_wait(1, 1);
+        }
+    }
+    void wait_release(VirtualLock &, unsigned) override {}
+    void released(VirtualLock &) override {}
+
+private:
+    InvQueue *&q_;
+    bool ran_ = false;
+};
+
+TEST(InvQueue, ASubmissionsTimeCountsForItsOwnRole)
+{
+    // CPU 0 enters submit_and_wait at 10 ns and suspends at its sync
+    // point; CPU 1 (clock 0) submits meanwhile and owns its batch; CPU 0's
+    // reservation then lands in CPU 1's gather window: a non-owner.  Its
+    // time in the call is a non-owner's, though an owner was counted
+    // while it was suspended.
+    for (std::string_view k : {"smmu-lockfree", "smmu-fetch-add"}) {
+        Machine m(2, CostModel::standard());
+        auto q = InvQueue::create(k, m);
+        InvQueue *qp = q.get();
+        RunOtherFirst y(qp);
+        m.set_yielder(&y);
+        m.advance(0, 10);
+        q->submit_and_wait(0, 1);
+        m.set_yielder(nullptr);
+        const InvStats &s = q->stats();
+        ASSERT_EQ(s.submissions, 2u) << k;
+        ASSERT_EQ(s.per_cpu[1].owners, 1u) << k;
+        ASSERT_EQ(s.per_cpu[0].nonowners, 1u) << k;
+        // each role's mean time in the call includes its polling
+        EXPECT_GE(s.mean_issue_ns(true), s.mean_poll_ns(true)) << k;
+        EXPECT_GE(s.mean_issue_ns(false), s.mean_poll_ns(false)) << k;
+        // the owner's time is CPU 1's call alone
+        EXPECT_EQ(s.owner_busy_ns, m.now(1)) << k;
+        EXPECT_EQ(s.busy_ns - s.owner_busy_ns, m.now(0) - 10) << k;
+    }
+}
+
 TEST(InvQueue, LockFreePollingGrowsWithCpus)
 {
     QueueRun few = drive("smmu-lockfree", 4, 4000, 400);
