@@ -51,6 +51,7 @@ std::string InvStats::json() const
            ",\"owner_poll_ns\":" + std::to_string(owner_poll_ns) +
            ",\"nonowner_poll_ns\":" + std::to_string(nonowner_poll_ns) +
            ",\"owner_wait_ns\":" + std::to_string(owner_wait_ns) +
+           ",\"valid_wait_ns\":" + std::to_string(valid_wait_ns) +
            ",\"busy_ns\":" + std::to_string(busy_ns) +
            ",\"owner_busy_ns\":" + std::to_string(owner_busy_ns) +
            ",\"reservations\":" + std::to_string(reservations) +
@@ -214,12 +215,19 @@ private:
         const Nanos shared_at = t;
         t = valid_.rmw(m_, cpu, t);
         InvStats::PerCpu &pc = stats_.per_cpu.at(cpu);
+        // in cmdq->lock's shared side until we know when we leave it
+        const uint64_t holder = next_holder_++;
+        holders_.push_back({shared_at, kNever, prod + n, holder});
         Nanos done;
+        Nanos poll_from = t;
         if (owner) {
             stats_.owners++;
             stats_.batches++;
             pc.owners++;
-            // a. wait for the previous owner's owner_prod
+            // a. wait for the previous owner's owner_prod: one still
+            // suspended before its publication publishes first
+            while (unpublished_)
+                m_.advance_to(cpu, unpublished_at_ + 1), m_.sync_point(cpu);
             Nanos ready = t;
             t = std::max(t, published_);
             stats_.owner_wait_ns += t - ready;
@@ -232,19 +240,41 @@ private:
             clear_cpu_ = cpu;
             clear_pending_ = true;
             clear_at_ = std::max(t, word_.free_at()) + c.line_transfer + c.atomic;
-            // c. poll the valid bitmap over the gathered range, d. write the
-            // producer register (an uncached MMIO write), e. owner_prod
+            gathered_valid_ = 0;
+            // every CPU whose reservation can land before the clear runs
+            // up to it first (its valid bits set, gathered_valid_)
+            unpublished_ = true;
+            unpublished_at_ = t;
+            m_.advance_to(cpu, t);
+            m_.sync_point(cpu);
+            unpublished_ = false;
+            // c. poll the valid bitmap over the gathered range until the
+            // last gathered CPU's bits are set, d. write the producer
+            // register (an uncached MMIO write), e. owner_prod
+            if (gathered_valid_ > clear_at_)
+                stats_.valid_wait_ns += gathered_valid_ - clear_at_;
             published_ = publish_time();
             t = published_;
             done = consume(published_, descs + 1, true);
+            poll_from = t;
         } else {
             pc.nonowners++;
+            // our bits are set: the owner's valid-map poll waits for them
+            gathered_valid_ = std::max(gathered_valid_, t);
+            published_ = std::max(published_, publish_time());
+            // let our owner publish first (it is suspended at its clear,
+            // or runs after us to it); we poll our CMD_SYNC meanwhile
+            if (unpublished_) {
+                m_.advance_to(cpu, std::max(t, unpublished_at_ + 1));
+                m_.sync_point(cpu);
+            }
             // our slots follow the current owner's; the hardware reaches
             // them once it published and our valid bits are set
             done = consume(std::max(published_, t), descs + 1, false);
         }
         m_.advance_to(cpu, t);
-        Nanos poll = poll_until(cpu, done);
+        poll_until(cpu, done);
+        const Nanos poll = m_.now(cpu) - poll_from;
         (owner ? stats_.owner_poll_ns : stats_.nonowner_poll_ns) += poll;
         (owner ? pc.owner_poll_ns : pc.nonowner_poll_ns) += poll;
         // drop the shared lock (atomic_dec; the last holder also writes
@@ -252,8 +282,10 @@ private:
         // poll, later than the reservations the other CPUs enter next.
         m_.advance(cpu, lock_.read(m_, cpu, 0) + c.atomic);
         consumed_.push_back({done, prod + n});
-        // the shared holder's cons: just past its CMD_SYNC
-        holders_.push_back({shared_at, m_.now(cpu), prod + n});
+        // the shared holder's cons (just past its CMD_SYNC) and when it left
+        for (Holder &g : holders_)
+            if (g.id == holder)
+                g.unlock_at = m_.now(cpu);
         return owner;
     }
 
@@ -277,9 +309,11 @@ private:
             holders_.erase(first);
         }
     }
+    static constexpr Nanos kNever = ~Nanos{0};
     struct Holder {
-        Nanos lock_at, unlock_at;
+        Nanos lock_at, unlock_at;  // unlock_at: kNever while its submission runs
         uint64_t cons;
+        uint64_t id;
     };
     bool last_out(const Holder &h) const
     {
@@ -341,10 +375,14 @@ private:
                 // the next time a holder leaves last
                 Nanos next = 0;
                 for (const Holder &g : holders_)
-                    if (g.unlock_at > t && last_out(g) && (!next || g.unlock_at < next))
+                    if (g.unlock_at != kNever && g.unlock_at > t && last_out(g) &&
+                        (!next || g.unlock_at < next))
                         next = g.unlock_at;
                 t = std::max(t + c.inv_poll, next) + c.line_transfer;
             }
+            // the holders still in their submissions run up to here
+            m_.advance_to(cpu, t);
+            m_.sync_point(cpu);
             resolve(t);
         }
         if (waited) {
@@ -393,9 +431,13 @@ private:
         return t;
     }
 
+    // the owner's valid-map poll ends when it has read the bits of
+    // everything it gathered (after its clear and the last gathered CPU's
+    // xor), then it writes the producer register
     Nanos publish_time() const
     {
-        return valid_.read(m_, clear_cpu_, clear_at_) + m_.cost().inv_submit;
+        return valid_.read(m_, clear_cpu_, std::max(clear_at_, gathered_valid_)) +
+               m_.cost().inv_submit;
     }
 
     bool cmpxchg_;
@@ -407,7 +449,11 @@ private:
     Nanos clear_ready_ = 0;       // ... it is issued at this time
     Nanos clear_at_ = 0;          // ... and completes at this time (so far)
     unsigned clear_cpu_ = 0;
-    Nanos published_ = 0;          // the last owner's producer-register write
+    Nanos published_ = 0;       // the last owner's producer-register write
+    bool unpublished_ = false;  // an owner is suspended at its clear, not yet published
+    Nanos unpublished_at_ = 0;  // ... its clock there
+    Nanos gathered_valid_ = 0;  // the current batch's last valid-bit xor
+    uint64_t next_holder_ = 0;
     unsigned entries_;             // the queue's size in commands
     uint64_t prod_ = 0;            // commands reserved so far
     uint64_t cons_ = 0;            // cons as cached in the shared word

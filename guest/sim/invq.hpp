@@ -18,9 +18,11 @@
 //                  The owner waits for the previous owner's owner_prod,
 //                  clears OWNED (fetch_andnot on the same word: it queues
 //                  behind the reservations in flight, so the gather window
-//                  grows with contention), polls the valid bitmap for what
-//                  it gathered, writes the producer register once and
-//                  publishes owner_prod.  Every CPU then polls its own
+//                  grows with contention), polls the valid bitmap until
+//                  every CPU it gathered has set its bits (it lets the
+//                  CPUs that can reserve before its clear run first),
+//                  writes the producer register once and publishes
+//                  owner_prod.  Every CPU then polls its own
 //                  CMD_SYNC's MSI word and drops the shared lock; the
 //                  last holder out writes its cons into the shared word.
 //                  Before reserving, a CPU checks for space against that
@@ -67,8 +69,9 @@ struct InvStats {
     uint64_t batches = 0;          // producer-register writes
     Nanos owner_poll_ns = 0, nonowner_poll_ns = 0;  // waiting for the sync/wait descriptor
     Nanos owner_wait_ns = 0;                        // owner waiting for the previous owner
-    Nanos busy_ns = 0;                              // CPU time inside submit_and_wait
-    Nanos owner_busy_ns = 0;                        // ... of the submissions that were owners
+    Nanos valid_wait_ns = 0;     // owner polling the valid map for CPUs it gathered, past its clear
+    Nanos busy_ns = 0;           // CPU time inside submit_and_wait
+    Nanos owner_busy_ns = 0;     // ... of the submissions that were owners
     uint64_t poll_handoffs = 0;  // vtd: polls that took q_lock's line from another CPU
 
     // mean time in submit_and_wait of an owner / a non-owner submission

@@ -427,10 +427,8 @@ static const std::pair<SimResult, SimResult> &nvme_runs()
 TEST(NvmeSmmuv3Cmdq, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
 {
     const auto &[few, many] = nvme_runs();
-    // published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs).
-    // Reproduced: the direction, barely (~0.985 and ~0.98: docs, the
-    // owner's gather window is short against the arrival spacing).
-    EXPECT_LT(many.inv.owner_share(), few.inv.owner_share());
+    // published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs): not
+    // reproduced, NotReproducedOwnerShareSize.
     // the 5.x cmpxchg loop retries more with more CPUs on the word
     EXPECT_GT(many.inv.retries_per_reservation(), few.inv.retries_per_reservation());
     EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
@@ -440,6 +438,23 @@ TEST(NvmeSmmuv3Cmdq, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
     // hardware's 3 us per list is the bottleneck of this case's 4 CPUs)
     EXPECT_GT(few.inv.mean_poll_ns(false), 1.5 * 0.75 * few.inv.mean_poll_ns(true));
     EXPECT_LT(few.inv.mean_poll_ns(false), 1.5 * 1.25 * few.inv.mean_poll_ns(true));
+}
+
+TEST(NvmeSmmuv3Cmdq, OwnersPublishOnlyOnceWhatTheyGatheredIsValid)
+{
+    // Step 4c of arm_smmu_cmdq_issue_cmdlist(): the owner polls the valid
+    // map over its whole range, so a CPU gathered just before the owner's
+    // fetch_andnot, whose valid bits land after it, holds the owner's
+    // producer-register write back.  Under the scheduler the owner runs
+    // up to its clear and lets those CPUs set their bits first.
+    const auto &[few, many] = nvme_runs();
+    for (const SimResult *r : {&few, &many}) {
+        ASSERT_GT(r->inv.submissions, r->inv.owners);
+        EXPECT_GT(r->inv.valid_wait_ns, 0u);
+        // every role's time in the call includes its polling
+        EXPECT_GE(r->inv.mean_issue_ns(true), r->inv.mean_poll_ns(true));
+        EXPECT_GE(r->inv.mean_issue_ns(false), r->inv.mean_poll_ns(false));
+    }
 }
 
 TEST(NvmeSmmuv3Cmdq, NotReproducedOwnerShareSize)
@@ -457,6 +472,9 @@ TEST(NvmeSmmuv3Cmdq, NotReproducedOwnerShareSize)
     const auto &[few, many] = nvme_runs();
     EXPECT_GT(few.inv.owner_share(), 1.0 / 3 * 1.25);
     EXPECT_GT(many.inv.owner_share(), 1.0 / 8 * 1.25);
+    // nor its direction: both ~0.98, within a few thousandths of each
+    // other, on either side depending on the interleaving of the rest
+    EXPECT_NEAR(many.inv.owner_share(), few.inv.owner_share(), 0.02);
     EXPECT_LT(many.inv.mean_poll_ns(false), 4 * 0.75 * many.inv.mean_poll_ns(true));
 }
 
@@ -502,8 +520,8 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
         {"ovs spin share", ovs.spin_share, 0.83},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
          0.32},
-        {"nvme mainline owner share", few.inv.owner_share(), 0.985},
-        {"nvme lpi owner share", many.inv.owner_share(), 0.98},
+        {"nvme mainline owner share", few.inv.owner_share(), 0.981},
+        {"nvme lpi owner share", many.inv.owner_share(), 0.983},
         {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 8.8},
         {"nvme mainline non-owner issue us", few.inv.mean_issue_ns(false) / 1000, 10.1},
         {"nvme mainline owner poll us", few.inv.mean_poll_ns(true) / 1000, 8.4},
