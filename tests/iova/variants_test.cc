@@ -88,19 +88,18 @@ TEST(Variants, Failed32BitAttemptIsShortUntilA32BitFreeMovesTheCachedNode)
     }
 }
 
+// One CPU's virtual clock that counts tree updates and node visits apart.
+struct CountingEnv final : ManualEnv {
+    CountingEnv() : ManualEnv(1) {}
+    void charge(Work w, uint64_t n) override { (w == Work::tree_update ? updates : visits) += n; }
+    uint64_t updates = 0, visits = 0;
+};
+
 // A failed walk inserts nothing: it is charged its node visits only,
 // not a tree update (alloc_iova() allocates and frees the struct iova
 // outside the lock).
 TEST(Variants, FailedTreeAllocationIsChargedNoTreeUpdate)
 {
-    struct CountingEnv final : ManualEnv {
-        CountingEnv() : ManualEnv(1) {}
-        void charge(Work w, uint64_t n) override
-        {
-            (w == Work::tree_update ? updates : visits) += n;
-        }
-        uint64_t updates = 0, visits = 0;
-    };
     for (auto v : {"linux-4.4", "linux-4.15", "linux-5.13"}) {
         CountingEnv env;
         Config c;
@@ -119,14 +118,6 @@ TEST(Variants, FailedTreeAllocationIsChargedNoTreeUpdate)
 // nothing; the erase is the free's one tree update.
 TEST(Variants, FreeIova44IsALookupHoldThenAnEraseHold)
 {
-    struct CountingEnv final : ManualEnv {
-        CountingEnv() : ManualEnv(1) {}
-        void charge(Work w, uint64_t n) override
-        {
-            (w == Work::tree_update ? updates : visits) += n;
-        }
-        uint64_t updates = 0, visits = 0;
-    };
     CountingEnv env;
     auto a = Allocator::create("linux-4.4", env);
     std::vector<Pfn> pfns;
