@@ -226,8 +226,10 @@ private:
             pc.owners++;
             // a. wait for the previous owner's owner_prod: one still
             // suspended before its publication publishes first
-            while (unpublished_)
-                m_.advance_to(cpu, unpublished_at_ + 1), m_.sync_point(cpu);
+            while (unpublished_) {
+                m_.advance_to(cpu, unpublished_at_ + 1);
+                m_.sync_point(cpu);
+            }
             Nanos ready = t;
             t = std::max(t, published_);
             stats_.owner_wait_ns += t - ready;
