@@ -64,9 +64,9 @@ for t in $targets; do
         # was 43 % and 69 % of their samples, and the same number of
         # executions without it reached as many library edges
         # (docs/fuzzing.rst); trace reached fewer edges without it and keeps it.
-        # iova: inputs of at most 512 bytes (about 100 operations); in the
-        # same CPU time they reached as many allocator edges as 4096-byte
-        # ones, at three times the executions (docs/fuzzing.rst).
+        # iova: inputs of at most 512 bytes (about 100 operations); in runs
+        # of the same length they reached as many allocator edges as
+        # 4096-byte ones, with three times the executions (docs/fuzzing.rst).
         opts=(-max_len=4096)
         [ "$t" = iova ] && opts=(-max_len=512)
         [ "$t" = trace ] || opts+=(-entropic=0)
