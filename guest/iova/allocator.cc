@@ -3,13 +3,11 @@
 // that turns bad frees into an error instead of cache corruption, the
 // per-operation counters and the JSON export.
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <charconv>
 #include <cstddef>
-#include <mutex>
-#include <unordered_map>
 
+#include "live_set.hpp"
 #include "variants.hpp"
 
 namespace viommu::iova {
@@ -35,41 +33,12 @@ const char *status_name(Status s)
     return "unknown";
 }
 
-// Live ranges by start pfn, sharded so that checking costs no shared lock.
-class LiveSet {
-public:
-    bool insert(Pfn pfn, uint64_t pages)
-    {
-        Shard &s = shard(pfn);
-        std::lock_guard g(s.lock);
-        return s.live.emplace(pfn, pages).second;
-    }
-    bool erase(Pfn pfn, uint64_t pages)
-    {
-        Shard &s = shard(pfn);
-        std::lock_guard g(s.lock);
-        auto it = s.live.find(pfn);
-        if (it == s.live.end() || it->second != pages)
-            return false;
-        s.live.erase(it);
-        return true;
-    }
-
-private:
-    struct alignas(64) Shard {
-        std::mutex lock;
-        std::unordered_map<Pfn, uint64_t> live;
-    };
-    Shard &shard(Pfn pfn) { return shards_[(pfn * 0x9e3779b97f4a7c15ull) >> 58]; }
-    std::array<Shard, 64> shards_;
-};
-
 Allocator::Allocator(std::string_view name, Env &env, const Config &cfg)
     : name_(name), env_(env), cfg_(cfg), ncpus_(cfg.ncpus), dma32_(pfn_32bit(cfg.granule_shift)),
       stats_(cfg.ncpus, cfg.stats)
 {
     if (cfg_.check_frees)
-        live_ = std::make_unique<LiveSet>();
+        live_ = std::make_unique<LiveSet>(ncpus_);
 }
 
 Allocator::~Allocator() = default;
