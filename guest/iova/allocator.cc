@@ -274,8 +274,7 @@ void Allocator::stats_json(std::string &out) const
         for (unsigned s = 0; s < static_cast<unsigned>(Site::count_); s++) {
             SiteLockStats st;
             for (size_t i = first; i < end; i++)
-                if (locks[i]->stats()[s].acquisitions)
-                    st.merge(locks[i]->stats()[s]);
+                locks[i]->add_to(st, static_cast<Site>(s));
             if (!st.acquisitions)
                 continue;
             out += '"';

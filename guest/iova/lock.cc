@@ -6,12 +6,6 @@
 
 namespace viommu::iova {
 
-const LockStats &InstrumentedLock::none()
-{
-    static const LockStats zero{};
-    return zero;
-}
-
 void InstrumentedLock::spin() const
 {
     for (unsigned n = 0;; n++) {

@@ -6,8 +6,9 @@
 // The statistics are written while the lock is held, so they need no
 // synchronisation of their own.  "Contended" means the first try failed
 // (real threads) or the Env said the CPU had to queue (simulation).  The
-// table of them (about 10 KiB) is allocated at the first acquisition: a
-// lock never taken costs a few words, not the table.
+// counts are kept in the lock; a site's two histograms (about 700 bytes)
+// are allocated at its first timed acquisition, so an untimed lock, or a
+// site never taken, allocates nothing.
 #pragma once
 
 #include <array>
@@ -58,14 +59,12 @@ public:
             spin();
         }
         env_.lock_acquired(*this, site);
-        if (!stats_)
-            stats_ = std::make_unique<LockStats>();
-        auto &s = (*stats_)[static_cast<unsigned>(site)];
-        s.acquisitions++;
-        s.contended += contended;
+        const unsigned i = static_cast<unsigned>(site);
+        acquisitions_[i]++;
+        contended_[i] += contended;
         if (timed) {
             held_since_ = env_.now();
-            s.wait_ns.add_exclusive(held_since_ - t0);
+            times(i).wait_ns.add_exclusive(held_since_ - t0);
         }
         site_ = site;
         timing_ = timed;
@@ -75,7 +74,7 @@ public:
     {
         Site site = site_;
         if (timing_)
-            (*stats_)[static_cast<unsigned>(site)].hold_ns.add_exclusive(env_.now() - held_since_);
+            times_[static_cast<unsigned>(site)]->hold_ns.add_exclusive(env_.now() - held_since_);
         word_.store(false, std::memory_order_release);
         env_.lock_released(*this, site);
     }
@@ -83,7 +82,25 @@ public:
     const std::string &name() const { return name_; }
     unsigned instance() const { return instance_; }
     // Read only while no one can take the lock, or accept torn figures.
-    const LockStats &stats() const { return stats_ ? *stats_ : none(); }
+    uint64_t acquisitions(Site s) const { return acquisitions_[static_cast<unsigned>(s)]; }
+    // Adds site @s's figures to @sum.
+    void add_to(SiteLockStats &sum, Site s) const
+    {
+        const unsigned i = static_cast<unsigned>(s);
+        sum.acquisitions += acquisitions_[i];
+        sum.contended += contended_[i];
+        if (times_[i]) {
+            sum.wait_ns.merge(times_[i]->wait_ns);
+            sum.hold_ns.merge(times_[i]->hold_ns);
+        }
+    }
+    LockStats stats() const
+    {
+        LockStats all;
+        for (unsigned i = 0; i < all.size(); i++)
+            add_to(all[i], static_cast<Site>(i));
+        return all;
+    }
     // A copy, and a reset, taken while holding the lock (not counted as an
     // acquisition): safe while other threads (a timer) may take it.
     LockStats snapshot() const
@@ -96,12 +113,27 @@ public:
     void reset_stats()
     {
         acquire();
-        if (stats_)
-            *stats_ = {};
+        acquisitions_ = {};
+        contended_ = {};
+        for (auto &t : times_)
+            if (t)
+                *t = {};
         word_.store(false, std::memory_order_release);
     }
 
 private:
+    struct SiteTimes {
+        TimeHistogram wait_ns;
+        TimeHistogram hold_ns;
+    };
+    static constexpr unsigned sites = static_cast<unsigned>(Site::count_);
+
+    SiteTimes &times(unsigned i)
+    {
+        if (!times_[i])
+            times_[i] = std::make_unique<SiteTimes>();
+        return *times_[i];
+    }
     void acquire() const
     {
         if (!try_once())
@@ -113,7 +145,6 @@ private:
                !word_.exchange(true, std::memory_order_acquire);
     }
     void spin() const;
-    static const LockStats &none();
     bool sampled() const
     {
         const unsigned shift = env_.lock_sample_shift;
@@ -131,7 +162,9 @@ private:
     Site site_ = Site::alloc;
     bool timing_ = false;  // this acquisition is timed
     Nanos held_since_ = 0;
-    std::unique_ptr<LockStats> stats_;  // null until the first acquisition
+    std::array<uint64_t, sites> acquisitions_{};
+    std::array<uint64_t, sites> contended_{};
+    std::array<std::unique_ptr<SiteTimes>, sites> times_;  // null until timed
 };
 
 // RAII holder: LockGuard g(lock, Site::alloc);

@@ -261,9 +261,10 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
 
     uint64_t wait = 0;
     auto collect = [&](const std::vector<const iova::InstrumentedLock *> &locks) {
-        for (const auto *l : locks)
+        for (const auto *l : locks) {
+            const iova::LockStats snap = l->snapshot();  // a timer may hold it
             for (unsigned s = 0; s < unsigned(iova::Site::count_); s++) {
-                const iova::SiteLockStats st = l->snapshot()[s];  // a timer may hold it
+                const iova::SiteLockStats &st = snap[s];
                 if (!st.acquisitions)
                     continue;
                 std::string site = iova::site_name(iova::Site(s));
@@ -278,6 +279,7 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
                 it->hold_ns += st.hold_ns.sum;
                 wait += st.wait_ns.sum;
             }
+        }
     };
     collect(alloc->locks());
     collect(policy->locks());

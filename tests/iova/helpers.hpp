@@ -82,7 +82,7 @@ inline const SiteLockStats &site_stats(const Allocator &a, std::string_view lock
     sum = {};
     for (const InstrumentedLock *l : a.locks())
         if (l->name() == lock)
-            sum.merge(l->stats()[static_cast<unsigned>(s)]);
+            l->add_to(sum, s);
     return sum;
 }
 
