@@ -17,6 +17,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory_resource>
 #include <vector>
 
 #include "fuzz_input.hpp"
@@ -37,10 +38,19 @@ struct Range {
     uint64_t bytes;  // dma: the length mapped
 };
 
+// The shadow's nodes come from one arena per input, reused: a node
+// allocation per range would cost more under ASan than the allocator
+// calls the shadow checks (the harness is not what is being fuzzed).
+struct Arena {
+    alignas(std::max_align_t) static inline std::byte buf[256 << 10];
+    std::pmr::monotonic_buffer_resource res{buf, sizeof(buf)};
+};
+
 struct Shadow {
-    std::map<uint64_t, Range> live;         // pfn -> range
-    std::map<uint64_t, uint64_t> reserved;  // pfn_lo -> pfn_hi (inclusive)
-    std::map<uint64_t, uint64_t> pending;   // unmapped, not yet flushed: pfn -> pages
+    explicit Shadow(std::pmr::memory_resource *r) : live(r), reserved(r), pending(r) {}
+    std::pmr::map<uint64_t, Range> live;         // pfn -> range
+    std::pmr::map<uint64_t, uint64_t> reserved;  // pfn_lo -> pfn_hi (inclusive)
+    std::pmr::map<uint64_t, uint64_t> pending;   // unmapped, not yet flushed: pfn -> pages
 
     // Reserved ranges may overlap one another (lo -> inclusive hi); they
     // are few.
@@ -77,7 +87,8 @@ struct Shadow {
 };
 
 struct Ctx {
-    Shadow s;
+    Arena arena;
+    Shadow s{&arena.res};
     unsigned shift = 12;
     unsigned flushes = 0;
 };
@@ -162,10 +173,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     // The domain as allocation results reveal it: [lo_seen, hi_seen].
     const uint64_t start = cfg.start_pfn ? cfg.start_pfn : 1;
     Shadow &s = ctx.s;
-    std::vector<uint64_t> freed;  // released ranges' pfns, for double frees
-    std::map<uint64_t, uint64_t> freed_pages;
+    std::pmr::vector<uint64_t> freed(&ctx.arena.res);  // released ranges' pfns, for double frees
+    std::pmr::map<uint64_t, uint64_t> freed_pages(&ctx.arena.res);
 
-    auto pick_live = [&](uint16_t k) -> std::map<uint64_t, Range>::iterator {
+    auto pick_live = [&](uint16_t k) -> std::pmr::map<uint64_t, Range>::iterator {
         if (s.live.empty())
             return s.live.end();
         return std::next(s.live.begin(), k % s.live.size());
