@@ -21,7 +21,8 @@ class LiveSet {
 public:
     // Four shards per CPU, at most 64: a CPU's check rarely meets another's.
     explicit LiveSet(unsigned ncpus)
-        : shard_bits_(std::min(6u, static_cast<unsigned>(std::bit_width(std::bit_ceil(std::max(ncpus, 1u)))) + 1)),
+        : shard_bits_(std::min(
+              6u, static_cast<unsigned>(std::bit_width(std::bit_ceil(std::max(ncpus, 1u)))) + 1)),
           shards_(std::make_unique<Shard[]>(size_t{1} << shard_bits_))
     {
     }
