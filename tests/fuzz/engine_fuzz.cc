@@ -993,9 +993,11 @@ struct Host {
             w_ok = w_ok && (e & 2);
             u_ok = u_ok && (e & 4);
             if (leaf) {
-                uint64_t phys = e & addr_bits;
+                // Bit 12 of a large page is PAT, not address; the bits
+                // between it and the page size are reserved.
+                uint64_t phys = e & addr_bits & ~(level > 1 ? uint64_t{PAGE} : 0);
                 if (phys & (size - 1))
-                    return r;  // low address bits of a large page (PAT) are reserved
+                    return r;
                 r.clean = r.leaf = true;
                 if (!sup && !u_ok) {
                     r.ok = false;  // a user request to a supervisor page
@@ -1021,6 +1023,10 @@ struct Host {
         FUZZ_CHECK(!(t.iova_base & t.addr_mask) && !(t.phys_base & t.addr_mask), t.iova_base,
                    t.phys_base);
         uint8_t seen = pte_seen.perm(t.phys_base);
+        // A first-stage large page's address field holds PAT in bit 12;
+        // the page starts at the address without it.
+        if (!seen && cfg.first_stage && size > PAGE)
+            seen = pte_seen.perm(t.phys_base | PAGE);
         // Nested: the smaller of the two stages' pages, inside a larger
         // second-stage leaf (and permissions the AND of both).
         if (!seen && cfg.first_stage && cfg.second_stage)
