@@ -245,6 +245,22 @@ const std::vector<Info> &table()
          "TX mappings a CPU keeps before its clean-up unmaps the oldest (0: unmapped at the "
          "completion CPU's next operation)",
          uint_field(&Params::tx_window, 0, 1 << 20)},
+        {"napi-budget", "operations", "0", nic_like,
+         "operations per NAPI poll: a poll first unmaps every TX mapping of the polls before "
+         "it, then runs this many operations (0: each operation cleans the oldest TX slot)",
+         uint_field(&Params::napi_budget, 0, 1 << 20)},
+        {"rx-copy-bytes", "bytes", "0", nic_like,
+         "forward: a frame of at most this many bytes is copied out of its RX buffer, which "
+         "stays mapped for the next frame (0: every RX buffer is unmapped and refilled)",
+         [](Params &p, std::string_view v, std::string &e) {
+             uint64_t n;
+             if (!parse_bytes(v, n) || n > (1u << 30)) {
+                 e = "needs a size in bytes from 0 to 1G";
+                 return false;
+             }
+             p.rx_copy_bytes = n;
+             return true;
+         }},
         {"domains-per-device", "domains", "1", all,
          "IOMMU domains (own IOVA space, tree and lock) per device; queue q of a device uses "
          "domain q mod N",
@@ -662,6 +678,14 @@ bool Params::validate(std::string *error) const
             return fail("--iodepth " + std::to_string(iodepth) +
                         ": more than 4M outstanding I/Os per CPU");
     }
+    if (napi_budget && napi_budget > tx_window)
+        return fail("--napi-budget " + std::to_string(napi_budget) + ": more than --tx-window's " +
+                    std::to_string(tx_window) + " TX slots (a poll sends into slots the one " +
+                    "before it emptied)");
+    if (rx_copy_bytes && workload != "forward")
+        return fail("--rx-copy-bytes " + std::to_string(rx_copy_bytes) +
+                    ": applies to --workload forward only (the frame received is the one "
+                    "forwarded)");
     if (kind == nic_like && ring_entries == 0 && effective_tx_bytes().empty())
         return fail("--ring-entries 0: the operation maps nothing");
     return true;
@@ -713,6 +737,8 @@ std::string Params::json() const
     num("rx-buffer-bytes", rx_buffer_bytes);
     str("tx-bytes", effective_tx_bytes().text);
     num("tx-window", tx_window);
+    num("napi-budget", napi_budget);
+    num("rx-copy-bytes", rx_copy_bytes);
     num("domains-per-device", domains_per_device);
     str("setup-fill", setup_fill ? "yes" : "no");
     str("allocator", allocator);

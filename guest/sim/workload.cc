@@ -38,6 +38,19 @@ public:
         pos_ = (pos_ + 1) % size();
     }
 
+    // Unmaps every mapped slot, oldest first: a NAPI poll's TX clean-up.
+    void complete_all(std::vector<Step> &out, unsigned self, unsigned completion_cpu)
+    {
+        for (uint32_t i = 0; i < size(); i++) {
+            uint32_t p = (pos_ + i) % size();
+            if (!used_[p])
+                continue;
+            out.push_back(completion_cpu == self ? unmap_step(base_ + p)
+                                                 : unmap_post_step(base_ + p, completion_cpu));
+            used_[p] = false;
+        }
+    }
+
 private:
     uint32_t base_;
     uint32_t pos_ = 0;
@@ -190,11 +203,23 @@ public:
             out.push_back(jittered_work(s.rng, info_.work_ns));
             return;
         }
-        if (s.rx.size())
+        Queue &tx = s.queues[0];
+        if (p_.napi_budget && s.ops++ % p_.napi_budget == 0)
+            tx.ring.complete_all(out, cpu, tx.completion_cpu);
+        // forward: the frame received is the one sent on; a small one is
+        // copied and its RX buffer reused in place, still mapped
+        const SizeMix::Alt *frame = p_.rx_copy_bytes ? &pick(tx_, s.rng) : nullptr;
+        bool copied = false;
+        if (frame) {
+            uint64_t bytes = 0;
+            for (uint64_t b : frame->bytes)
+                bytes += b;
+            copied = bytes <= p_.rx_copy_bytes;
+        }
+        if (s.rx.size() && !copied)
             s.rx.cycle(out, p_.rx_buffer_bytes, s.rx_endpoint, cpu, cpu);  // buffer refilled
         out.push_back(jittered_work(s.rng, info_.work_ns));
-        Queue &tx = s.queues[0];
-        for (uint64_t b : pick(tx_, s.rng).bytes) {
+        for (uint64_t b : (frame ? *frame : pick(tx_, s.rng)).bytes) {
             if (tx.ring.size())
                 tx.ring.cycle(out, b, tx.endpoint, cpu, tx.completion_cpu);
             else

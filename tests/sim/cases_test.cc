@@ -168,65 +168,52 @@ TEST(OvsForward64b, GlobalFlushLockCollapsesSmallPacketForwarding)
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
     EXPECT_EQ(r.domains, 2u);
     // published ~0.5 of ~10 Mpps = 5% and ~80% of CPU time spinning.
-    // Reproduced: a collapse to a few percent (about 6.8%: ratio ~1.36, more
-    // than 25% above; see NotReproducedThroughputRatio) with most CPU time
-    // spinning (about 83%, ratio ~1.04).
-    EXPECT_LT(r.relative, 0.10);
-    EXPECT_GT(r.relative, 0.02);
+    // Reproduced: about 5.5% (ratio ~1.09) with about 88% of CPU time
+    // spinning (ratio ~1.10).
+    EXPECT_GT(r.relative, 0.05 * 0.75);
+    EXPECT_LT(r.relative, 0.05 * 1.25);
     EXPECT_GT(r.spin_share, 0.80 * 0.75);
     EXPECT_LT(r.spin_share, std::min(1.0, 0.80 * 1.25));
 }
 
-TEST(OvsForward64b, NotReproducedAddUnmapShareOfTheSpin)
+TEST(OvsForward64b, SmallFramesLeaveTheirRxBuffersMapped)
 {
-    // perf: 62.66% of the spinlock time in add_unmap.  Not reproduced:
-    // about 32%.  Every unmap first looks its IOVA up with find_iova()
-    // under the port's iova_rbtree_lock, outside async_umap_flush_lock,
-    // as 2008-4.6 intel_unmap() did; 16 CPUs doing that on two ports'
-    // tree locks, between the allocation walks under the same locks, make
-    // the lookup (~38%) and the walk (~30%) each about as contended as
-    // add_unmap.  What the model shows, asserted so a change is noticed:
-    // add_unmap below the published share but still a main contender, the
-    // lookups contended on the tree lock, the frees of the flush not
-    // (they run under async_umap_flush_lock, one CPU at a time).
+    // ixgbe copies a 64-byte frame out of its RX buffer and reuses the
+    // buffer in place: after the RX rings' set-up, the receiving port's
+    // domain sees no map and no unmap, and every unmap is a TX completion.
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
-    double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
-    double lookup = share(r, "iova_rbtree_lock", "lookup");
-    EXPECT_LT(add_unmap, 0.6266 * 0.75);
-    EXPECT_GT(add_unmap, 0.6266 / 3);
-    EXPECT_GT(lookup, 0.2);
-    EXPECT_LT(share(r, "iova_rbtree_lock", "free"), 0.02);
-    EXPECT_GT(share(r, "async_umap_flush_lock") + share(r, "iova_rbtree_lock"), 0.95);
+    uint64_t lookups = 0, add_unmaps = 0;
+    for (const auto &p : r.profile) {
+        if (p.lock == "iova_rbtree_lock" && p.site == "lookup")
+            lookups += p.acquisitions;
+        if (p.lock == "async_umap_flush_lock" && p.site == "unmap_add")
+            add_unmaps += p.acquisitions;
+    }
+    EXPECT_EQ(lookups, add_unmaps);
+    EXPECT_EQ(r.maps, r.transactions);
 }
 
-TEST(OvsForward64b, NotReproducedThroughputRatio)
+TEST(OvsForward64b, NotReproducedAddUnmapShareOfTheSpin)
 {
-    // The published 5% is not within +-25%: the model gives about 6.8%.
-    // At this collapse the rate is set by two kinds of lock passed from CPU
-    // to CPU: async_umap_flush_lock, held per packet for two add_unmaps,
-    // and every 250 unmaps for a flush that frees 250 IOVAs, pulls the
-    // struct iova line of each entry another CPU queued and walks 250
-    // device lists under device_domain_lock; and each port's
-    // iova_rbtree_lock, held per packet for an allocation walk, a lookup
-    // and an erase; plus the handovers (the lock lines and the list
-    // between cores): ~1.5 us per packet, where the published 500 Kpps
-    // means ~2 us.  The cost model's lock and line-transfer figures are
-    // round numbers for that CPU, not fitted.  What the model shows,
-    // asserted so a change is noticed: above the published ratio, below
-    // twice it, the flush lock held about half the time and each port's
-    // tree lock more than that.
+    // perf: 62.66% of the spinlock time in add_unmap, the report's
+    // "highest contention".  Reproduced in kind, not in size: add_unmap is
+    // the most contended call site (about 46%), ahead of the allocation
+    // walk (~31%) and the lookup (~19%) under the TX port's
+    // iova_rbtree_lock, but more than 25% below the published share.  The
+    // flush that add_unmap runs every 250 entries frees under the tree
+    // lock while the other CPUs' polls still allocate for the frames they
+    // receive, so those frees wait too (~4%), and the flush lock's holds
+    // grow with them.
     SimResult r = run({"ovs-forward-64b", "linux-4.4", "global-list"});
-    EXPECT_GT(r.relative, 0.05 * 1.25);
-    EXPECT_LT(r.relative, 0.05 * 2);
-    double flush_held = 0, tree_held = 0;
-    for (const auto &p : r.profile) {
-        if (p.lock == "async_umap_flush_lock")
-            flush_held += double(p.hold_ns);
-        if (p.lock == "iova_rbtree_lock")
-            tree_held += double(p.hold_ns);
-    }
-    EXPECT_GT(flush_held / r.elapsed_ns, 0.4);
-    EXPECT_GT(tree_held / r.domains / r.elapsed_ns, 0.4);
+    double add_unmap = share(r, "async_umap_flush_lock", "unmap_add");
+    double alloc = share(r, "iova_rbtree_lock", "alloc");
+    double lookup = share(r, "iova_rbtree_lock", "lookup");
+    EXPECT_LT(add_unmap, 0.6266 * 0.75);
+    EXPECT_GT(add_unmap, 0.6266 / 2);
+    EXPECT_GT(add_unmap, alloc);
+    EXPECT_GT(alloc, lookup);
+    EXPECT_GT(share(r, "iova_rbtree_lock", "free"), 0.02);
+    EXPECT_GT(share(r, "async_umap_flush_lock") + share(r, "iova_rbtree_lock"), 0.95);
 }
 
 TEST(OvsForward64b, PerCpuDesignsRemoveTheCollapse)
@@ -516,10 +503,10 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
          batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.03},
         {"memcached magazines throughput", mags.relative, 0.93},
         {"memcached magazines spin share", mags.spin_share, 0.036},
-        {"ovs throughput", ovs.relative, 0.068},
-        {"ovs spin share", ovs.spin_share, 0.83},
+        {"ovs throughput", ovs.relative, 0.055},
+        {"ovs spin share", ovs.spin_share, 0.88},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
-         0.32},
+         0.455},
         {"nvme mainline owner share", few.inv.owner_share(), 0.981},
         {"nvme lpi owner share", many.inv.owner_share(), 0.983},
         {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 8.8},
