@@ -11,11 +11,11 @@ namespace viommu::vtd {
 namespace desc {
 constexpr unsigned CONTEXT = 1, IOTLB = 2, DEVICE_IOTLB = 3, IEC = 4, WAIT = 5;
 constexpr unsigned PASID_IOTLB = 6, PASID_CACHE = 7, PASID_DEVICE_TLB = 8;
-// Type bits 6:4 sit in qw0 bits 11:9; reserved in every legacy-mode format.
-constexpr uint64_t TYPE_HI = mask(11, 9);
-
+// Type bits 6:4 sit in qw0 bits 11:9 and are decoded with bits 3:0, so a
+// descriptor with any of them set has no type below 16.
 constexpr uint64_t CC_LO_RSVD = mask(15, 6) | mask(63, 50);
-constexpr uint64_t IOTLB_LO_DW = bit(6), IOTLB_LO_DR = bit(7);
+// IOTLB qw0 bits 7:6 (DR, DW: drain reads and writes) are accepted and
+// have nothing to drain here; reserved starts above them.
 constexpr uint64_t IOTLB_LO_RSVD = mask(15, 8) | mask(63, 32);
 constexpr uint64_t IOTLB_HI_IH = bit(6), IOTLB_HI_RSVD = mask(11, 7);
 constexpr uint64_t DIOTLB_LO_RSVD = mask(11, 4) | mask(31, 21) | mask(51, 48);
