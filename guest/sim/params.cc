@@ -99,6 +99,20 @@ Setter uint_field(unsigned Params::*f, uint64_t lo, uint64_t hi)
     };
 }
 
+// A size in bytes ("2048", "64K") from @lo to 1G.
+Setter bytes_field(uint64_t Params::*f, uint64_t lo)
+{
+    return [f, lo](Params &p, std::string_view v, std::string &e) {
+        uint64_t n;
+        if (!parse_bytes(v, n) || n < lo || n > (1u << 30)) {
+            e = "needs a size in bytes from " + std::to_string(lo) + " to 1G";
+            return false;
+        }
+        p.*f = n;
+        return true;
+    };
+}
+
 Setter ns_field(Nanos Params::*f)
 {
     return [f](Params &p, std::string_view v, std::string &e) {
@@ -229,15 +243,7 @@ const std::vector<Info> &table()
          "RX ring per CPU: buffers mapped at interface up, one refilled per operation (0: none)",
          uint_field(&Params::ring_entries, 0, 1 << 20)},
         {"rx-buffer-bytes", "bytes", "2048", nic_like, "bytes of one RX buffer",
-         [](Params &p, std::string_view v, std::string &e) {
-             uint64_t n;
-             if (!parse_bytes(v, n) || n == 0 || n > (1u << 30)) {
-                 e = "needs a size in bytes from 1 to 1G";
-                 return false;
-             }
-             p.rx_buffer_bytes = n;
-             return true;
-         }},
+         bytes_field(&Params::rx_buffer_bytes, 1)},
         {"tx-bytes", "bytes", "nic 1514, forward 64, memcached 64:10,128+1024:90, nginx 256+1024",
          nic_like, "buffers mapped for transmission per operation, a mix as --block-size",
          mix_field(&Params::tx_bytes)},
@@ -252,15 +258,7 @@ const std::vector<Info> &table()
         {"rx-copy-bytes", "bytes", "0", nic_like,
          "forward: a frame of at most this many bytes is copied out of its RX buffer, which "
          "stays mapped for the next frame (0: every RX buffer is unmapped and refilled)",
-         [](Params &p, std::string_view v, std::string &e) {
-             uint64_t n;
-             if (!parse_bytes(v, n) || n > (1u << 30)) {
-                 e = "needs a size in bytes from 0 to 1G";
-                 return false;
-             }
-             p.rx_copy_bytes = n;
-             return true;
-         }},
+         bytes_field(&Params::rx_copy_bytes, 0)},
         {"domains-per-device", "domains", "1", all,
          "IOMMU domains (own IOVA space, tree and lock) per device; queue q of a device uses "
          "domain q mod N",
@@ -678,7 +676,7 @@ bool Params::validate(std::string *error) const
             return fail("--iodepth " + std::to_string(iodepth) +
                         ": more than 4M outstanding I/Os per CPU");
     }
-    if (napi_budget && napi_budget > tx_window)
+    if (napi_budget > tx_window)
         return fail("--napi-budget " + std::to_string(napi_budget) + ": more than --tx-window's " +
                     std::to_string(tx_window) + " TX slots (a poll sends into slots the one " +
                     "before it emptied)");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@ struct SizeMix {
     struct Alt {
         std::vector<uint64_t> bytes;
         unsigned weight = 1;
+        uint64_t total() const { return std::accumulate(bytes.begin(), bytes.end(), uint64_t{0}); }
     };
     std::vector<Alt> alts;
     std::string text;

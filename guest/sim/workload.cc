@@ -31,8 +31,7 @@ public:
     {
         uint32_t slot = base_ + pos_;
         if (used_[pos_])
-            out.push_back(completion_cpu == self ? unmap_step(slot)
-                                                 : unmap_post_step(slot, completion_cpu));
+            out.push_back(completion(slot, self, completion_cpu));
         out.push_back(map_step(slot, bytes, dev));
         used_[pos_] = true;
         pos_ = (pos_ + 1) % size();
@@ -45,13 +44,17 @@ public:
             uint32_t p = (pos_ + i) % size();
             if (!used_[p])
                 continue;
-            out.push_back(completion_cpu == self ? unmap_step(base_ + p)
-                                                 : unmap_post_step(base_ + p, completion_cpu));
+            out.push_back(completion(base_ + p, self, completion_cpu));
             used_[p] = false;
         }
     }
 
 private:
+    static Step completion(uint32_t slot, unsigned self, unsigned completion_cpu)
+    {
+        return completion_cpu == self ? unmap_step(slot) : unmap_post_step(slot, completion_cpu);
+    }
+
     uint32_t base_;
     uint32_t pos_ = 0;
     std::vector<bool> used_;
@@ -209,14 +212,7 @@ public:
         // forward: the frame received is the one sent on; a small one is
         // copied and its RX buffer reused in place, still mapped
         const SizeMix::Alt *frame = p_.rx_copy_bytes ? &pick(tx_, s.rng) : nullptr;
-        bool copied = false;
-        if (frame) {
-            uint64_t bytes = 0;
-            for (uint64_t b : frame->bytes)
-                bytes += b;
-            copied = bytes <= p_.rx_copy_bytes;
-        }
-        if (s.rx.size() && !copied)
+        if (s.rx.size() && !(frame && frame->total() <= p_.rx_copy_bytes))
             s.rx.cycle(out, p_.rx_buffer_bytes, s.rx_endpoint, cpu, cpu);  // buffer refilled
         out.push_back(jittered_work(s.rng, info_.work_ns));
         for (uint64_t b : (frame ? *frame : pick(tx_, s.rng)).bytes) {

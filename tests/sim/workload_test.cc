@@ -18,6 +18,18 @@ using namespace viommu::sim;
 
 namespace {
 
+// Sets every (name, value) on @p, stopping at the first that is refused
+// (@err names it).
+using Settings = std::vector<std::pair<const char *, const char *>>;
+
+bool set_all(Params &p, const Settings &values, std::string &err)
+{
+    for (auto [k, v] : values)
+        if (!p.set(k, v, &err))
+            return false;
+    return true;
+}
+
 bool same(const Step &a, const Step &b)
 {
     return a.kind == b.kind && a.device == b.device && a.arg == b.arg && a.value == b.value;
@@ -267,12 +279,14 @@ TEST(Workload, SpreadCompletionsRunOnTheInterruptCpus)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "nginx"},
-                        {"cpus", "16"},
-                        {"tx-window", "0"},
-                        {"irq-affinity", "spread"},
-                        {"irq-cpus", "25%"}})
-        ASSERT_TRUE(p.set(k, v, &err)) << err;
+    ASSERT_TRUE(set_all(p,
+                        {{"workload", "nginx"},
+                         {"cpus", "16"},
+                         {"tx-window", "0"},
+                         {"irq-affinity", "spread"},
+                         {"irq-cpus", "25%"}},
+                        err))
+        << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
     std::vector<Step> steps;
@@ -285,17 +299,17 @@ TEST(Workload, SpreadCompletionsRunOnTheInterruptCpus)
     }
 }
 
+// One CPU forwarding from port 0 to port 1; its 8 RX slots come first.
+const Settings kOneForwardingCpu = {
+    {"workload", "forward"}, {"cpus", "1"}, {"devices", "2"}, {"ring-entries", "8"}};
+
 TEST(Workload, ANapiPollCleansItsTxRingBeforeItsFrames)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "forward"},
-                        {"cpus", "1"},
-                        {"devices", "2"},
-                        {"ring-entries", "8"},
-                        {"tx-window", "4"},
-                        {"napi-budget", "4"}})
-        ASSERT_TRUE(p.set(k, v, &err)) << err;
+    ASSERT_TRUE(set_all(p, kOneForwardingCpu, err) &&
+                set_all(p, {{"tx-window", "4"}, {"napi-budget", "4"}}, err))
+        << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
     std::vector<Step> steps;
@@ -325,13 +339,9 @@ TEST(Workload, ASmallForwardedFrameLeavesItsRxBufferMapped)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "forward"},
-                        {"cpus", "1"},
-                        {"devices", "2"},
-                        {"ring-entries", "8"},
-                        {"tx-bytes", "64:50,1514:50"},
-                        {"rx-copy-bytes", "256"}})
-        ASSERT_TRUE(p.set(k, v, &err)) << err;
+    ASSERT_TRUE(set_all(p, kOneForwardingCpu, err) &&
+                set_all(p, {{"tx-bytes", "64:50,1514:50"}, {"rx-copy-bytes", "256"}}, err))
+        << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
     std::vector<Step> steps;
@@ -363,12 +373,14 @@ TEST(Workload, MapBenchMapsAndUnmapsEachOperation)
 {
     Params p;
     std::string err;
-    for (auto [k, v] : {std::pair{"workload", "map-bench"},
-                        {"cpus", "64"},
-                        {"threads", "8"},
-                        {"block-size", "4096"},
-                        {"cpu-ns-per-op", "0"}})
-        ASSERT_TRUE(p.set(k, v, &err)) << err;
+    ASSERT_TRUE(set_all(p,
+                        {{"workload", "map-bench"},
+                         {"cpus", "64"},
+                         {"threads", "8"},
+                         {"block-size", "4096"},
+                         {"cpu-ns-per-op", "0"}},
+                        err))
+        << err;
     auto w = Workload::create(p, &err);
     ASSERT_NE(w, nullptr) << err;
     EXPECT_EQ(w->info().cpus, 8u);
