@@ -21,7 +21,7 @@ CostModel CostModel::standard()
         .inv_hw_fetch = 500,
         .inv_hw_desc = 300,
         .inv_poll = 30,
-        .smmu_hw_desc = 1500,
+        .smmu_hw_desc = 160,
     };
 }
 

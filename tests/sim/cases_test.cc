@@ -60,7 +60,9 @@ SimResult run_uncached(const Case &c)
         set("iommu", "vtd");
     } else if (!c.invq.empty()) {
         set("iommu", "smmuv3");
-        set("cmdq", c.invq == "smmu-spinlock" ? "spinlock" : "cmpxchg");
+        set("cmdq", c.invq == "smmu-spinlock"    ? "spinlock"
+                    : c.invq == "smmu-fetch-add" ? "fetch-add"
+                                                 : "cmpxchg");
     }
     if (!c.dma.empty())
         set("dma", c.dma);
@@ -114,12 +116,12 @@ TEST(Memcached16CpuXl710, NotReproducedPercpuBatchSpinShareAndFreeSplit)
     // model reaches the throughput but spends ~65% of its CPU time
     // spinning.  A CPU-bound server cannot lose 71% of its throughput with
     // only 22% of its cycles spinning unless the rest of the loss is other
-    // work, and memslap's closed loop (128 connections over 16 instances:
-    // 8 requests outstanding per instance) keeps a slowed server busy
-    // rather than idle.  So the published run lost much of its time to
-    // costs outside the spinlock profile, or spun in other contexts (the
-    // line is for the memcached command only), neither of which this
-    // model separates.  What the 4.x driver does outside its spinlocks is
+    // work or idle time; memaslap's defaults (1 thread, 16 connections,
+    // all to one server) do not say how many requests each instance had
+    // outstanding, nor the round trip.  So the published run lost much of
+    // its time to costs outside the spinlock profile, to idle time, or
+    // spun in other contexts (the line is for the memcached command only),
+    // none of which this model separates.  What the 4.x driver does outside its spinlocks is
     // modelled (page-table writes, the qi_submit_sync() wait with
     // interrupts off, flush_unmaps()'s device-IOTLB walks) and is small
     // against that loss.  Of the spin time, free_iova_array's 12.85% comes
@@ -414,15 +416,16 @@ static const std::pair<SimResult, SimResult> &nvme_runs()
 TEST(NvmeSmmuv3Cmdq, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
 {
     const auto &[few, many] = nvme_runs();
-    // published: owner 1 in 3 (mainline) vs 1 in 8 (more CPUs): not
-    // reproduced, NotReproducedOwnerShareSize.
+    // published: owner 1 in 3 (mainline), 1 in 8 with many more CPUs: the
+    // direction is reproduced (~0.94 and ~0.70), not the size
+    // (NotReproducedOwnerShareSize)
+    EXPECT_LT(many.inv.owner_share(), 0.8 * few.inv.owner_share());
     // the 5.x cmpxchg loop retries more with more CPUs on the word
     EXPECT_GT(many.inv.retries_per_reservation(), few.inv.retries_per_reservation());
     EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
     EXPECT_GT(many.inv.mean_poll_ns(true), 3 * few.inv.mean_poll_ns(true));
     // mainline: a non-owner polls ~3 units, an owner ~2: the ratio is
-    // reproduced at 4 CPUs (~1.2x), not the size (~10 and ~8 us: the
-    // hardware's 3 us per list is the bottleneck of this case's 4 CPUs)
+    // reproduced at 4 CPUs (~1.4x), not the size (~1.4 and ~1.0 us)
     EXPECT_GT(few.inv.mean_poll_ns(false), 1.5 * 0.75 * few.inv.mean_poll_ns(true));
     EXPECT_LT(few.inv.mean_poll_ns(false), 1.5 * 1.25 * few.inv.mean_poll_ns(true));
 }
@@ -447,22 +450,20 @@ TEST(NvmeSmmuv3Cmdq, OwnersPublishOnlyOnceWhatTheyGatheredIsValid)
 TEST(NvmeSmmuv3Cmdq, NotReproducedOwnerShareSize)
 {
     // Published: an owner 1 in 3 (mainline) and 1 in 8 (LPI spreading,
-    // many more CPUs); a non-owner polling 4x as long as an owner (12 vs 3).
-    // The model's owners gather from their reservation to their
-    // fetch_andnot (~0.1-0.2 us: write the commands, the shared lock, the
-    // valid bits), short against the arrival spacing, so almost every
-    // submission finds OWNED clear (~0.98 at 4 and at 32 CPUs), with
-    // non-owners polling about as long as owners.  John's durations (2-3
-    // units before polling on every call, owner or not) point at a
-    // reservation and gather phase on that machine as long as the hardware
-    // time per list, which nothing in the cost model gives.
+    // many more CPUs); a non-owner polling 4x as long as an owner (12 vs
+    // 3), owners 4 and 22 units in the call before polling.  The model's
+    // owners gather from their reservation to their fetch_andnot, short
+    // against the spacing of arrivals, and the SMMU takes at most 0.32 us
+    // a list (the same reporter's map harness, smmuv3-map-bench), so a
+    // gathered list waits little behind the others.  John's durations
+    // point at ~2-3 us a list in the NVMe run, which nothing in the cost
+    // model gives (docs/simulation.rst).
     const auto &[few, many] = nvme_runs();
     EXPECT_GT(few.inv.owner_share(), 1.0 / 3 * 1.25);
     EXPECT_GT(many.inv.owner_share(), 1.0 / 8 * 1.25);
-    // nor its direction: both ~0.98, within a few thousandths of each
-    // other, on either side depending on the interleaving of the rest
-    EXPECT_NEAR(many.inv.owner_share(), few.inv.owner_share(), 0.02);
     EXPECT_LT(many.inv.mean_poll_ns(false), 4 * 0.75 * many.inv.mean_poll_ns(true));
+    EXPECT_LT(few.inv.mean_issue_ns(true), 6000 * 0.75);
+    EXPECT_LT(many.inv.mean_issue_ns(true), 25000 * 0.75);
 }
 
 TEST(NvmeSmmuv3Cmdq, SpinlockProtectedQueueIsSlower)
@@ -475,6 +476,59 @@ TEST(NvmeSmmuv3Cmdq, SpinlockProtectedQueueIsSlower)
         SimResult locked = run(c);
         EXPECT_LT(locked.throughput, lockfree.throughput) << cpus;
     }
+}
+
+// smmuv3-map-bench: John Garry's map+unmap harness on his SMMUv3, strict,
+// the cmpxchg reservation against his atomic add (not a seed: it checks
+// the SMMU's time per list, docs/simulation.rst).
+SimResult map_bench(const char *invq, unsigned cpus)
+{
+    Case c{"smmuv3-map-bench", "linux-5.13", "strict", invq};
+    c.cpus = cpus;
+    c.ops = cpus * 400;
+    return run(c);
+}
+
+double per_cpu(const SimResult &r, unsigned cpus)
+{
+    return r.throughput / cpus;
+}
+
+TEST(Smmuv3MapBench, TheSmmuSustainsTheAtomicAddRatesUpTo32Cpus)
+{
+    // published per CPU, after the series: 302K, 193K, 80K (8, 16, 32
+    // CPUs); reproduced within 25%: the cost model's 0.32 us a list is
+    // taken from the 16-CPU rate, the others follow from it
+    const std::pair<unsigned, double> published[] = {{8, 302e3}, {16, 193e3}, {32, 80e3}};
+    for (auto [cpus, rate] : published) {
+        double r = per_cpu(map_bench("smmu-fetch-add", cpus), cpus);
+        EXPECT_GT(r, rate * 0.75) << cpus;
+        EXPECT_LT(r, rate * 1.25) << cpus;
+    }
+    // before the series at 8 CPUs: 282K, reproduced
+    double before8 = per_cpu(map_bench("smmu-lockfree", 8), 8);
+    EXPECT_GT(before8, 282e3 * 0.75);
+    EXPECT_LT(before8, 282e3 * 1.25);
+}
+
+TEST(Smmuv3MapBench, NotReproducedTheCmpxchgCollapse)
+{
+    // Published: before the series 115K, 36K, 11K per CPU at 16, 32, 64
+    // CPUs (2.2x, 2.2x, 2.7x below the atomic add) and "for 64 CPUs
+    // contending the cmdq, success rate is ~ 1 in 12".  The model's queue
+    // is bounded by the SMMU's rate, so CPUs come back to it spaced and
+    // rarely meet on the word: its cmpxchg loop barely retries and both
+    // reservations give the same rate.  What is missing is the cost of an
+    // atomic on a line that tens of CPUs hammer at once on that machine
+    // (no published figure: hardware-costs.md, section 1).
+    for (unsigned cpus : {16u, 32u, 64u}) {
+        SimResult before = map_bench("smmu-lockfree", cpus);
+        SimResult after = map_bench("smmu-fetch-add", cpus);
+        EXPECT_GT(before.throughput, 0.9 * after.throughput) << cpus;
+    }
+    SimResult r64 = map_bench("smmu-lockfree", 64);
+    EXPECT_GT(r64.inv.retries_per_reservation(), 0.0);
+    EXPECT_LT(r64.inv.retries_per_reservation(), 11.0 * 0.75);
 }
 
 // Each reproduced point value that docs/simulation.rst states, within a
@@ -507,17 +561,17 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
         {"ovs spin share", ovs.spin_share, 0.88},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
          0.455},
-        {"nvme mainline owner share", few.inv.owner_share(), 0.981},
-        {"nvme lpi owner share", many.inv.owner_share(), 0.983},
-        {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 8.8},
-        {"nvme mainline non-owner issue us", few.inv.mean_issue_ns(false) / 1000, 10.2},
-        {"nvme mainline owner poll us", few.inv.mean_poll_ns(true) / 1000, 8.4},
-        {"nvme mainline non-owner poll us", few.inv.mean_poll_ns(false) / 1000, 10.0},
-        {"nvme lpi owner issue us", many.inv.mean_issue_ns(true) / 1000, 92},
-        {"nvme lpi non-owner issue us", many.inv.mean_issue_ns(false) / 1000, 91},
-        {"nvme lpi owner poll us", many.inv.mean_poll_ns(true) / 1000, 92},
-        {"nvme lpi non-owner poll us", many.inv.mean_poll_ns(false) / 1000, 91},
-        {"nvme lpi / mainline throughput", many.throughput / few.throughput, 1.08},
+        {"nvme mainline owner share", few.inv.owner_share(), 0.94},
+        {"nvme lpi owner share", many.inv.owner_share(), 0.70},
+        {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 1.4},
+        {"nvme mainline non-owner issue us", few.inv.mean_issue_ns(false) / 1000, 1.6},
+        {"nvme mainline owner poll us", few.inv.mean_poll_ns(true) / 1000, 1.0},
+        {"nvme mainline non-owner poll us", few.inv.mean_poll_ns(false) / 1000, 1.4},
+        {"nvme lpi owner issue us", many.inv.mean_issue_ns(true) / 1000, 7.0},
+        {"nvme lpi non-owner issue us", many.inv.mean_issue_ns(false) / 1000, 7.1},
+        {"nvme lpi owner poll us", many.inv.mean_poll_ns(true) / 1000, 6.5},
+        {"nvme lpi non-owner poll us", many.inv.mean_poll_ns(false) / 1000, 6.9},
+        {"nvme lpi / mainline throughput", many.throughput / few.throughput, 4.0},
     };
     for (const Figure &f : figures) {
         EXPECT_GT(f.reproduced, f.documented / 2) << f.what;

@@ -192,19 +192,22 @@ TEST(InvQueue, ASubmissionsTimeCountsForItsOwnRole)
     }
 }
 
-TEST(InvQueue, LockFreePollingGrowsWithCpus)
+TEST(InvQueue, LockFreePollingGrowsAndOwnersGatherMoreWithCpus)
 {
     QueueRun few = drive("smmu-lockfree", 4, 4000, 400);
     QueueRun many = drive("smmu-lockfree", 32, 4000, 100);
-    // reproduced: polling for the sync takes longer as CPUs are added
+    // reproduced: polling for the sync takes longer as CPUs are added,
+    // and an owner gathers more of them (the published direction: 1 in 3,
+    // then 1 in 8 with many more CPUs)
     EXPECT_GT(many.stats.mean_poll_ns(true), 2 * few.stats.mean_poll_ns(true));
-    // NOT reproduced (docs/simulation.rst, nvme-smmuv3-cmdq): owners 1 in 3
-    // and 1 in 8.  CPUs that reach the queue microseconds apart never meet
-    // an owner's gather window (reservation to fetch_andnot, ~0.2 us), so
-    // every submission is an owner.  This fails when a model change makes
-    // CPUs gather, so the docs get updated with it.
-    EXPECT_GT(few.stats.owner_share(), 0.9);
-    EXPECT_GT(many.stats.owner_share(), 0.9);
+    EXPECT_LT(many.stats.owner_share(), 0.8 * few.stats.owner_share());
+    // NOT reproduced (docs/simulation.rst, nvme-smmuv3-cmdq): the size.
+    // An owner gathers from its reservation to its fetch_andnot, which is
+    // short against the spacing of arrivals, so owners stay more common
+    // than published.  This fails when a model change makes CPUs gather
+    // that much, so the docs get updated with it.
+    EXPECT_GT(few.stats.owner_share(), 1.0 / 3 * 1.25);
+    EXPECT_GT(many.stats.owner_share(), 1.0 / 8 * 1.25);
 }
 
 TEST(InvQueue, AQueueFarLargerThanTheListsInFlightNeverWaitsForSpace)
@@ -224,11 +227,9 @@ TEST(InvQueue, ASmallQueueWaitsForTheLastSharedHolderToPublishCons)
     EXPECT_GT(r.stats.full_waits, r.stats.submissions / 16);
     EXPECT_GT(r.stats.full_wait_ns, 0u);
     EXPECT_LE(r.stats.cons_refreshes, r.stats.full_waits);
-    // the CPUs released together reserve together: one owner gathers them
+    // and never with the driver's 65536 commands
     QueueRun big = drive("smmu-lockfree", 32, 4000, 50);
-    EXPECT_LT(r.stats.owner_share(), 0.6);
-    EXPECT_GT(big.stats.owner_share(), 0.9);
-    EXPECT_LT(r.stats.owner_share(), big.stats.owner_share());
+    EXPECT_EQ(big.stats.full_waits, 0u);
 }
 
 TEST(InvQueue, OwnerShareFallsAsTheQueueShrinks)
