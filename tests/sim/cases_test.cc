@@ -497,9 +497,11 @@ double per_cpu(const SimResult &r, unsigned cpus)
 TEST(Smmuv3MapBench, TheSmmuSustainsTheAtomicAddRatesUpTo32Cpus)
 {
     // published per CPU, after the series: 302K, 193K, 80K (8, 16, 32
-    // CPUs); reproduced within 25%: the cost model's 0.32 us a list is
-    // taken from the 16-CPU rate, the others follow from it
-    const std::pair<unsigned, double> published[] = {{8, 302e3}, {16, 193e3}, {32, 80e3}};
+    // CPUs; v2) and 93,287 and 44,789 (32, 64; v1); reproduced within
+    // 25%: the cost model's 0.32 us a list is taken from the 16-CPU rate,
+    // the others follow from it
+    const std::pair<unsigned, double> published[] = {
+        {8, 302e3}, {16, 193e3}, {32, 80e3}, {32, 93287}, {64, 44789}};
     for (auto [cpus, rate] : published) {
         double r = per_cpu(map_bench("smmu-fetch-add", cpus), cpus);
         EXPECT_GT(r, rate * 0.75) << cpus;
@@ -529,6 +531,17 @@ TEST(Smmuv3MapBench, NotReproducedTheCmpxchgCollapse)
     SimResult r64 = map_bench("smmu-lockfree", 64);
     EXPECT_GT(r64.inv.retries_per_reservation(), 0.0);
     EXPECT_LT(r64.inv.retries_per_reservation(), 11.0 * 0.75);
+    // nor the NVMe gain of the same series (~24% with 3 SSDs): the LPI
+    // spreading run is bounded by the SMMU either way (~1.00; it counts as
+    // within 25% of 1.24 in the report, a gain that small being within
+    // the tolerance of none)
+    Case c{"nvme-smmuv3-cmdq", "linux-5.13", "strict", "smmu-lockfree"};
+    c.cpus = 32;
+    c.ops = 32 * 200;
+    SimResult cmpxchg = run(c);
+    c.invq = "smmu-fetch-add";
+    SimResult fetch_add = run(c);
+    EXPECT_NEAR(fetch_add.throughput / cmpxchg.throughput, 1.0, 0.05);
 }
 
 // Each reproduced point value that docs/simulation.rst states, within a
