@@ -84,8 +84,8 @@ class Scorer:
             return None if v is None else v / 1000
         if name == "tx_bytes_per_s":
             return r["ops_per_s"] * mix_mean_bytes(r["config"]["tx-bytes"])
-        if name == "ops_per_s_per_cpu":
-            return r["ops_per_s"] / r["config"]["cpus"]
+        if name == "ops_per_s_per_thread":
+            return r["ops_per_s"] / r["config"]["threads"]
         if name == "cmpxchg_success_rate":
             q = r["invq"]
             tries = q["reservations"] + q["cmpxchg_retries"]

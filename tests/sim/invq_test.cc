@@ -227,9 +227,10 @@ TEST(InvQueue, ASmallQueueWaitsForTheLastSharedHolderToPublishCons)
     EXPECT_GT(r.stats.full_waits, r.stats.submissions / 16);
     EXPECT_GT(r.stats.full_wait_ns, 0u);
     EXPECT_LE(r.stats.cons_refreshes, r.stats.full_waits);
-    // and never with the driver's 65536 commands
+    // the CPUs released together reserve together: one owner gathers them
     QueueRun big = drive("smmu-lockfree", 32, 4000, 50);
-    EXPECT_EQ(big.stats.full_waits, 0u);
+    EXPECT_LT(r.stats.owner_share(), 0.6);
+    EXPECT_LT(r.stats.owner_share(), big.stats.owner_share());
 }
 
 TEST(InvQueue, OwnerShareFallsAsTheQueueShrinks)
