@@ -170,7 +170,7 @@ def scoring(sim, cost, md):
     md.append(line + "\n")
     print(line)
 
-    # figures of the reporters' other measurements on the same hardware:
+    # figures of the seed reporters' other measurements on their own hardware:
     # they test the cost model's inputs and are never part of the score
     table(md, "Checks: the reporters' other measurements (not scored)",
           ["figure", "case / configuration", "quote", "published", "reproduced", "ratio", "within 25%"])
