@@ -49,6 +49,7 @@ private:
 struct Mapping {
     uint64_t iova = 0, bytes = 0;
     bool live = false;
+    int poster = -1;  // a ring completion handed over: the CPU whose slot waits for it
 };
 
 struct Mailbox {
@@ -73,7 +74,23 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
     std::atomic<uint64_t> started{0}, done{0};
     std::barrier sync(n + 1);
     std::mutex wl_lock;  // the workload's per-CPU state is touched under it
+    // per CPU: its ring completions still in other CPUs' mailboxes
+    std::vector<std::atomic<uint64_t>> posted(n);
+    std::atomic<unsigned> running{n};  // threads in a phase's loop, not parked at a barrier
 
+    auto drain = [&](unsigned cpu) {
+        std::deque<Mapping> mine;
+        {
+            std::lock_guard g(boxes[cpu].lock);
+            mine.swap(boxes[cpu].items);
+        }
+        for (const Mapping &m : mine) {
+            if (m.live && io)
+                io->domain->unmap(m.iova, m.bytes);
+            if (m.poster >= 0)
+                posted[static_cast<unsigned>(m.poster)].fetch_sub(1);
+        }
+    };
     auto execute = [&](unsigned cpu, const Step &s) {
         switch (s.kind) {
         case VIOMMU_SIM_WORK:
@@ -117,22 +134,27 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
             slots[cpu].at(s.arg).live = false;
             if (!m.live)
                 break;
-            Mailbox &b = boxes.at(s.value % n);
-            std::lock_guard g(b.lock);
-            b.items.push_back(m);
-            break;
-        }
-        case VIOMMU_SIM_UNMAP_MAILBOX: {
-            std::deque<Mapping> mine;
-            {
-                std::lock_guard g(boxes[cpu].lock);
-                mine.swap(boxes[cpu].items);
+            const auto to = static_cast<unsigned>(s.value % n);
+            if (to != cpu) {
+                m.poster = static_cast<int>(cpu);
+                posted[cpu].fetch_add(1);
             }
-            for (const Mapping &m : mine)
-                if (io)
-                    io->domain->unmap(m.iova, m.bytes);
+            {
+                Mailbox &b = boxes.at(to);
+                std::lock_guard g(b.lock);
+                b.items.push_back(m);
+            }
+            // the slot is free once its completion ran (guest/sim/simulator.cc);
+            // a thread parked at a barrier runs none, so then nobody waits
+            while (posted[cpu].load() > 1 && running.load() == n) {
+                drain(cpu);
+                std::this_thread::yield();
+            }
             break;
         }
+        case VIOMMU_SIM_UNMAP_MAILBOX:
+            drain(cpu);
+            break;
         default:
             break;
         }
@@ -155,13 +177,16 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
             for (unsigned i = 0; i < info.warmup_per_cpu; i++)
                 for (const Step &s : steps_of(cpu, false))
                     execute(cpu, s);
+            running.fetch_sub(1);
             sync.arrive_and_wait();  // warm-up done
             sync.arrive_and_wait();  // statistics reset: go
+            running.fetch_add(1);
             while (started.fetch_add(1) < ops) {
                 for (const Step &s : steps_of(cpu, false))
                     execute(cpu, s);
                 done.fetch_add(1, std::memory_order_relaxed);
             }
+            running.fetch_sub(1);
             sync.arrive_and_wait();
             // tear down what is still mapped, so leaks show
             for (Mapping &m : slots[cpu])

@@ -33,6 +33,7 @@ struct Mapping {
     uint8_t device = 0;
     bool live = false;
     Nanos ready = 0;  // the device is done with it (--device-ns-per-op)
+    int poster = -1;  // a ring completion handed to another CPU: whose ring slot it holds
 };
 
 // Runs the workload's steps on the virtual CPUs.  Each CPU is a coroutine
@@ -48,8 +49,8 @@ public:
     Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, DmaDomains *iommu)
         : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
           slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
-          done_(n_, 0), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns), co_(n_),
-          device_free_(wl.info().physical_devices, 0)
+          posted_(n_, 0), tag_wait_(n_, false), done_(n_, 0), drain_ns_(cfg.rcache_drain_ns),
+          next_drain_(cfg.rcache_drain_ns), co_(n_), device_free_(wl.info().physical_devices, 0)
     {
         m_.set_yielder(this);
     }
@@ -63,6 +64,7 @@ public:
         for (unsigned c = 0; c < n_; c++) {
             Coro &co = co_[c];
             co.blocked = co.finished = false;
+            tag_wait_[c] = false;
             co.stack.reset(new char[stack_size]);
             getcontext(&co.ctx);
             co.ctx.uc_stack.ss_sp = co.stack.get();
@@ -135,11 +137,12 @@ public:
         return s;
     }
     void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
-    void reset_counts() { failed_maps = work_ns = idle_ns = 0; }
+    void reset_counts() { failed_maps = work_ns = idle_ns = completion_wait_ns = 0; }
     uint64_t failed_maps = 0;
     RunObserver *observer = nullptr;  // --record
     Nanos work_ns = 0;                // non-IOMMU work executed
     Nanos idle_ns = 0;                // waiting for a device to finish with a mapping
+    Nanos completion_wait_ns = 0;     // waiting for another CPU to run this CPU's completions
 
 private:
     static constexpr size_t stack_size = 512 * 1024;
@@ -163,8 +166,13 @@ private:
             if (observer && m_.now(cpu) > t0)
                 observer->op(RunObserver::flush, cpu, 0, 0, 0, t0, m_.now(cpu));
             if (pending_[cpu].empty()) {
-                if (!more_(cpu))
+                if (!more_(cpu)) {
+                    // done: what is left in its mailbox runs in the next
+                    // phase, and no CPU waits for it meanwhile
+                    for (Mapping &mp : mailbox_[cpu])
+                        release_slot(mp, cpu);
                     break;
+                }
                 wl_.next(cpu, steps_);
                 pending_[cpu].assign(steps_.begin(), steps_.end());
                 steps_.clear();
@@ -235,6 +243,60 @@ private:
         if (mp.live && observer)
             observer->op(RunObserver::unmap, cpu, mp.device, mp.iova, mp.bytes, t0, m_.now(cpu));
         mp.live = false;
+        release_slot(mp, cpu);
+    }
+    // @mp's completion has run (or will not hold its poster up): its ring slot is free.
+    void release_slot(Mapping &mp, unsigned by)
+    {
+        if (mp.poster < 0)
+            return;
+        const auto poster = static_cast<unsigned>(mp.poster);
+        posted_[poster]--;
+        mp.poster = -1;
+        wake(poster, by);
+    }
+
+    // Unmaps up to @max (0: all) of the completions handed to @cpu, oldest first.
+    void drain_mailbox(unsigned cpu, uint64_t max = 0)
+    {
+        auto &box = mailbox_[cpu];
+        uint64_t n = max ? std::min<uint64_t>(max, box.size()) : box.size();
+        for (uint64_t i = 0; i < n && !box.empty(); i++) {
+            Mapping mp = box.front();
+            box.pop_front();
+            unmap_now(cpu, mp);
+        }
+    }
+
+    // A ring slot is free again only once its completion has run (blk-mq's
+    // tag, a NIC's TX descriptor).  A ring hands over its oldest slot's
+    // completion when it comes round to it; the device finished that
+    // request earlier, so the completion CPU has until the submitter's
+    // next hand-over to run it.  A submitter that finds the previous one
+    // still waiting there waits, idle, taking the completions handed to
+    // it meanwhile, as an idle CPU takes its interrupts.
+    void wait_for_slots(unsigned cpu)
+    {
+        while (posted_[cpu] > 1) {
+            drain_mailbox(cpu);
+            if (posted_[cpu] <= 1)
+                break;
+            const Nanos t = m_.now(cpu);
+            tag_wait_[cpu] = true;
+            co_[cpu].blocked = true;
+            suspend(cpu);
+            completion_wait_ns += m_.now(cpu) - t;
+        }
+    }
+    // @cpu, waiting for its slots, runs again at @by's clock: one of its
+    // completions ran, or a completion was handed to it.
+    void wake(unsigned cpu, unsigned by)
+    {
+        if (!tag_wait_[cpu])
+            return;
+        tag_wait_[cpu] = false;
+        co_[cpu].blocked = false;
+        m_.advance_to(cpu, m_.now(by));
     }
 
     void execute(unsigned cpu, const Step &s)
@@ -262,9 +324,18 @@ private:
             break;
         case VIOMMU_SIM_UNMAP_POST: {
             Mapping &mp = slots_[cpu].at(s.arg);
-            if (mp.live || mp.ready)
-                mailbox_.at(s.value % n_).push_back(mp);
+            const unsigned to = static_cast<unsigned>(s.value % n_);
+            if (mp.live || mp.ready) {
+                Mapping handed = mp;
+                if (to != cpu && !co_[to].finished) {
+                    handed.poster = static_cast<int>(cpu);
+                    posted_[cpu]++;
+                }
+                mailbox_[to].push_back(handed);
+                wake(to, cpu);
+            }
             mp = {};
+            wait_for_slots(cpu);
             break;
         }
         case VIOMMU_SIM_MAP_POST: {
@@ -280,15 +351,9 @@ private:
             mailbox_.at(s.arg % n_).push_back(mp);
             break;
         }
-        case VIOMMU_SIM_UNMAP_MAILBOX: {
-            auto &box = mailbox_[cpu];
-            uint64_t n = s.value ? std::min<uint64_t>(s.value, box.size()) : box.size();
-            for (uint64_t i = 0; i < n; i++) {
-                unmap_now(cpu, box.front());
-                box.pop_front();
-            }
+        case VIOMMU_SIM_UNMAP_MAILBOX:
+            drain_mailbox(cpu, s.value);
             break;
-        }
         default:
             break;
         }
@@ -302,6 +367,8 @@ private:
     std::vector<std::vector<Mapping>> slots_;
     std::vector<std::deque<Mapping>> mailbox_;
     std::vector<std::deque<Step>> pending_;
+    std::vector<uint64_t> posted_;  // per CPU: its completions in other CPUs' mailboxes
+    std::vector<bool> tag_wait_;    // ... blocked in wait_for_slots()
     std::vector<uint64_t> done_;
     std::vector<Step> steps_;
     Nanos drain_ns_, next_drain_;
@@ -526,6 +593,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     take("invalidation-wait", "", "", res.inv.owner_poll_ns + res.inv.nonowner_poll_ns);
     take("work", "", "", run.work_ns);
     take("device-wait", "", "", run.idle_ns);
+    take("completion-wait", "", "", run.completion_wait_ns);
     take("idle", "", "", r.idle_ns);
     Nanos alloc_work = env.work_ns(iova::Work::node_visit) + env.work_ns(iova::Work::tree_update) +
                        env.work_ns(iova::Work::mag_op) + env.work_ns(iova::Work::shared_atomic);
