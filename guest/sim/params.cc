@@ -200,7 +200,8 @@ const std::vector<Info> &table()
         {"devices", "devices", "1", all, "devices (NVMe drives, NIC ports) doing DMA",
          uint_field(&Params::devices, 1, 255)},
         {"queues-per-device", "queues", "0 (one per CPU)", block | nic_like,
-         "hardware queues per device; CPU c submits to queue c mod N",
+         "hardware queues per device, at most one per CPU (as the NVMe and network drivers "
+         "set them up); CPU c submits to queue c mod N",
          uint_field(&Params::queues_per_device, 0, 4096)},
         {"iodepth", "I/Os", "32", block, "outstanding I/Os per queue",
          uint_field(&Params::iodepth, 1, 65536)},

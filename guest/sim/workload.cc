@@ -118,7 +118,7 @@ public:
             if (p.workload == "block") {
                 // every (device, queue) pair; a CPU owns those with index
                 // = its number mod CPUs, or shares one when there are fewer
-                unsigned qpd = p.queues_per_device ? p.queues_per_device : n;
+                unsigned qpd = p.queues_per_device ? std::min(p.queues_per_device, n) : n;
                 unsigned total = p.devices * qpd;
                 uint32_t base = 0;
                 auto add = [&](unsigned g, unsigned depth) {
@@ -141,7 +141,7 @@ public:
                 s.queues.push_back({Ring(0, 1), endpoint(dev, c), c});
                 info_.slots_per_cpu = 1;
             } else {
-                unsigned qpd = p.queues_per_device ? p.queues_per_device : n;
+                unsigned qpd = p.queues_per_device ? std::min(p.queues_per_device, n) : n;
                 unsigned q = c % qpd;
                 unsigned rx_dev, tx_dev;
                 if (p.workload == "forward") {

@@ -275,6 +275,35 @@ TEST(Workload, BlockKeepsDevicesTimesQueuesTimesIodepthOutstanding)
     EXPECT_EQ(w->info().devices.size(), 12u);
 }
 
+// A device has no more queues than CPUs (nvme_max_io_queues() and the
+// network drivers cap them): more requested is one per CPU.
+TEST(Workload, BlockQueuesAreCappedAtOnePerCpu)
+{
+    auto setup_maps = [](const char *queues) {
+        Params p;
+        std::string err;
+        for (auto [k, v] : {std::pair{"workload", "block"},
+                            {"cpus", "4"},
+                            {"devices", "3"},
+                            {"iodepth", "8"},
+                            {"queues-per-device", queues}})
+            EXPECT_TRUE(p.set(k, v, &err)) << err;
+        auto w = Workload::create(p, &err);
+        EXPECT_NE(w, nullptr) << err;
+        Replay r(w->info());
+        std::vector<Step> steps;
+        for (unsigned c = 0; c < 4; c++) {
+            w->setup(c, steps);
+            r.run(c, steps, w->info());
+            steps.clear();
+        }
+        return r.maps;
+    };
+    EXPECT_EQ(setup_maps("11"), uint64_t{3} * 4 * 8);
+    EXPECT_EQ(setup_maps("11"), setup_maps("0"));
+    EXPECT_EQ(setup_maps("2"), uint64_t{3} * 2 * 8);
+}
+
 TEST(Workload, SpreadCompletionsRunOnTheInterruptCpus)
 {
     Params p;
