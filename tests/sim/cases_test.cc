@@ -13,9 +13,11 @@
 
 #include <gtest/gtest.h>
 
+#include "sim_test_util.hpp"
 #include "simulator.hpp"
 
 using namespace viommu::sim;
+using viommu::sim::test::cycle_ns;
 
 namespace {
 
@@ -28,6 +30,7 @@ struct Case {
     uint64_t ops = 0;  // measured operations in all
     int warmup = -1;
     Nanos drain_ns = 0;
+    std::string config;  // a configuration of the file; empty: its parameters alone
 };
 
 SimResult run_uncached(const Case &c);
@@ -39,7 +42,7 @@ SimResult run(const Case &c)
     std::string key = c.file + '/' + c.allocator + '/' + c.flush + '/' + c.invq + '/' + c.dma +
                       '/' + std::to_string(c.cpus) + '/' + std::to_string(c.ops) + '/' +
                       std::to_string(c.warmup) + '/' + std::to_string(c.drain_ns) + '/' +
-                      c.spinlock;
+                      c.spinlock + '/' + c.config;
     auto it = done.find(key);
     if (it == done.end())
         it = done.emplace(key, run_uncached(c)).first;
@@ -50,7 +53,7 @@ SimResult run_uncached(const Case &c)
 {
     SimConfig cfg;
     std::string err;
-    EXPECT_TRUE(load_case(c.file, "", cfg, &err)) << err;
+    EXPECT_TRUE(load_case(c.file, c.config, cfg, &err)) << err;
     auto set = [&](const char *k, const std::string &v) {
         EXPECT_TRUE(cfg.set(k, v, &err)) << err;
     };
@@ -398,36 +401,52 @@ TEST(NginxRbtreeRegression, NotReproducedRegressionEvenWhenTheRcacheRunsDry)
     EXPECT_GT(lab.relative, 0.9);
 }
 
-// nvme-smmuv3-cmdq: NVMe 4 KiB at QD128, strict invalidation through SMMUv3.
-// Its two runs, 4 and 32 CPUs, simulated once for all its tests.
+// nvme-smmuv3-cmdq: NVMe 4 KiB at QD128 on 32 CPUs and three drives, strict
+// invalidation through SMMUv3.  Its two runs, mainline (each queue's
+// interrupt on the first CPU of its mask: a third of the CPUs complete,
+// and use the command queue) and LPI spreading (every CPU), simulated once
+// for all its tests.
 static const std::pair<SimResult, SimResult> &nvme_runs()
 {
     static const std::pair<SimResult, SimResult> runs = [] {
         Case c{"nvme-smmuv3-cmdq", "linux-5.13", "strict", "smmu-lockfree"};
-        c.cpus = 4;
-        SimResult few = run(c);
-        c.cpus = 32;
-        c.ops = 32 * 200;
-        return std::pair{std::move(few), run(c)};
+        c.config = "mainline";
+        SimResult mainline = run(c);
+        c.config = "lpi-spreading";
+        return std::pair{std::move(mainline), run(c)};
     }();
     return runs;
 }
 
-TEST(NvmeSmmuv3Cmdq, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpus)
+TEST(NvmeSmmuv3Cmdq, LpiSpreadingRelievesTheOverloadedCpus)
+{
+    // "the performance increase comes from just alleviating pressure on
+    // those overloaded cpus": in mainline the CPUs that take the
+    // interrupts run every completion, and the others wait for them to
+    // free their queues' slots
+    const auto &[mainline, lpi] = nvme_runs();
+    const double wait = double(cycle_ns(mainline, "completion-wait"));
+    EXPECT_GT(wait, 0.2 * double(mainline.cpu_time_ns));
+    EXPECT_EQ(cycle_ns(lpi, "completion-wait"), 0u);
+    // "still giving circa 25% NVMe throughput increase", though more CPUs
+    // on the queue make each list slower
+    EXPECT_GT(lpi.throughput, 1.05 * mainline.throughput);
+    EXPECT_GT(lpi.inv.mean_issue_ns(false), 1.5 * mainline.inv.mean_issue_ns(false));
+}
+
+TEST(NvmeSmmuv3Cmdq, OwnersGatherMoreAndSyncsWaitLongerWithMoreCpusOnTheQueue)
 {
     const auto &[few, many] = nvme_runs();
     // published: owner 1 in 3 (mainline), 1 in 8 with many more CPUs: the
-    // direction is reproduced (~0.94 and ~0.70), not the size
+    // direction is reproduced (~0.87 and ~0.70), not the size
     // (NotReproducedOwnerShareSize)
-    EXPECT_LT(many.inv.owner_share(), 0.8 * few.inv.owner_share());
+    EXPECT_LT(many.inv.owner_share(), 0.9 * few.inv.owner_share());
     // the 5.x cmpxchg loop retries more with more CPUs on the word
     EXPECT_GT(many.inv.retries_per_reservation(), few.inv.retries_per_reservation());
-    EXPECT_GT(many.inv.mean_poll_ns(false), 3 * few.inv.mean_poll_ns(false));
-    EXPECT_GT(many.inv.mean_poll_ns(true), 3 * few.inv.mean_poll_ns(true));
-    // mainline: a non-owner polls ~3 units, an owner ~2: the ratio is
-    // reproduced at 4 CPUs (~1.4x), not the size (~1.4 and ~1.0 us)
-    EXPECT_GT(few.inv.mean_poll_ns(false), 1.5 * 0.75 * few.inv.mean_poll_ns(true));
-    EXPECT_LT(few.inv.mean_poll_ns(false), 1.5 * 1.25 * few.inv.mean_poll_ns(true));
+    EXPECT_GT(many.inv.mean_poll_ns(false), 1.8 * few.inv.mean_poll_ns(false));
+    EXPECT_GT(many.inv.mean_poll_ns(true), 1.8 * few.inv.mean_poll_ns(true));
+    // mainline: a non-owner polls longer than an owner (published 3 and 2)
+    EXPECT_GT(few.inv.mean_poll_ns(false), few.inv.mean_poll_ns(true));
 }
 
 TEST(NvmeSmmuv3Cmdq, OwnersPublishOnlyOnceWhatTheyGatheredIsValid)
@@ -468,13 +487,13 @@ TEST(NvmeSmmuv3Cmdq, NotReproducedOwnerShareSize)
 
 TEST(NvmeSmmuv3Cmdq, SpinlockProtectedQueueIsSlower)
 {
-    for (unsigned cpus : {4u, 16u}) {
+    for (const char *config : {"mainline", "lpi-spreading"}) {
         Case c{"nvme-smmuv3-cmdq", "linux-5.13", "strict", "smmu-lockfree"};
-        c.cpus = cpus;
+        c.config = config;
         SimResult lockfree = run(c);
         c.invq = "smmu-spinlock";
         SimResult locked = run(c);
-        EXPECT_LT(locked.throughput, lockfree.throughput) << cpus;
+        EXPECT_LT(locked.throughput, lockfree.throughput) << config;
     }
 }
 
@@ -540,8 +559,7 @@ TEST(NvmeSmmuv3Cmdq, NotReproducedTheAtomicAddsNvmeGain)
     // with either reservation (~1.00; the report counts that within 25% of
     // 1.24, a gain that small being within the tolerance of none).
     Case c{"nvme-smmuv3-cmdq", "linux-5.13", "strict", "smmu-fetch-add"};
-    c.cpus = 32;
-    c.ops = 32 * 200;
+    c.config = "lpi-spreading";
     const SimResult &cmpxchg = nvme_runs().second;
     EXPECT_NEAR(run(c).throughput / cmpxchg.throughput, 1.0, 0.05);
 }
@@ -576,17 +594,17 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
         {"ovs spin share", ovs.spin_share, 0.88},
         {"ovs add_unmap share of spin", ovs.spin_fraction_of("async_umap_flush_lock", "unmap_add"),
          0.455},
-        {"nvme mainline owner share", few.inv.owner_share(), 0.94},
+        {"nvme mainline owner share", few.inv.owner_share(), 0.87},
         {"nvme lpi owner share", many.inv.owner_share(), 0.70},
-        {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 1.4},
-        {"nvme mainline non-owner issue us", few.inv.mean_issue_ns(false) / 1000, 1.6},
-        {"nvme mainline owner poll us", few.inv.mean_poll_ns(true) / 1000, 1.0},
-        {"nvme mainline non-owner poll us", few.inv.mean_poll_ns(false) / 1000, 1.4},
+        {"nvme mainline owner issue us", few.inv.mean_issue_ns(true) / 1000, 3.4},
+        {"nvme mainline non-owner issue us", few.inv.mean_issue_ns(false) / 1000, 3.5},
+        {"nvme mainline owner poll us", few.inv.mean_poll_ns(true) / 1000, 3.0},
+        {"nvme mainline non-owner poll us", few.inv.mean_poll_ns(false) / 1000, 3.3},
         {"nvme lpi owner issue us", many.inv.mean_issue_ns(true) / 1000, 7.0},
         {"nvme lpi non-owner issue us", many.inv.mean_issue_ns(false) / 1000, 7.1},
         {"nvme lpi owner poll us", many.inv.mean_poll_ns(true) / 1000, 6.5},
         {"nvme lpi non-owner poll us", many.inv.mean_poll_ns(false) / 1000, 6.9},
-        {"nvme lpi / mainline throughput", many.throughput / few.throughput, 4.0},
+        {"nvme lpi / mainline throughput", many.throughput / few.throughput, 1.13},
     };
     for (const Figure &f : figures) {
         EXPECT_GT(f.reproduced, f.documented / 2) << f.what;
