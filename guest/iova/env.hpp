@@ -78,13 +78,15 @@ const char *site_name(Site s);
 
 // Units of work reported to Env::charge() for virtual-time cost models.
 enum class Work : uint8_t {
-    node_visit,     // one rbtree node examined
-    tree_update,    // one rbtree insert or erase (with rebalancing)
-    mag_op,         // one magazine push/pop/swap
-    invalidate,     // one IOTLB invalidation issued
-    shared_atomic,  // one atomic read-modify-write of a word other CPUs
-                    // also write (the flush queue's flush counters): its
-                    // line usually comes from another CPU's cache
+    node_visit,         // one rbtree node examined, its line in this CPU's caches
+    node_fetch,         // ... its line last written by another CPU on this socket
+    node_fetch_socket,  // ... by a CPU on another socket
+    tree_update,        // one rbtree insert or erase (with rebalancing)
+    mag_op,             // one magazine push/pop/swap
+    invalidate,         // one IOTLB invalidation issued
+    shared_atomic,      // one atomic read-modify-write of a word other CPUs
+                        // also write (the flush queue's flush counters): its
+                        // line usually comes from another CPU's cache
     count_
 };
 
@@ -128,6 +130,8 @@ public:
     virtual void lock_acquired(const InstrumentedLock &, Site) {}
     virtual void lock_released(const InstrumentedLock &, Site) {}
     virtual void charge(Work, uint64_t) {}
+    // The socket of @cpu, for the cost of a line it wrote (0: one socket).
+    virtual unsigned socket_of(unsigned) const { return 0; }
 
 protected:
     static void set_pending(Timer &t, bool v) { t.pending_.store(v, std::memory_order_release); }

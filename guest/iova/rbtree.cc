@@ -32,7 +32,7 @@ IovaNode *RbTree::outermost(Side s) const
     IovaNode *n = root_;
     while (n && n->*s) {
         n = n->*s;
-        visits_++;
+        touch(n);
     }
     return n;
 }
@@ -53,22 +53,22 @@ IovaNode *RbTree::step(const IovaNode *n, Side s) const
     const Side back = other(s);
     if (n->*s) {
         IovaNode *p = n->*s;
-        visits_++;
+        touch(p);
         while (p->*back) {
             p = p->*back;
-            visits_++;
+            touch(p);
         }
         return p;
     }
     const IovaNode *c = n;
     IovaNode *p = n->parent;
     while (p && c == p->*s) {
+        touch(p);
         c = p;
         p = p->parent;
-        visits_++;
     }
     if (p)
-        visits_++;
+        touch(p);
     return p;
 }
 
@@ -86,7 +86,7 @@ IovaNode *RbTree::find(uint64_t pfn) const
 {
     IovaNode *n = root_;
     while (n) {
-        visits_++;
+        touch(n);
         if (pfn < n->pfn_lo)
             n = n->left;
         else if (pfn > n->pfn_hi)
@@ -101,7 +101,7 @@ IovaNode *RbTree::lower_bound(uint64_t pfn) const
 {
     IovaNode *n = root_, *best = nullptr;
     while (n) {
-        visits_++;
+        touch(n);
         if (n->pfn_lo >= pfn) {
             best = n;
             n = n->left;
@@ -118,9 +118,13 @@ void RbTree::rotate(IovaNode *x, Side s)
 {
     const Side o = other(s);
     IovaNode *y = x->*o;
+    dirty(x);
+    dirty(y);
     x->*o = y->*s;
-    if (y->*s)
+    if (y->*s) {
         (y->*s)->parent = x;
+        dirty(y->*s);
+    }
     y->parent = x->parent;
     replace(x, y);
     y->*s = x;
@@ -130,9 +134,12 @@ void RbTree::rotate(IovaNode *x, Side s)
 // Make @u's parent point at @v instead (v->parent is the caller's job).
 void RbTree::replace(IovaNode *u, IovaNode *v)
 {
-    if (!u->parent)
+    if (!u->parent) {
         root_ = v;
-    else if (u == u->parent->left)
+        return;
+    }
+    dirty(u->parent);
+    if (u == u->parent->left)
         u->parent->left = v;
     else
         u->parent->right = v;
@@ -158,7 +165,7 @@ void RbTree::insert(IovaNode *n, IovaNode *start)
     IovaNode *parent = cur ? cur->parent : nullptr;
     bool left = false;
     while (cur) {
-        visits_++;
+        touch(cur);
         parent = cur;
         left = n->pfn_lo < cur->pfn_lo;
         cur = left ? cur->left : cur->right;
@@ -166,6 +173,9 @@ void RbTree::insert(IovaNode *n, IovaNode *start)
     n->parent = parent;
     n->left = n->right = nullptr;
     n->red = true;
+    dirty(n);
+    if (parent)
+        dirty(parent);
     if (!parent)
         root_ = n;
     else if (left)
@@ -187,6 +197,9 @@ void RbTree::insert_fixup(IovaNode *z)
         if (is_red(u)) {
             p->red = u->red = false;
             g->red = true;
+            dirty(p);
+            dirty(u);
+            dirty(g);
             z = g;
             continue;
         }
@@ -199,7 +212,10 @@ void RbTree::insert_fixup(IovaNode *z)
         g->red = true;
         rotate(g, far);
     }
-    root_->red = false;
+    if (root_->red) {
+        root_->red = false;
+        dirty(root_);
+    }
 }
 
 void RbTree::erase(IovaNode *z)
@@ -211,8 +227,10 @@ void RbTree::erase(IovaNode *z)
         x = z->left ? z->left : z->right;
         xparent = z->parent;
         removed_red = z->red;
-        if (x)
+        if (x) {
             x->parent = z->parent;
+            dirty(x);
+        }
         replace(z, x);
     } else {
         IovaNode *y = z->right;
@@ -224,17 +242,23 @@ void RbTree::erase(IovaNode *z)
             xparent = y;
         } else {
             xparent = y->parent;
-            if (x)
+            if (x) {
                 x->parent = y->parent;
+                dirty(x);
+            }
             y->parent->left = x;
+            dirty(y->parent);
             y->right = z->right;
             z->right->parent = y;
+            dirty(z->right);
         }
         y->parent = z->parent;
         replace(z, y);
         y->left = z->left;
         z->left->parent = y;
+        dirty(z->left);
         y->red = z->red;
+        dirty(y);
     }
     if (!removed_red)
         erase_fixup(x, xparent);
@@ -252,29 +276,33 @@ void RbTree::erase_fixup(IovaNode *x, IovaNode *xp)
         if (is_red(w)) {
             w->red = false;
             xp->red = true;
-            rotate(xp, s);
+            rotate(xp, s);  // dirties both
             w = xp->*o;
         }
         if (!is_red(w->left) && !is_red(w->right)) {
             w->red = true;
+            dirty(w);
             x = xp;
             xp = x->parent;
         } else {
             if (!is_red(w->*o)) {
                 (w->*s)->red = false;
                 w->red = true;
-                rotate(w, o);
+                rotate(w, o);  // dirties both
                 w = xp->*o;
             }
             w->red = xp->red;
             xp->red = false;
             (w->*o)->red = false;
+            dirty(w->*o);
             rotate(xp, s);
             x = root_;
         }
     }
-    if (x)
+    if (x && x->red) {
         x->red = false;
+        dirty(x);
+    }
 }
 
 // Black height of the subtree, or -1 if an invariant is broken.

@@ -3,9 +3,15 @@
 // that prev()/next() step like the kernel's rb_prev()/rb_next().
 //
 // Every node the tree code touches while searching or stepping is counted
-// in visits(): one per level of a descent, one per pointer followed by
-// prev()/next().  Rebalancing is not counted (the kernel's walk cost is
-// what the figures compare).  Nodes come from a pool (like a kmem_cache)
+// in visits(), once per walk (begin_walk()): the levels of a descent and the
+// nodes prev()/next() step to.  A node the walk touched before is not counted
+// again: it is still in L1, as are the ancestors that rb_prev()'s climbs
+// return through, each passed on the descent into the subtree just left.
+// A node counts in fetched() or fetched_socket() instead where another CPU
+// wrote it (inserted it, relinked or recoloured it) since the walking CPU
+// last had its line: the line comes from that CPU's cache.  CPUs are told
+// apart modulo 64.  Rebalancing itself is not counted (the kernel's walk
+// cost is what the figures compare).  Nodes come from a pool (like a kmem_cache)
 // and keep their address while in use.  Not thread-safe: the owner holds
 // iova_rbtree_lock.
 #pragma once
@@ -21,6 +27,9 @@ struct IovaNode {
     uint64_t pfn_lo = 0, pfn_hi = 0;
     IovaNode *parent = nullptr, *left = nullptr, *right = nullptr;
     bool red = false;
+    mutable uint64_t walk = 0;     // the last walk that touched this node
+    mutable uint64_t sharers = 0;  // CPUs (bit cpu % 64) holding its line
+    mutable uint16_t socket = 0;   // the socket of the CPU that last wrote it
 };
 
 class RbTree {
@@ -48,6 +57,15 @@ public:
 
     size_t size() const { return size_; }
     uint64_t visits() const { return visits_; }
+    uint64_t fetched() const { return fetched_; }
+    uint64_t fetched_socket() const { return fetched_socket_; }
+    // Starts a walk (one operation under the lock) by @cpu on @socket.
+    void begin_walk(unsigned cpu = 0, unsigned socket = 0) const
+    {
+        ++walk_;
+        cpu_bit_ = uint64_t{1} << (cpu % 64);
+        socket_ = static_cast<uint16_t>(socket);
+    }
     void count(uint64_t n) const { visits_ += n; }
     // Checks red-black and ordering invariants; for tests.
     bool valid() const;
@@ -59,6 +77,22 @@ private:
     static Side other(Side s) { return s == &IovaNode::left ? &IovaNode::right : &IovaNode::left; }
     IovaNode *outermost(Side s) const;
     IovaNode *step(const IovaNode *n, Side s) const;
+    void touch(const IovaNode *n) const
+    {
+        if (n->walk == walk_)
+            return;
+        n->walk = walk_;
+        visits_++;
+        if (!(n->sharers & cpu_bit_)) {
+            (n->socket == socket_ ? fetched_ : fetched_socket_)++;
+            n->sharers |= cpu_bit_;
+        }
+    }
+    void dirty(const IovaNode *n) const
+    {
+        n->sharers = cpu_bit_;
+        n->socket = socket_;
+    }
     void rotate(IovaNode *x, Side s);
     void insert_fixup(IovaNode *z);
     void erase_fixup(IovaNode *x, IovaNode *xparent);
@@ -67,7 +101,9 @@ private:
 
     IovaNode *root_ = nullptr;
     size_t size_ = 0;
-    mutable uint64_t visits_ = 0;
+    mutable uint64_t visits_ = 0, fetched_ = 0, fetched_socket_ = 0;
+    mutable uint64_t walk_ = 1, cpu_bit_ = 1;
+    mutable uint16_t socket_ = 0;
     std::deque<IovaNode> pool_;
     std::vector<IovaNode *> free_nodes_;
 };

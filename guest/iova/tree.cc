@@ -24,10 +24,20 @@ IovaTree::IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_p
     }
 }
 
-void IovaTree::account(unsigned cpu, uint64_t visits0, bool alloc, bool updated)
+IovaTree::WalkStart IovaTree::begin_walk(unsigned cpu)
 {
-    uint64_t n = rb_.visits() - visits0;
-    env_.charge(Work::node_visit, n);
+    rb_.begin_walk(cpu, env_.socket_of(cpu));
+    return {rb_.visits(), rb_.fetched(), rb_.fetched_socket()};
+}
+
+void IovaTree::account(unsigned cpu, const WalkStart &w0, bool alloc, bool updated)
+{
+    uint64_t n = rb_.visits() - w0.visits;
+    uint64_t fetched = rb_.fetched() - w0.fetched;
+    uint64_t fetched_socket = rb_.fetched_socket() - w0.fetched_socket;
+    env_.charge(Work::node_visit, n - fetched - fetched_socket);
+    env_.charge(Work::node_fetch, fetched);
+    env_.charge(Work::node_fetch_socket, fetched_socket);
     // Only an insert or erase rebalances; a failed walk or lookup does
     // not (alloc_iova() allocates and frees its struct iova outside the
     // lock).
@@ -48,7 +58,7 @@ AllocResult IovaTree::alloc(unsigned cpu, uint64_t pages, Pfn limit, Site site)
 
 AllocResult IovaTree::alloc_locked(unsigned cpu, uint64_t pages, Pfn limit)
 {
-    uint64_t v0 = rb_.visits();
+    WalkStart v0 = begin_walk(cpu);
     AllocResult r = walk_ == Walk::v4_4 ? alloc_v4_4(pages, limit) : alloc_v4_15(cpu, pages, limit);
     account(cpu, v0, true, r.ok());
     stats_.add(cpu, Counter::rbtree_allocs);
@@ -189,7 +199,7 @@ void IovaTree::delete_update(IovaNode *n)
 
 bool IovaTree::free_locked(unsigned cpu, Pfn pfn)
 {
-    uint64_t v0 = rb_.visits();
+    WalkStart v0 = begin_walk(cpu);
     IovaNode *n = rb_.find(pfn);
     bool found = n && n != anchor_ && n->pfn_lo == pfn;
     if (found) {
@@ -203,7 +213,7 @@ bool IovaTree::free_locked(unsigned cpu, Pfn pfn)
 
 void IovaTree::shrink_locked(unsigned cpu, Pfn pfn, Pfn new_hi)
 {
-    uint64_t v0 = rb_.visits();
+    WalkStart v0 = begin_walk(cpu);
     IovaNode *n = rb_.find(pfn);
     if (n && n != anchor_ && n->pfn_lo == pfn && new_hi >= pfn && new_hi < n->pfn_hi) {
         // As a free followed by a smaller insert that leaves the cached
@@ -218,7 +228,7 @@ void IovaTree::shrink_locked(unsigned cpu, Pfn pfn, Pfn new_hi)
 bool IovaTree::lookup(unsigned cpu, Pfn pfn, Site site)
 {
     LockGuard g(lock_, site);
-    uint64_t v0 = rb_.visits();
+    WalkStart v0 = begin_walk(cpu);
     IovaNode *n = rb_.find(pfn);
     account(cpu, v0, false, false);
     return n && n != anchor_ && n->pfn_lo == pfn;
@@ -232,13 +242,10 @@ bool IovaTree::erase_found(unsigned cpu, Pfn pfn, Site site)
     IovaNode *n = rb_.find(pfn);
     if (!n || n == anchor_ || n->pfn_lo != pfn)
         return false;
-    uint64_t v0 = rb_.visits();
+    WalkStart v0 = begin_walk(cpu);
     delete_update(n);
     rb_.erase(n);
-    uint64_t visits = rb_.visits() - v0;
-    env_.charge(Work::node_visit, visits);
-    env_.charge(Work::tree_update, 1);
-    stats_.add(cpu, Counter::nodes_visited, visits);
+    account(cpu, v0, false, true);
     stats_.add(cpu, Counter::rbtree_frees);
     return true;
 }
@@ -254,7 +261,7 @@ bool IovaTree::free(unsigned cpu, Pfn pfn)
 bool IovaTree::reserve(unsigned cpu, Pfn lo, Pfn hi)
 {
     LockGuard g(lock_, Site::insert);
-    uint64_t v0 = rb_.visits();
+    WalkStart v0 = begin_walk(cpu);
     IovaNode *above = rb_.lower_bound(lo);
     IovaNode *below = above ? rb_.prev(above) : rb_.last();
     bool overlaps = (above && above->pfn_lo <= hi) || (below && below->pfn_hi >= lo);

@@ -67,7 +67,12 @@ private:
     AllocResult alloc_v4_15(unsigned cpu, uint64_t pages, Pfn limit);
     void delete_update(IovaNode *n);
     void insert_update(IovaNode *n, Pfn limit);
-    void account(unsigned cpu, uint64_t visits0, bool alloc, bool updated);
+    // Where a walk's counts started: visits, fetched, fetched_socket.
+    struct WalkStart {
+        uint64_t visits, fetched, fetched_socket;
+    };
+    WalkStart begin_walk(unsigned cpu);
+    void account(unsigned cpu, const WalkStart &w0, bool alloc, bool updated);
 
     Env &env_;
     Stats &stats_;

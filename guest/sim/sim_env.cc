@@ -99,6 +99,13 @@ void SimEnv::charge(iova::Work w, uint64_t n)
     case iova::Work::node_visit:
         unit = c.node_visit;
         break;
+    // a node another CPU wrote since this one read it: its line moves here
+    case iova::Work::node_fetch:
+        unit = c.line_transfer;
+        break;
+    case iova::Work::node_fetch_socket:
+        unit = c.line_transfer_socket;
+        break;
     case iova::Work::tree_update:
         unit = c.tree_update;
         break;

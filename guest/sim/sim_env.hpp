@@ -32,6 +32,7 @@ public:
     bool lock_attempt(const iova::InstrumentedLock &l, iova::Site s) override;
     void lock_released(const iova::InstrumentedLock &l, iova::Site s) override;
     void charge(iova::Work w, uint64_t n) override;
+    unsigned socket_of(unsigned cpu) const override { return m_.socket_of(cpu); }
 
     void set_cpu(unsigned cpu) { cpu_ = cpu; }
     // Earliest pending timer deadline, or UINT64_MAX.

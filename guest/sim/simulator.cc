@@ -595,8 +595,9 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     take("device-wait", "", "", run.idle_ns);
     take("completion-wait", "", "", run.completion_wait_ns);
     take("idle", "", "", r.idle_ns);
-    Nanos alloc_work = env.work_ns(iova::Work::node_visit) + env.work_ns(iova::Work::tree_update) +
-                       env.work_ns(iova::Work::mag_op) + env.work_ns(iova::Work::shared_atomic);
+    Nanos alloc_work = 0;
+    for (unsigned w = 0; w < static_cast<unsigned>(iova::Work::count_); w++)
+        alloc_work += env.work_ns(static_cast<iova::Work>(w));
     take("allocator", "", "", alloc_work);
     take("page-tables", "", "", iommu.pte_updates * cost.pte_update);
     if (const DevIotlbWalk *w = iommu.dev_iotlb()) {

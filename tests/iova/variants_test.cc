@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Each variant's characteristic behaviour, pinned.
+#include <array>
 #include <cstddef>
 #include <gtest/gtest.h>
 
 #include "helpers.hpp"
+#include "rbtree.hpp"
 
 namespace viommu::iova::test {
 namespace {
@@ -465,3 +467,45 @@ TEST(Variants, LabFlushCountsOnlyCarvedRangesOfARetiredChunk)
 
 }  // namespace
 }  // namespace viommu::iova::test
+
+using viommu::iova::IovaNode;
+using viommu::iova::RbTree;
+
+// docs/cost-model.rst: a walk is charged each node it touches once, and
+// a node another CPU wrote since this one last held its line is a line
+// transfer, from this socket or the other.
+TEST(RbTreeCost, AWalkLoadsEachNodeOnceAndFetchesWhatAnotherCpuWrote)
+{
+    RbTree t;
+    t.begin_walk(0, 0);
+    for (uint64_t i = 0; i < 1000; i++)
+        t.insert(t.make(2 * i, 2 * i));
+    auto walk = [&](unsigned cpu, unsigned socket) {
+        t.begin_walk(cpu, socket);
+        uint64_t v = t.visits(), f = t.fetched(), fs = t.fetched_socket();
+        for (const IovaNode *n = t.last(); n; n = t.prev(n)) {
+        }
+        return std::array<uint64_t, 3>{t.visits() - v, t.fetched() - f, t.fetched_socket() - fs};
+    };
+    // rb_last()'s descent and ~2 pointers per step, but each node once
+    auto own = walk(0, 0);
+    EXPECT_GE(own[0], 999u);
+    EXPECT_LE(own[0], 1000u);
+    EXPECT_EQ(own[1] + own[2], 0u);  // CPU 0 wrote them all
+    auto other = walk(1, 0);
+    EXPECT_EQ(other[0], own[0]);
+    EXPECT_EQ(other[1], other[0]);  // every line comes from CPU 0
+    EXPECT_EQ(other[2], 0u);
+    auto again = walk(1, 0);
+    EXPECT_EQ(again[1] + again[2], 0u);  // now held by CPU 1 too
+    auto remote = walk(8, 1);
+    EXPECT_EQ(remote[2], remote[0]);  // across the socket
+    // CPU 0 inserts: the new node and the nodes the insert relinked or
+    // recoloured leave CPU 1's cache, nothing else does
+    t.begin_walk(0, 0);
+    t.insert(t.make(1001, 1001));
+    auto after = walk(1, 0);
+    EXPECT_GE(after[1], 2u);
+    EXPECT_LT(after[1], 2 * 11u);
+    EXPECT_TRUE(t.valid());
+}
