@@ -419,3 +419,24 @@ TEST(SimCApi, TextIsCopiedOutCutToTheBuffer)
 }
 
 }  // namespace
+
+// docs/cost-model.rst: a tree node another CPU wrote comes from that CPU's
+// cache, across the socket at line_transfer_socket.  The same 4 CPUs
+// walking one tree pay more per map when they sit on two sockets.
+TEST(Simulator, TreeNodesWrittenOnTheOtherSocketCostMoreToWalk)
+{
+    auto per_map = [](const char *sockets) {
+        auto r = simulate(from_args({{"workload", "block"},
+                                     {"cpus", "4"},
+                                     {"sockets", sockets},
+                                     {"iodepth", "64"},
+                                     {"cpu-ns-per-op", "1000"},
+                                     {"iommu", "vtd"},
+                                     {"allocator", "linux-4.4"},
+                                     {"flush", "strict"},
+                                     {"ops-per-cpu", "400"}}));
+        EXPECT_TRUE(r);
+        return r ? double(cycle_ns(*r, "allocator")) / double(r->maps) : 0.0;
+    };
+    EXPECT_GT(per_map("2"), 1.3 * per_map("1"));
+}
