@@ -66,7 +66,6 @@ public:
         cpu_bit_ = uint64_t{1} << (cpu % 64);
         socket_ = static_cast<uint16_t>(socket);
     }
-    void count(uint64_t n) const { visits_ += n; }
     // Checks red-black and ordering invariants; for tests.
     bool valid() const;
 

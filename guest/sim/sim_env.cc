@@ -101,10 +101,8 @@ void SimEnv::charge(iova::Work w, uint64_t n)
         break;
     // a node another CPU wrote since this one read it: its line moves here
     case iova::Work::node_fetch:
-        unit = c.line_transfer;
-        break;
     case iova::Work::node_fetch_socket:
-        unit = c.line_transfer_socket;
+        unit = c.transfer(w == iova::Work::node_fetch);
         break;
     case iova::Work::tree_update:
         unit = c.tree_update;
