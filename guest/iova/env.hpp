@@ -132,6 +132,10 @@ public:
     virtual void charge(Work, uint64_t) {}
     // The socket of @cpu, for the cost of a line it wrote (0: one socket).
     virtual unsigned socket_of(unsigned) const { return 0; }
+    // Whether a socket's last-level cache is inclusive, so that it serves a
+    // clean line one of its cores read (rbtree.hpp); false: the line comes
+    // from a core that holds it.
+    virtual bool inclusive_llc() const { return false; }
 
 protected:
     static void set_pending(Timer &t, bool v) { t.pending_.store(v, std::memory_order_release); }

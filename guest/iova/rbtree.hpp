@@ -7,10 +7,14 @@
 // nodes prev()/next() step to.  A node the walk touched before is not counted
 // again: it is still in L1, as are the ancestors that rb_prev()'s climbs
 // return through, each passed on the descent into the subtree just left.
-// A node counts in fetched() or fetched_socket() instead where another CPU
-// wrote it (inserted it, relinked or recoloured it) since the walking CPU
-// last had its line: the line comes from that CPU's cache.  CPUs are told
-// apart modulo 64.  Rebalancing itself is not counted (the kernel's walk
+// A node counts in fetched() or fetched_socket() instead where the walking
+// CPU has not held its line since it was last written (inserted, relinked
+// or recoloured): the first CPU to read it after the write takes it from
+// the writer's cache; after that the line is clean and shared, and a CPU
+// on a socket that already has a copy reads it from that socket's
+// (inclusive) last-level cache as any L3 hit, while a CPU on a socket
+// without one fetches it across.  CPUs are told apart modulo 64, sockets
+// modulo 32.  Rebalancing itself is not counted (the kernel's walk
 // cost is what the figures compare).  Nodes come from a pool (like a kmem_cache)
 // and keep their address while in use.  Not thread-safe: the owner holds
 // iova_rbtree_lock.
@@ -26,10 +30,12 @@ namespace viommu::iova {
 struct IovaNode {
     uint64_t pfn_lo = 0, pfn_hi = 0;
     IovaNode *parent = nullptr, *left = nullptr, *right = nullptr;
+    mutable uint64_t walk = 0;      // the last walk that touched this node
+    mutable uint64_t sharers = 0;   // CPUs (bit cpu % 64) holding its line
+    mutable uint32_t sockets = 0;   // sockets (bit socket % 32) holding its line
+    mutable uint16_t socket = 0;    // the socket of the CPU that last wrote it
+    mutable bool modified = false;  // written, and not read by another CPU since
     bool red = false;
-    mutable uint64_t walk = 0;     // the last walk that touched this node
-    mutable uint64_t sharers = 0;  // CPUs (bit cpu % 64) holding its line
-    mutable uint16_t socket = 0;   // the socket of the CPU that last wrote it
 };
 
 class RbTree {
@@ -60,10 +66,14 @@ public:
     uint64_t fetched() const { return fetched_; }
     uint64_t fetched_socket() const { return fetched_socket_; }
     // Starts a walk (one operation under the lock) by @cpu on @socket.
-    void begin_walk(unsigned cpu = 0, unsigned socket = 0) const
+    // @inclusive_llc: a socket's last-level cache serves the clean lines
+    // its cores read (otherwise every CPU new to a line fetches it).
+    void begin_walk(unsigned cpu = 0, unsigned socket = 0, bool inclusive_llc = false) const
     {
+        inclusive_llc_ = inclusive_llc;
         ++walk_;
         cpu_bit_ = uint64_t{1} << (cpu % 64);
+        socket_bit_ = uint32_t{1} << (socket % 32);
         socket_ = static_cast<uint16_t>(socket);
     }
     // Checks red-black and ordering invariants; for tests.
@@ -82,15 +92,25 @@ private:
             return;
         n->walk = walk_;
         visits_++;
-        if (!(n->sharers & cpu_bit_)) {
+        if (n->sharers & cpu_bit_)
+            return;
+        if (n->modified) {
             (n->socket == socket_ ? fetched_ : fetched_socket_)++;
-            n->sharers |= cpu_bit_;
+            n->modified = false;
+        } else if (!inclusive_llc_) {
+            (n->socket == socket_ ? fetched_ : fetched_socket_)++;
+        } else if (!(n->sockets & socket_bit_)) {
+            fetched_socket_++;
         }
+        n->sharers |= cpu_bit_;
+        n->sockets |= socket_bit_;
     }
     void dirty(const IovaNode *n) const
     {
         n->sharers = cpu_bit_;
+        n->sockets = socket_bit_;
         n->socket = socket_;
+        n->modified = true;
     }
     void rotate(IovaNode *x, Side s);
     void insert_fixup(IovaNode *z);
@@ -102,6 +122,8 @@ private:
     size_t size_ = 0;
     mutable uint64_t visits_ = 0, fetched_ = 0, fetched_socket_ = 0;
     mutable uint64_t walk_ = 1, cpu_bit_ = 1;
+    mutable uint32_t socket_bit_ = 1;
+    mutable bool inclusive_llc_ = false;
     mutable uint16_t socket_ = 0;
     std::deque<IovaNode> pool_;
     std::vector<IovaNode *> free_nodes_;

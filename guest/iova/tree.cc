@@ -26,7 +26,7 @@ IovaTree::IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_p
 
 IovaTree::WalkStart IovaTree::begin_walk(unsigned cpu)
 {
-    rb_.begin_walk(cpu, env_.socket_of(cpu));
+    rb_.begin_walk(cpu, env_.socket_of(cpu), env_.inclusive_llc());
     return {rb_.visits(), rb_.fetched(), rb_.fetched_socket()};
 }
 

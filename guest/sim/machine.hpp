@@ -93,6 +93,9 @@ public:
     // The kernel's spinlock implementation (spinlock.hpp); queued by default.
     void set_spinlock(Spinlock k) { spinlock_ = k; }
     Spinlock spinlock() const { return spinlock_; }
+    // Each socket's last-level cache is inclusive of its cores' caches.
+    void set_inclusive_llc(bool v) { inclusive_llc_ = v; }
+    bool inclusive_llc() const { return inclusive_llc_; }
     Nanos now(unsigned cpu) const { return clocks_[cpu]; }
     void advance(unsigned cpu, Nanos d) { clocks_[cpu] += d; }
     void advance_to(unsigned cpu, Nanos t)
@@ -145,6 +148,7 @@ private:
     CostModel cost_;
     unsigned sockets_ = 1;
     Spinlock spinlock_ = Spinlock::queued;
+    bool inclusive_llc_ = false;
     std::vector<Nanos> clocks_;
     std::vector<Nanos> window_start_;
     std::deque<VirtualLock> locks_;

@@ -197,6 +197,12 @@ const std::vector<Info> &table()
          "moves the lock line once) or ticket (before those: every waiter spins on the lock "
          "word, a handoff costs more the more CPUs wait)",
          choice_field(&Params::spinlock, {"queued", "ticket"})},
+        {"llc", "", "non-inclusive", all,
+         "each socket's last-level cache: inclusive (Intel Xeons up to Broadwell: a clean line "
+         "one core read is served by its socket's L3, another core of that socket reads it "
+         "as an L3 hit) or non-inclusive (Skylake-SP on: a line this CPU does not hold comes "
+         "from a core that holds it, a line transfer)",
+         choice_field(&Params::llc, {"non-inclusive", "inclusive"})},
         {"devices", "devices", "1", all, "devices (NVMe drives, NIC ports) doing DMA",
          uint_field(&Params::devices, 1, 255)},
         {"queues-per-device", "queues", "0 (one per CPU)", block | nic_like,
@@ -720,6 +726,7 @@ std::string Params::json() const
     num("cpus", cpus);
     num("sockets", sockets);
     str("spinlock", spinlock);
+    str("llc", llc);
     num("devices", devices);
     num("queues-per-device", queues_per_device);
     num("iodepth", iodepth);

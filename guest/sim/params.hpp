@@ -41,7 +41,8 @@ struct Params {
     std::string workload = "nic";
     unsigned cpus = 16;
     unsigned sockets = 1;
-    std::string spinlock = "queued";  // the kernel's arch_spinlock_t: queued or ticket
+    std::string spinlock = "queued";    // the kernel's arch_spinlock_t: queued or ticket
+    std::string llc = "non-inclusive";  // each socket's last-level cache
     unsigned devices = 1;
     unsigned queues_per_device = 0;  // 0: one per CPU
     unsigned iodepth = 32;

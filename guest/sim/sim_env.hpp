@@ -33,6 +33,7 @@ public:
     void lock_released(const iova::InstrumentedLock &l, iova::Site s) override;
     void charge(iova::Work w, uint64_t n) override;
     unsigned socket_of(unsigned cpu) const override { return m_.socket_of(cpu); }
+    bool inclusive_llc() const override { return m_.inclusive_llc(); }
 
     void set_cpu(unsigned cpu) { cpu_ = cpu; }
     // Earliest pending timer deadline, or UINT64_MAX.

@@ -477,6 +477,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         auto bwl = make_wl();
         Machine m(info.cpus, cost, cfg.sockets);
         m.set_spinlock(*parse_spinlock(cfg.spinlock));
+        m.set_inclusive_llc(cfg.llc == "inclusive");
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
         Measured b = drive(run, m, warmup, ops, info.measure_each, duration, [] {});
@@ -506,6 +507,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
 
     Machine m(info.cpus, cost, cfg.sockets);
     m.set_spinlock(*parse_spinlock(cfg.spinlock));
+    m.set_inclusive_llc(cfg.llc == "inclusive");
     SimEnv env(m);
     DmaDomains iommu(cfg, info, m, env);
     if (!iommu.ok())

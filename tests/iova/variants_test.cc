@@ -509,3 +509,48 @@ TEST(RbTreeCost, AWalkLoadsEachNodeOnceAndFetchesWhatAnotherCpuWrote)
     EXPECT_LT(after[1], 2 * 11u);
     EXPECT_TRUE(t.valid());
 }
+
+TEST(RbTreeCost, AnInclusiveCacheServesALineReadSinceItsWrite)
+{
+    RbTree t;
+    t.begin_walk(0, 0);
+    for (uint64_t i = 0; i < 1000; i++)
+        t.insert(t.make(2 * i, 2 * i));
+    auto walk = [&](unsigned cpu, unsigned socket, bool inclusive = true) {
+        t.begin_walk(cpu, socket, inclusive);
+        uint64_t f = t.fetched(), fs = t.fetched_socket();
+        for (const IovaNode *n = t.last(); n; n = t.prev(n)) {
+        }
+        return std::array<uint64_t, 2>{t.fetched() - f, t.fetched_socket() - fs};
+    };
+    // The first reader after CPU 0's writes takes every line from CPU 0;
+    // a second CPU of that socket finds them clean in its cache.
+    auto first = walk(1, 0);
+    EXPECT_GE(first[0], 999u);
+    auto second = walk(2, 0);
+    EXPECT_EQ(second[0] + second[1], 0u);
+    // The other socket has no copy: its first reader fetches each line
+    // across, and its second reader finds them there.
+    auto remote = walk(8, 1);
+    EXPECT_EQ(remote[1], first[0]);
+    auto remote2 = walk(9, 1);
+    EXPECT_EQ(remote2[0] + remote2[1], 0u);
+    // A write leaves the line with the writer alone: the nodes CPU 9
+    // writes cost CPU 1 a transfer across, and once read they are clean
+    // on both sockets.
+    t.begin_walk(9, 1, true);
+    t.insert(t.make(2001, 2001));
+    auto after1 = walk(1, 0);
+    EXPECT_EQ(after1[0], 0u);
+    EXPECT_GE(after1[1], 2u);
+    auto after2 = walk(2, 0);
+    EXPECT_EQ(after2[0] + after2[1], 0u);
+    auto after8 = walk(8, 1);
+    EXPECT_EQ(after8[0] + after8[1], 0u);
+    // Without an inclusive cache every CPU new to a line fetches it from
+    // a core holding it (counted by the writer's socket, as above).
+    auto ni = walk(3, 0, false);
+    EXPECT_GE(ni[0] + ni[1], 1000u);
+    EXPECT_EQ(ni[1], after1[1]);  // the nodes CPU 9 wrote
+    EXPECT_TRUE(t.valid());
+}

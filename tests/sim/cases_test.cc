@@ -94,33 +94,26 @@ double share(const SimResult &r, std::string_view lock, std::string_view site = 
 TEST(Memcached16CpuXl710, PercpuBatchIsThrottledByTheGlobalFlushLock)
 {
     SimResult r = run({"memcached-16cpu-xl710", "percpu-batch", "global-list"});
-    // published 313,161 / 1,088,996 = 29%: the model collapses further,
-    // to ~21% (docs/simulation.rst: the refills' walks pay a line transfer
-    // for every node another CPU wrote)
-    EXPECT_GT(r.relative, 0.212 / 2);
-    EXPECT_LT(r.relative, 0.29);
+    // published 313,161 / 1,088,996 = 29%: reproduced (~29%)
+    EXPECT_GT(r.relative, 0.2876 * 0.75);
+    EXPECT_LT(r.relative, 0.2876 * 1.25);
     // perf's split of _raw_spin_lock_irqsave: 67.84% intel_unmap
     // (async_umap_flush_lock), 17.54% alloc_iova, 12.85% free_iova_array.
-    // Reproduced: the order, and the first two within +-25% (~79%,
-    // ~16.7%); the batch frees in
-    // NotReproducedPercpuBatchSpinShareAndFreeSplit.
+    // Reproduced: the order; the sizes in
+    // NotReproducedPercpuBatchSpinShareAndSplit.
     double flush_lock = share(r, "async_umap_flush_lock");
     double alloc = share(r, "iova_rbtree_lock", "insert");
     double free_array = share(r, "iova_rbtree_lock", "free_batch");
-    EXPECT_GT(flush_lock, 0.6784 * 0.75);
-    EXPECT_LT(flush_lock, 0.6784 * 1.25);
-    EXPECT_GT(alloc, 0.1754 * 0.75);
-    EXPECT_LT(alloc, 0.1754 * 1.25);
     EXPECT_GT(free_array, 0.01);
     EXPECT_GT(flush_lock, alloc);
     EXPECT_GT(alloc, free_array);
 }
 
-TEST(Memcached16CpuXl710, NotReproducedPercpuBatchSpinShareAndFreeSplit)
+TEST(Memcached16CpuXl710, NotReproducedPercpuBatchSpinShareAndSplit)
 {
     SimResult r = run({"memcached-16cpu-xl710", "percpu-batch", "global-list"});
     // Published: 21.87% of cycles in spinlocks at 29% throughput; the
-    // model runs at ~21% and spends ~72% of its CPU time spinning.  A CPU-bound server cannot lose
+    // model runs at ~29% and spends ~63% of its CPU time spinning.  A CPU-bound server cannot lose
     // 71% of its throughput with only 22% of its cycles spinning unless the rest of the loss is
     // other work or idle time; memaslap's defaults (1 thread, 16 connections, all to one server) do
     // not say how many requests each instance had outstanding, nor the round trip.  So the
@@ -129,12 +122,19 @@ TEST(Memcached16CpuXl710, NotReproducedPercpuBatchSpinShareAndFreeSplit)
     // none of which this model separates.  What the 4.x driver does outside its spinlocks is
     // modelled (page-table writes, the qi_submit_sync() wait with
     // interrupts off, flush_unmaps()'s device-IOTLB walks) and is small
-    // against that loss.  Of the spin time, free_iova_array's 12.85% comes
-    // out at ~3.6%.  Asserted: what the model shows, so a change that
-    // moves it shows up.
+    // against that loss.  Of the spin time, async_umap_flush_lock takes
+    // ~85% (published 67.84%, just outside 25%), alloc_iova ~12% (17.54%)
+    // and free_iova_array ~2.5% (12.85%): the tree lock is the less
+    // contended.  Asserted: what the model shows, so a change that moves
+    // it shows up.
     EXPECT_GT(r.spin_share, 0.2187 * 2);
+    double flush_lock = share(r, "async_umap_flush_lock");
+    EXPECT_GT(flush_lock, 0.6784 * 1.2);
+    EXPECT_LT(flush_lock, 0.6784 * 1.4);
+    EXPECT_LT(share(r, "iova_rbtree_lock", "insert"), 0.1754 * 0.8);
+    EXPECT_GT(share(r, "iova_rbtree_lock", "insert"), 0.1754 / 2);
     EXPECT_LT(share(r, "iova_rbtree_lock", "free_batch"), 0.1285 * 0.75);
-    EXPECT_GT(share(r, "iova_rbtree_lock", "free_batch"), 0.036 / 2);
+    EXPECT_GT(share(r, "iova_rbtree_lock", "free_batch"), 0.025 / 2);
 }
 
 TEST(Memcached16CpuXl710, MagazinesWithPercpuDeferredFlushAlmostRemoveTheCost)
@@ -581,14 +581,14 @@ TEST(Documented, ReproducedValuesStayWithinAFactorOfTwoOfTheDocs)
         double reproduced, documented;
     };
     const Figure figures[] = {
-        {"memcached percpu-batch throughput", batch.relative, 0.29},
-        {"memcached percpu-batch spin share", batch.spin_share, 0.635},
+        {"memcached percpu-batch throughput", batch.relative, 0.294},
+        {"memcached percpu-batch spin share", batch.spin_share, 0.631},
         {"memcached async_umap_flush_lock share of spin",
-         batch.spin_fraction_of("async_umap_flush_lock"), 0.84},
+         batch.spin_fraction_of("async_umap_flush_lock"), 0.85},
         {"memcached alloc share of spin", batch.spin_fraction_of("iova_rbtree_lock", "insert"),
-         0.13},
+         0.117},
         {"memcached free_iova_array share of spin",
-         batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.03},
+         batch.spin_fraction_of("iova_rbtree_lock", "free_batch"), 0.025},
         {"memcached magazines throughput", mags.relative, 0.93},
         {"memcached magazines spin share", mags.spin_share, 0.036},
         {"ovs throughput", ovs.relative, 0.055},
