@@ -12,10 +12,10 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <ucontext.h>
 
 #include "../iova/iova.hpp"
 #include "dma_domains.hpp"
+#include "fiber.hpp"
 #include "machine.hpp"
 #include "sim_env.hpp"
 #include "workload.hpp"
@@ -37,7 +37,7 @@ struct Mapping {
 };
 
 // Runs the workload's steps on the virtual CPUs.  Each CPU is a coroutine
-// (ucontext) that the scheduler resumes when its clock is the smallest; it
+// (fiber.hpp) that the scheduler resumes when its clock is the smallest; it
 // suspends itself after every step and before every lock attempt if
 // another CPU's clock is smaller, and blocks while a lock it wants is held
 // by a suspended CPU.  So lock attempts happen in virtual-time order of
@@ -64,15 +64,10 @@ public:
         for (unsigned c = 0; c < n_; c++) {
             Coro &co = co_[c];
             co.blocked = co.finished = false;
+            co.run = this;
+            co.cpu = c;
             tag_wait_[c] = false;
-            co.stack.reset(new char[stack_size]);
-            getcontext(&co.ctx);
-            co.ctx.uc_stack.ss_sp = co.stack.get();
-            co.ctx.uc_stack.ss_size = stack_size;
-            co.ctx.uc_link = nullptr;
-            auto self = reinterpret_cast<uintptr_t>(this);
-            makecontext(&co.ctx, reinterpret_cast<void (*)()>(&Run::trampoline), 3,
-                        unsigned(self >> 32), unsigned(self & 0xffffffffu), c);
+            co.fiber.start(&Run::entry, &co, stack_size);
         }
         for (;;) {
             unsigned next = n_;
@@ -94,10 +89,10 @@ public:
             }
             current_ = next;
             env_.set_cpu(next);
-            swapcontext(&sched_, &co_[next].ctx);
+            co_[next].fiber.resume();
         }
         for (Coro &co : co_)
-            co.stack.reset();
+            co.fiber.release();
         waiters_.clear();
     }
 
@@ -147,15 +142,16 @@ public:
 private:
     static constexpr size_t stack_size = 512 * 1024;
     struct Coro {
-        ucontext_t ctx{};
-        std::unique_ptr<char[]> stack;
+        Fiber fiber;
+        Run *run = nullptr;
+        unsigned cpu = 0;
         bool blocked = false, finished = false;
     };
 
-    static void trampoline(unsigned hi, unsigned lo, unsigned cpu)
+    static void entry(void *arg)
     {
-        auto *self = reinterpret_cast<Run *>((uintptr_t{hi} << 32) | lo);
-        self->cpu_main(cpu);
+        auto *co = static_cast<Coro *>(arg);
+        co->run->cpu_main(co->cpu);
     }
 
     void cpu_main(unsigned cpu)
@@ -192,7 +188,7 @@ private:
             yield_if_behind(cpu);
         }
         co_[cpu].finished = true;
-        swapcontext(&co_[cpu].ctx, &sched_);
+        co_[cpu].fiber.finish();
     }
 
     // Suspend @cpu if another runnable CPU has a smaller (clock, id).
@@ -211,7 +207,7 @@ private:
     }
     void suspend(unsigned cpu)
     {
-        swapcontext(&co_[cpu].ctx, &sched_);
+        co_[cpu].fiber.yield();
         env_.set_cpu(cpu);
     }
 
@@ -373,7 +369,6 @@ private:
     std::vector<Step> steps_;
     Nanos drain_ns_, next_drain_;
     std::vector<Coro> co_;
-    ucontext_t sched_{};
     unsigned current_ = 0;
     std::function<bool(unsigned)> more_;
     std::map<const VirtualLock *, std::deque<unsigned>> waiters_;
