@@ -13,13 +13,15 @@
 // the writer's cache; after that the line is clean and shared, and a CPU
 // on a socket that already has a copy reads it from that socket's
 // (inclusive) last-level cache as any L3 hit, while a CPU on a socket
-// without one fetches it across.  CPUs are told apart modulo 64, sockets
-// modulo 32.  Rebalancing itself is not counted (the kernel's walk
-// cost is what the figures compare).  Nodes come from a pool (like a kmem_cache)
-// and keep their address while in use.  Not thread-safe: the owner holds
+// without one fetches it across.  CPUs are told apart up to 256 (the
+// simulator's limit; beyond it modulo 256), sockets modulo 32.
+// Rebalancing itself is not counted (the kernel's walk cost is what the
+// figures compare).  Nodes come from a pool (like a kmem_cache) and keep
+// their address while in use.  Not thread-safe: the owner holds
 // iova_rbtree_lock.
 #pragma once
 
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -30,11 +32,11 @@ namespace viommu::iova {
 struct IovaNode {
     uint64_t pfn_lo = 0, pfn_hi = 0;
     IovaNode *parent = nullptr, *left = nullptr, *right = nullptr;
-    mutable uint64_t walk = 0;      // the last walk that touched this node
-    mutable uint64_t sharers = 0;   // CPUs (bit cpu % 64) holding its line
-    mutable uint32_t sockets = 0;   // sockets (bit socket % 32) holding its line
-    mutable uint16_t socket = 0;    // the socket of the CPU that last wrote it
-    mutable bool modified = false;  // written, and not read by another CPU since
+    mutable uint64_t walk = 0;         // the last walk that touched this node
+    mutable std::bitset<256> sharers;  // CPUs holding its line (viommu-sim: up to 256)
+    mutable uint32_t sockets = 0;      // sockets (bit socket % 32) holding its line
+    mutable uint16_t socket = 0;       // the socket of the CPU that last wrote it
+    mutable bool modified = false;     // written, and not read by another CPU since
     bool red = false;
 };
 
@@ -72,7 +74,7 @@ public:
     {
         inclusive_llc_ = inclusive_llc;
         ++walk_;
-        cpu_bit_ = uint64_t{1} << (cpu % 64);
+        cpu_ = cpu % 256;
         socket_bit_ = uint32_t{1} << (socket % 32);
         socket_ = static_cast<uint16_t>(socket);
     }
@@ -92,7 +94,7 @@ private:
             return;
         n->walk = walk_;
         visits_++;
-        if (n->sharers & cpu_bit_)
+        if (n->sharers[cpu_])
             return;
         if (n->modified) {
             (n->socket == socket_ ? fetched_ : fetched_socket_)++;
@@ -102,12 +104,13 @@ private:
         } else if (!(n->sockets & socket_bit_)) {
             fetched_socket_++;
         }
-        n->sharers |= cpu_bit_;
+        n->sharers.set(cpu_);
         n->sockets |= socket_bit_;
     }
     void dirty(const IovaNode *n) const
     {
-        n->sharers = cpu_bit_;
+        n->sharers.reset();
+        n->sharers.set(cpu_);
         n->sockets = socket_bit_;
         n->socket = socket_;
         n->modified = true;
@@ -121,7 +124,8 @@ private:
     IovaNode *root_ = nullptr;
     size_t size_ = 0;
     mutable uint64_t visits_ = 0, fetched_ = 0, fetched_socket_ = 0;
-    mutable uint64_t walk_ = 1, cpu_bit_ = 1;
+    mutable uint64_t walk_ = 1;
+    mutable unsigned cpu_ = 0;
     mutable uint32_t socket_bit_ = 1;
     mutable bool inclusive_llc_ = false;
     mutable uint16_t socket_ = 0;

@@ -500,6 +500,8 @@ TEST(RbTreeCost, AWalkLoadsEachNodeOnceAndFetchesWhatAnotherCpuWrote)
     EXPECT_EQ(again[1] + again[2], 0u);  // now held by CPU 1 too
     auto remote = walk(8, 1);
     EXPECT_EQ(remote[2], remote[0]);  // across the socket
+    auto far = walk(64, 0);
+    EXPECT_EQ(far[1], far[0]);  // CPU 64 is not CPU 0
     // CPU 0 inserts: the new node and the nodes the insert relinked or
     // recoloured leave CPU 1's cache, nothing else does
     t.begin_walk(0, 0);
