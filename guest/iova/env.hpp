@@ -134,7 +134,7 @@ public:
     virtual unsigned socket_of(unsigned) const { return 0; }
     // Whether a socket's last-level cache is inclusive, so that it serves a
     // clean line one of its cores read (rbtree.hpp); false: the line comes
-    // from a core that holds it.
+    // from a core that holds it.  Read once, when an allocator is built.
     virtual bool inclusive_llc() const { return false; }
 
 protected:

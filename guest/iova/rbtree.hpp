@@ -42,7 +42,9 @@ struct IovaNode {
 
 class RbTree {
 public:
-    RbTree() = default;
+    // @inclusive_llc: a socket's last-level cache serves the clean lines
+    // its cores read (otherwise every CPU new to a line fetches it).
+    explicit RbTree(bool inclusive_llc = false) : inclusive_llc_(inclusive_llc) {}
     RbTree(const RbTree &) = delete;
     RbTree &operator=(const RbTree &) = delete;
 
@@ -68,11 +70,8 @@ public:
     uint64_t fetched() const { return fetched_; }
     uint64_t fetched_socket() const { return fetched_socket_; }
     // Starts a walk (one operation under the lock) by @cpu on @socket.
-    // @inclusive_llc: a socket's last-level cache serves the clean lines
-    // its cores read (otherwise every CPU new to a line fetches it).
-    void begin_walk(unsigned cpu = 0, unsigned socket = 0, bool inclusive_llc = false) const
+    void begin_walk(unsigned cpu = 0, unsigned socket = 0) const
     {
-        inclusive_llc_ = inclusive_llc;
         ++walk_;
         cpu_ = cpu % 256;
         socket_bit_ = uint32_t{1} << (socket % 32);
@@ -96,14 +95,11 @@ private:
         visits_++;
         if (n->sharers[cpu_])
             return;
-        if (n->modified) {
+        if (n->modified || !inclusive_llc_)  // from the core that holds it
             (n->socket == socket_ ? fetched_ : fetched_socket_)++;
-            n->modified = false;
-        } else if (!inclusive_llc_) {
-            (n->socket == socket_ ? fetched_ : fetched_socket_)++;
-        } else if (!(n->sockets & socket_bit_)) {
+        else if (!(n->sockets & socket_bit_))  // clean, from the other socket's L3
             fetched_socket_++;
-        }
+        n->modified = false;
         n->sharers.set(cpu_);
         n->sockets |= socket_bit_;
     }
@@ -127,7 +123,7 @@ private:
     mutable uint64_t walk_ = 1;
     mutable unsigned cpu_ = 0;
     mutable uint32_t socket_bit_ = 1;
-    mutable bool inclusive_llc_ = false;
+    const bool inclusive_llc_;
     mutable uint16_t socket_ = 0;
     std::deque<IovaNode> pool_;
     std::vector<IovaNode *> free_nodes_;
