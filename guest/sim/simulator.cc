@@ -27,6 +27,14 @@ namespace {
 constexpr std::array<std::string_view, 4> dma_mode_names{"sac", "sac-flush", "sac-once",
                                                          "forcedac"};
 
+// The machine's kernel spinlock and cache kind, as @cfg gives them (both
+// validated by Params).
+void set_machine(Machine &m, const SimConfig &cfg)
+{
+    m.set_spinlock(*parse_spinlock(cfg.spinlock));
+    m.set_inclusive_llc(cfg.llc == "inclusive");
+}
+
 struct Mapping {
     uint64_t iova = 0;
     uint64_t bytes = 0;
@@ -471,8 +479,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     {
         auto bwl = make_wl();
         Machine m(info.cpus, cost, cfg.sockets);
-        m.set_spinlock(*parse_spinlock(cfg.spinlock));
-        m.set_inclusive_llc(cfg.llc == "inclusive");
+        set_machine(m, cfg);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
         Measured b = drive(run, m, warmup, ops, info.measure_each, duration, [] {});
@@ -501,8 +508,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     }
 
     Machine m(info.cpus, cost, cfg.sockets);
-    m.set_spinlock(*parse_spinlock(cfg.spinlock));
-    m.set_inclusive_llc(cfg.llc == "inclusive");
+    set_machine(m, cfg);
     SimEnv env(m);
     DmaDomains iommu(cfg, info, m, env);
     if (!iommu.ok())
