@@ -217,6 +217,10 @@ const std::vector<Info> &table()
         {"cpu-ns-per-op", "ns", "2000", all,
          "non-IOMMU CPU time per operation (mean; each op draws uniformly from [w/2, 3w/2))",
          ns_field(&Params::cpu_ns_per_op)},
+        {"cpu-ns-once", "ns", "0", all,
+         "non-IOMMU CPU time each CPU spends once, at the start of the measured window, "
+         "outside every lock (a driver probe's mdelay()s between its mappings)",
+         ns_field(&Params::cpu_ns_once)},
         {"device-ns-per-op", "ns", "0 (no limit)", all,
          "a device's own service time per mapping it serves (1e9 / its rated IOPS); a CPU "
          "completing the mapping first waits for it, idle",
@@ -294,9 +298,9 @@ const std::vector<Info> &table()
          choice_field(&Params::iommu, {"vtd", "smmuv3"})},
         {"cmdq", "", "cmpxchg", all,
          "SMMUv3 command-queue slot reservation: spinlock (one lock, CMD_SYNC polled under "
-         "it), cmpxchg (5.x: an atomic on the shared prod word, owner gathers and publishes), "
-         "fetch-add (reserve with one fetch-add); cmpxchg and fetch-add share one model today: "
-         "a single atomic per reservation, no cmpxchg retry loop",
+         "it), cmpxchg (5.5-6.1: a cmpxchg loop on the shared prod word, retried for every "
+         "reservation that lands between its read and its cmpxchg; the owner gathers and "
+         "publishes), fetch-add (the same queue, reserving with one atomic add)",
          choice_field(&Params::cmdq, {"spinlock", "cmpxchg", "fetch-add"})},
         {"cmdq-entries", "commands", "65536", all,
          "SMMUv3 command-queue size (a power of two): the smaller of the driver's maximum "
@@ -732,6 +736,7 @@ std::string Params::json() const
     num("iodepth", iodepth);
     str("block-size", block_size.text);
     num("cpu-ns-per-op", cpu_ns_per_op);
+    num("cpu-ns-once", cpu_ns_once);
     num("device-ns-per-op", device_ns_per_op);
     num("dma-mask-bits", dma_mask_bits);
     str("bus", bus);

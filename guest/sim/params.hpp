@@ -48,6 +48,7 @@ struct Params {
     unsigned iodepth = 32;
     SizeMix block_size = *SizeMix::parse("4096", nullptr);
     Nanos cpu_ns_per_op = 2000;
+    Nanos cpu_ns_once = 0;  // each CPU, once, at the start of the measured window
     Nanos device_ns_per_op = 0;
     unsigned dma_mask_bits = 64;
     std::string bus = "pci";

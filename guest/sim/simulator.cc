@@ -391,9 +391,10 @@ struct Measured {
 
 // setup, warm-up, then the measured window of @ops transactions (or, with
 // @each, each CPU's own count of them; or, with @duration, every transaction
-// a CPU starts before it has run that long).
+// a CPU starts before it has run that long), which every CPU starts with
+// @once of non-IOMMU work.
 Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
-               const std::vector<unsigned> &each, Nanos duration,
+               const std::vector<unsigned> &each, Nanos duration, Nanos once,
                const std::function<void()> &window_start)
 {
     run.setup();
@@ -408,6 +409,10 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
         run.observer->aligned(m.now(0));
     m.start_window();
     window_start();
+    for (unsigned c = 0; once && c < m.ncpus(); c++) {
+        m.advance(c, once);
+        run.work_ns += once;
+    }
     uint64_t started = 0;
     Nanos t0 = m.now(0);
     std::vector<uint64_t> started_each(each.size(), 0);
@@ -482,7 +487,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         set_machine(m, cfg);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
-        Measured b = drive(run, m, warmup, ops, info.measure_each, duration, [] {});
+        Measured b = drive(run, m, warmup, ops, info.measure_each, duration, info.once_ns, [] {});
         res.baseline_throughput =
             b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
         res.baseline_latency_ns =
@@ -517,7 +522,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     run.observer = observer;
     if (observer)
         observer->begin(info);
-    Measured r = drive(run, m, warmup, ops, info.measure_each, duration, [&] {
+    Measured r = drive(run, m, warmup, ops, info.measure_each, duration, info.once_ns, [&] {
         if (observer)
             observer->window_start();
         iommu.reset_stats();

@@ -413,6 +413,7 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, const trace::Tr
     info.slots_per_cpu = max_slots;
     info.largest_ring = max_slots;
     info.device_ns = p.device_ns_per_op;
+    info.once_ns = p.cpu_ns_once;
     info.physical_devices = unsigned(info.devices.size());
     // the measured window: after the recording's own warm-up (or --warmup),
     // as many transactions per CPU as the streams hold after it on average

@@ -273,6 +273,7 @@ std::unique_ptr<Workload> Workload::create(const Params &p, std::string *error)
     info.warmup_per_cpu = p.warmup >= 0 ? unsigned(p.warmup) : ~0u;
     info.measure_per_cpu = p.ops_per_cpu;
     info.work_ns = p.cpu_ns_per_op;
+    info.once_ns = p.cpu_ns_once;
     info.device_ns = p.device_ns_per_op;
     info.physical_devices = p.devices;
     for (unsigned d = 0; d < p.devices; d++)

@@ -42,6 +42,7 @@ struct WorkloadInfo {
     unsigned warmup_per_cpu = 0;     // transactions run before the measured window
     unsigned measure_per_cpu = 400;  // default measured transactions per CPU
     Nanos work_ns = 0;               // non-IOMMU CPU time per transaction
+    Nanos once_ns = 0;               // ... and once per CPU at the window's start
     Nanos device_ns = 0;             // a device's service time per mapping (0: none)
     unsigned physical_devices = 1;
     std::vector<DeviceSpec> devices;

@@ -255,6 +255,37 @@ TEST(Simulator, DeviceServiceTimeBoundsThroughput)
     EXPECT_GT(double(cycle_ns(*r, "device-wait")), 0.5 * double(r->cpu_time_ns));
 }
 
+// --cpu-ns-once: a fixed stretch of non-IOMMU work per CPU (a probe's
+// mdelay()s) lengthens the window by exactly that much, in both the run
+// and its no-IOMMU baseline, and touches nothing on the IOMMU side.
+TEST(Simulator, OnceWorkLengthensTheWindowAndNothingElse)
+{
+    auto setup = [](const char *once) {
+        return from_args({{"workload", "block"},
+                          {"cpus", "2"},
+                          {"iodepth", "64"},
+                          {"setup-fill", "no"},
+                          {"warmup", "0"},
+                          {"ops-per-cpu", "64"},
+                          {"cpu-ns-per-op", "100"},
+                          {"bus", "platform"},
+                          {"allocator", "linux-4.7"},
+                          {"cpu-ns-once", once}});
+    };
+    auto plain = simulate(setup("0"));
+    auto delayed = simulate(setup("5ms"));
+    ASSERT_TRUE(plain && delayed);
+    EXPECT_EQ(delayed->elapsed_ns, plain->elapsed_ns + 5e6);
+    EXPECT_EQ(delayed->cpu_time_ns, plain->cpu_time_ns + 2 * 5'000'000u);
+    EXPECT_EQ(cycle_ns(*delayed, "work"), cycle_ns(*plain, "work") + 2 * 5'000'000u);
+    EXPECT_EQ(delayed->nodes_per_alloc, plain->nodes_per_alloc);
+    EXPECT_EQ(delayed->mean_hold_ns("iova_rbtree_lock", "alloc"),
+              plain->mean_hold_ns("iova_rbtree_lock", "alloc"));
+    // the baseline pays it too: the relative figure moves towards 1
+    EXPECT_GT(delayed->relative, plain->relative);
+    EXPECT_LT(delayed->relative, 1.0);
+}
+
 // Completions on another CPU free their ring slots only when that CPU has
 // run them: one CPU taking every queue's interrupt bounds the machine, and
 // its backlog stays within a slot per submitter (no unmap left behind).
