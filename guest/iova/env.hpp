@@ -136,6 +136,9 @@ public:
     // clean line one of its cores read (rbtree.hpp); false: the line comes
     // from a core that holds it.  Read once, when an allocator is built.
     virtual bool inclusive_llc() const { return false; }
+    // Whether the rbtree keeps the per-node line bookkeeping that prices a
+    // walk's node_fetch charges (rbtree.hpp).  Read once, like the above.
+    virtual bool tracks_lines() const { return true; }
 
 protected:
     static void set_pending(Timer &t, bool v) { t.pending_.store(v, std::memory_order_release); }
@@ -169,6 +172,9 @@ public:
     unsigned ncpus() const override { return ncpus_; }
     bool arm_timer(Timer &t, Nanos deadline) override;
     void cancel_timer(Timer &t) override;
+    // Real cores pay for their own lines; the bookkeeping would only add a
+    // write to every node a walk reads.
+    bool tracks_lines() const override { return false; }
 
     // Fire due timers on the calling thread.
     void run_due_timers();

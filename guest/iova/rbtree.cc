@@ -2,6 +2,8 @@
 // Red-black tree of IOVA ranges; see rbtree.hpp.
 #include "rbtree.hpp"
 
+#include <algorithm>
+
 namespace viommu::iova {
 
 namespace {
@@ -10,6 +12,44 @@ bool is_red(const IovaNode *n)
     return n && n->red;
 }
 }  // namespace
+
+void WalkSet::clear()
+{
+    used_ = 0;
+    if (++gen_ == 0) {  // wrapped: forget every generation
+        std::fill(slots_.begin(), slots_.end(), Slot{});
+        gen_ = 1;
+    }
+}
+
+bool WalkSet::insert(const IovaNode *n)
+{
+    if (2 * (used_ + 1) > slots_.size())
+        grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = (reinterpret_cast<uintptr_t>(n) >> 4) * 0x9e3779b97f4a7c15u >> 20 & mask;;
+         i = (i + 1) & mask) {
+        Slot &s = slots_[i];
+        if (s.gen != gen_) {
+            s = {n, gen_};
+            used_++;
+            return true;
+        }
+        if (s.node == n)
+            return false;
+    }
+}
+
+void WalkSet::grow()
+{
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const uint32_t gen = gen_;
+    used_ = 0;
+    for (const Slot &s : old)
+        if (s.gen == gen)
+            insert(s.node);
+}
 
 IovaNode *RbTree::make(uint64_t lo, uint64_t hi)
 {

@@ -16,9 +16,12 @@
 // without one fetches it across.  CPUs are told apart up to 256 (the
 // simulator's limit; beyond it modulo 256), sockets modulo 32.
 // Rebalancing itself is not counted (the kernel's walk cost is what the
-// figures compare).  Nodes come from a pool (like a kmem_cache) and keep
-// their address while in use.  Not thread-safe: the owner holds
-// iova_rbtree_lock.
+// figures compare).  That line bookkeeping writes to every node a walk
+// reads; a tree built without it (real threads, where nothing charges the
+// lines) leaves walked nodes untouched, as the kernel's walks do, and
+// counts visits in a set of its own.  Nodes come from a pool (like a
+// kmem_cache) and keep their address while in use.  Not thread-safe: the
+// owner holds iova_rbtree_lock.
 #pragma once
 
 #include <bitset>
@@ -32,19 +35,44 @@ namespace viommu::iova {
 struct IovaNode {
     uint64_t pfn_lo = 0, pfn_hi = 0;
     IovaNode *parent = nullptr, *left = nullptr, *right = nullptr;
+    bool red = false;
+    // line bookkeeping (RbTree built with @track_lines)
+    mutable bool modified = false;     // written, and not read by another CPU since
+    mutable uint16_t socket = 0;       // the socket of the CPU that last wrote it
+    mutable uint32_t sockets = 0;      // sockets (bit socket % 32) holding its line
     mutable uint64_t walk = 0;         // the last walk that touched this node
     mutable std::bitset<256> sharers;  // CPUs holding its line (viommu-sim: up to 256)
-    mutable uint32_t sockets = 0;      // sockets (bit socket % 32) holding its line
-    mutable uint16_t socket = 0;       // the socket of the CPU that last wrote it
-    mutable bool modified = false;     // written, and not read by another CPU since
-    bool red = false;
+};
+
+// The nodes one walk has touched, without writing to them: open
+// addressing on the node's address, emptied in O(1) by a new generation.
+class WalkSet {
+public:
+    void clear();
+    // true if @n was not in the set
+    bool insert(const IovaNode *n);
+
+private:
+    struct Slot {
+        const IovaNode *node = nullptr;
+        uint32_t gen = 0;
+    };
+    void grow();
+    std::vector<Slot> slots_ = std::vector<Slot>(64);
+    uint32_t gen_ = 1;
+    size_t used_ = 0;
 };
 
 class RbTree {
 public:
     // @inclusive_llc: a socket's last-level cache serves the clean lines
     // its cores read (otherwise every CPU new to a line fetches it).
-    explicit RbTree(bool inclusive_llc = false) : inclusive_llc_(inclusive_llc) {}
+    // @track_lines: keep the line bookkeeping behind fetched() and
+    // fetched_socket() (otherwise both stay 0 and walks write nothing).
+    explicit RbTree(bool inclusive_llc = false, bool track_lines = true)
+        : inclusive_llc_(inclusive_llc), track_lines_(track_lines)
+    {
+    }
     RbTree(const RbTree &) = delete;
     RbTree &operator=(const RbTree &) = delete;
 
@@ -73,6 +101,8 @@ public:
     void begin_walk(unsigned cpu = 0, unsigned socket = 0) const
     {
         ++walk_;
+        if (!track_lines_)
+            seen_.clear();
         cpu_ = cpu % 256;
         socket_bit_ = uint32_t{1} << (socket % 32);
         socket_ = static_cast<uint16_t>(socket);
@@ -89,6 +119,10 @@ private:
     IovaNode *step(const IovaNode *n, Side s) const;
     void touch(const IovaNode *n) const
     {
+        if (!track_lines_) {
+            visits_ += seen_.insert(n);
+            return;
+        }
         if (n->walk == walk_)
             return;
         n->walk = walk_;
@@ -105,6 +139,8 @@ private:
     }
     void dirty(const IovaNode *n) const
     {
+        if (!track_lines_)
+            return;
         n->sharers.reset();
         n->sharers.set(cpu_);
         n->sockets = socket_bit_;
@@ -124,6 +160,8 @@ private:
     mutable unsigned cpu_ = 0;
     mutable uint32_t socket_bit_ = 1;
     const bool inclusive_llc_;
+    const bool track_lines_;
+    mutable WalkSet seen_;  // without track_lines_: this walk's nodes
     mutable uint16_t socket_ = 0;
     std::deque<IovaNode> pool_;
     std::vector<IovaNode *> free_nodes_;

@@ -15,8 +15,8 @@ constexpr Pfn anchor_pfn = ~Pfn{0};
 IovaTree::IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_pfn, bool timed,
                    bool exact_max32)
     : env_(env), stats_(stats), walk_(walk), start_pfn_(start_pfn), dma32_(dma32_pfn),
-      lock_(env, "iova_rbtree_lock", 0, timed), rb_(env.inclusive_llc()), max32_(dma32_pfn + 1),
-      exact_max32_(exact_max32)
+      lock_(env, "iova_rbtree_lock", 0, timed), rb_(env.inclusive_llc(), env.tracks_lines()),
+      max32_(dma32_pfn + 1), exact_max32_(exact_max32)
 {
     if (walk_ != Walk::v4_4) {
         anchor_ = rb_.make(anchor_pfn, anchor_pfn);

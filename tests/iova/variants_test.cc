@@ -3,6 +3,8 @@
 #include <array>
 #include <cstddef>
 #include <gtest/gtest.h>
+#include <random>
+#include <vector>
 
 #include "helpers.hpp"
 #include "rbtree.hpp"
@@ -550,4 +552,52 @@ TEST(RbTreeCost, AnInclusiveCacheServesALineReadSinceItsWrite)
     auto after8 = walk(8, 1);
     EXPECT_EQ(after8[0] + after8[1], 0u);
     EXPECT_TRUE(t.valid());
+}
+
+// A tree without the line bookkeeping (real threads) counts the same
+// visits per walk, fetches nothing, and its walks write to no node: the
+// kernel's walks only read, so other CPUs keep their clean copies.
+TEST(RbTreeCost, WithoutLineTrackingAWalkCountsTheSameAndWritesNoNode)
+{
+    RbTree tracked, plain(false, false);
+    std::mt19937_64 rng(7);
+    std::vector<IovaNode *> live[2];
+    for (int i = 0; i < 4000; i++) {
+        uint64_t pfn = rng() % 100000;
+        bool erase = !live[0].empty() && rng() % 3 == 0;
+        size_t victim = erase ? rng() % live[0].size() : 0;
+        unsigned cpu = unsigned(rng() % 8);
+        for (int k = 0; k < 2; k++) {
+            RbTree &t = k ? plain : tracked;
+            t.begin_walk(cpu, cpu / 4);
+            if (erase) {
+                t.erase(live[k][victim]);
+                live[k].erase(live[k].begin() + std::ptrdiff_t(victim));
+            } else if (!t.find(pfn)) {
+                IovaNode *n = t.make(pfn, pfn);
+                t.insert(n);
+                live[k].push_back(n);
+            }
+        }
+    }
+    auto walk = [](const RbTree &t, unsigned cpu, uint64_t from) {
+        t.begin_walk(cpu, cpu / 4);
+        uint64_t v = t.visits();
+        for (const IovaNode *n = t.lower_bound(from); n; n = t.prev(n)) {
+        }
+        return t.visits() - v;
+    };
+    for (unsigned cpu = 0; cpu < 8; cpu++) {
+        uint64_t from = rng() % 100000;
+        EXPECT_EQ(walk(plain, cpu, from), walk(tracked, cpu, from)) << "cpu " << cpu;
+    }
+    EXPECT_EQ(plain.visits(), tracked.visits());
+    EXPECT_GT(tracked.fetched() + tracked.fetched_socket(), 0u);
+    EXPECT_EQ(plain.fetched() + plain.fetched_socket(), 0u);
+    for (const IovaNode *n : live[1]) {
+        EXPECT_EQ(n->walk, 0u);
+        EXPECT_TRUE(n->sharers.none());
+        EXPECT_EQ(n->sockets, 0u);
+    }
+    EXPECT_TRUE(plain.valid());
 }
