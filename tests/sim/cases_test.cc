@@ -242,11 +242,24 @@ TEST(HnsDsafProbe, WalkLengthAndLockHoldFallWithTheCachedNode)
     EXPECT_GT(before.mean_hold_ns("iova_rbtree_lock", "alloc"),
               20 * after.mean_hold_ns("iova_rbtree_lock", "alloc"));
     // hns_dsaf probe: ~35 s -> ~1 s (the 1 s mostly unrelated delays);
-    // the driver's 65,536 buffers take 32.2 s before the series
-    // (docs/simulation.rst)
+    // the driver's 65,536 buffers and its 690 ms of delays take 32.9 s
+    // before the series (docs/simulation.rst)
     EXPECT_GT(after.throughput, 35 * before.throughput);
-    EXPECT_GT(before.elapsed_ns, 32.2e9 / 2);
-    EXPECT_LT(before.elapsed_ns, 32.2e9 * 2);
+    EXPECT_GT(before.elapsed_ns, 32.9e9 / 2);
+    EXPECT_LT(before.elapsed_ns, 32.9e9 * 2);
+}
+
+TEST(HnsDsafProbe, NotReproducedProbeWithTheSeriesIsItsDelaysAndItsMappings)
+{
+    // Published: "a mere ~1s, mostly of unrelated mdelay()s".  The case
+    // counts the 4.14 driver's busy-waits on the probe path, 690 ms
+    // (cpu-ns-once); with them the 65,536 mappings, ~46 ms with the
+    // series, make ~0.74 s: 26% short of the ~1 s, whose rest the report
+    // does not itemise (docs/simulation.rst).
+    SimResult after = run({"hns-dsaf-probe", "linux-4.15", "strict"});
+    EXPECT_GT(after.elapsed_ns, 0.690e9 + 0.02e9);
+    EXPECT_LT(after.elapsed_ns, 0.75e9);
+    EXPECT_GT(double(cycle_ns(after, "work")), 0.9 * after.elapsed_ns);
 }
 
 TEST(HnsDsafProbe, NotReproducedShareOfProbeTimeUnderTheLock)
