@@ -120,6 +120,70 @@ double lock_handoff_once(unsigned iterations)
     return ns_since(t0) / iterations;
 }
 
+// Bursts of @n threads (CPUs 0..n-1) each updating one line once; see
+// Calibration::Burst.  A sense-reversing barrier separates the bursts.
+struct BurstSample {
+    double ns = 0, attempts = 0;
+};
+std::vector<BurstSample> bursts(unsigned n, unsigned count, bool cmpxchg)
+{
+    struct alignas(64) Slot {
+        Clock::time_point start, end;
+        uint64_t attempts = 0;
+    };
+    alignas(64) std::atomic<uint64_t> word{0};
+    alignas(64) std::atomic<unsigned> arrived{0};
+    alignas(64) std::atomic<unsigned> generation{0};
+    std::vector<Slot> slots(n);
+    std::vector<BurstSample> out;
+    auto barrier = [&] {
+        unsigned g = generation.load(std::memory_order_acquire);
+        if (arrived.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
+            arrived.store(0, std::memory_order_relaxed);
+            generation.store(g + 1, std::memory_order_release);
+        } else {
+            while (generation.load(std::memory_order_acquire) == g)
+                ;
+        }
+    };
+    auto body = [&](unsigned me) {
+        pin(me);
+        for (unsigned b = 0; b < count; b++) {
+            barrier();
+            Slot &s = slots[me];
+            s.start = Clock::now();
+            s.attempts = 1;
+            if (cmpxchg) {
+                uint64_t seen = word.load(std::memory_order_relaxed);
+                while (!word.compare_exchange_strong(seen, seen + 1, std::memory_order_relaxed))
+                    s.attempts++;
+            } else {
+                word.fetch_add(1, std::memory_order_relaxed);
+            }
+            s.end = Clock::now();
+            barrier();
+            if (me == 0) {
+                auto first = slots[0].start, last = slots[0].end;
+                uint64_t tries = 0;
+                for (const Slot &x : slots) {
+                    first = std::min(first, x.start);
+                    last = std::max(last, x.end);
+                    tries += x.attempts;
+                }
+                out.push_back({std::chrono::duration<double, std::nano>(last - first).count() / n,
+                               double(tries) / n});
+            }
+        }
+    };
+    std::vector<std::thread> others;
+    for (unsigned t = 1; t < n; t++)
+        others.emplace_back(body, t);
+    body(0);
+    for (std::thread &t : others)
+        t.join();
+    return out;
+}
+
 }  // namespace
 
 Calibration calibrate(unsigned iterations, unsigned rounds)
@@ -151,6 +215,18 @@ Calibration calibrate(unsigned iterations, unsigned rounds)
         c.lock_handoff_ns = median(lock);
         c.pinned = pinned;
     }
+    c.bursts_per_size = std::max(iterations / 100, 1u);
+    for (unsigned n = 2; n <= std::min(c.cpus_online, 64u); n *= 2) {
+        std::vector<double> ns, add;
+        double tries = 0;
+        for (const BurstSample &s : bursts(n, c.bursts_per_size, true)) {
+            ns.push_back(s.ns);
+            tries += s.attempts;
+        }
+        for (const BurstSample &s : bursts(n, c.bursts_per_size, false))
+            add.push_back(s.ns);
+        c.bursts.push_back({n, median(ns), tries / c.bursts_per_size, median(add)});
+    }
     return c;
 }
 
@@ -181,7 +257,19 @@ std::string Calibration::json() const
            ",\"iterations\":" + std::to_string(iterations) +
            ",\"statistic\":\"median of rounds\"}" + ",\"atomic_ns\":" + num(atomic_ns) +
            ",\"line_transfer_ns\":" + opt(line_transfer_ns) +
-           ",\"lock_handoff_ns\":" + opt(lock_handoff_ns) + "}";
+           ",\"lock_handoff_ns\":" + opt(lock_handoff_ns) +
+           ",\"bursts_per_size\":" + std::to_string(bursts_per_size) + ",\"bursts\":[" +
+           [&] {
+               std::string o;
+               for (const Burst &b : bursts)
+                   o += std::string(o.empty() ? "" : ",") +
+                        "{\"threads\":" + std::to_string(b.threads) +
+                        ",\"cmpxchg_ns\":" + num(b.cmpxchg_ns) +
+                        ",\"cmpxchg_attempts\":" + num(b.cmpxchg_attempts) +
+                        ",\"fetch_add_ns\":" + num(b.fetch_add_ns) + "}";
+               return o;
+           }() +
+           "]}";
 }
 
 }  // namespace viommu::sim
