@@ -13,42 +13,18 @@ bool is_red(const IovaNode *n)
 }
 }  // namespace
 
-void WalkSet::clear()
+void RbTree::begin_marks() const
 {
-    used_ = 0;
-    if (++gen_ == 0) {  // wrapped: forget every generation
-        std::fill(slots_.begin(), slots_.end(), Slot{});
-        gen_ = 1;
+    if (cpu_marks_.size() <= cpu_)
+        cpu_marks_.resize(cpu_ + 1);
+    marks_ = &cpu_marks_[cpu_];
+    marks_->resize(pool_.size());
+    mark_ = static_cast<uint32_t>(walk_);
+    if (mark_ == 0) {  // wrapped: forget every CPU's marks
+        for (auto &m : cpu_marks_)
+            std::fill(m.begin(), m.end(), 0);
+        mark_ = static_cast<uint32_t>(++walk_);
     }
-}
-
-bool WalkSet::insert(const IovaNode *n)
-{
-    if (2 * (used_ + 1) > slots_.size())
-        grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = (reinterpret_cast<uintptr_t>(n) >> 4) * 0x9e3779b97f4a7c15u >> 20 & mask;;
-         i = (i + 1) & mask) {
-        Slot &s = slots_[i];
-        if (s.gen != gen_) {
-            s = {n, gen_};
-            used_++;
-            return true;
-        }
-        if (s.node == n)
-            return false;
-    }
-}
-
-void WalkSet::grow()
-{
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    const uint32_t gen = gen_;
-    used_ = 0;
-    for (const Slot &s : old)
-        if (s.gen == gen)
-            insert(s.node);
 }
 
 IovaNode *RbTree::make(uint64_t lo, uint64_t hi)
@@ -57,9 +33,14 @@ IovaNode *RbTree::make(uint64_t lo, uint64_t hi)
     if (!free_nodes_.empty()) {
         n = free_nodes_.back();
         free_nodes_.pop_back();
+        const uint32_t id = n->id;
         *n = IovaNode{};
+        n->id = id;
     } else {
         n = &pool_.emplace_back();
+        n->id = static_cast<uint32_t>(pool_.size() - 1);
+        if (marks_)
+            marks_->resize(pool_.size());
     }
     n->pfn_lo = lo;
     n->pfn_hi = hi;

@@ -19,9 +19,9 @@
 // figures compare).  That line bookkeeping writes to every node a walk
 // reads; a tree built without it (real threads, where nothing charges the
 // lines) leaves walked nodes untouched, as the kernel's walks do, and
-// counts visits in a set of its own.  Nodes come from a pool (like a
-// kmem_cache) and keep their address while in use.  Not thread-safe: the
-// owner holds iova_rbtree_lock.
+// marks the nodes a walk touched in an array of the walking CPU's own.  Nodes come from a pool
+// (like a kmem_cache) and keep their address while in use.  Not thread-safe: the owner holds
+// iova_rbtree_lock.
 #pragma once
 
 #include <bitset>
@@ -36,31 +36,13 @@ struct IovaNode {
     uint64_t pfn_lo = 0, pfn_hi = 0;
     IovaNode *parent = nullptr, *left = nullptr, *right = nullptr;
     bool red = false;
+    uint32_t id = 0;  // its slot in the pool, for the walking CPU's marks
     // line bookkeeping (RbTree built with @track_lines)
     mutable bool modified = false;     // written, and not read by another CPU since
     mutable uint16_t socket = 0;       // the socket of the CPU that last wrote it
     mutable uint32_t sockets = 0;      // sockets (bit socket % 32) holding its line
     mutable uint64_t walk = 0;         // the last walk that touched this node
     mutable std::bitset<256> sharers;  // CPUs holding its line (viommu-sim: up to 256)
-};
-
-// The nodes one walk has touched, without writing to them: open
-// addressing on the node's address, emptied in O(1) by a new generation.
-class WalkSet {
-public:
-    void clear();
-    // true if @n was not in the set
-    bool insert(const IovaNode *n);
-
-private:
-    struct Slot {
-        const IovaNode *node = nullptr;
-        uint32_t gen = 0;
-    };
-    void grow();
-    std::vector<Slot> slots_ = std::vector<Slot>(64);
-    uint32_t gen_ = 1;
-    size_t used_ = 0;
 };
 
 class RbTree {
@@ -101,9 +83,9 @@ public:
     void begin_walk(unsigned cpu = 0, unsigned socket = 0) const
     {
         ++walk_;
-        if (!track_lines_)
-            seen_.clear();
         cpu_ = cpu % 256;
+        if (!track_lines_)
+            begin_marks();
         socket_bit_ = uint32_t{1} << (socket % 32);
         socket_ = static_cast<uint16_t>(socket);
     }
@@ -120,7 +102,9 @@ private:
     void touch(const IovaNode *n) const
     {
         if (!track_lines_) {
-            visits_ += seen_.insert(n);
+            uint32_t &mark = (*marks_)[n->id];
+            visits_ += mark != mark_;
+            mark = mark_;
             return;
         }
         if (n->walk == walk_)
@@ -161,7 +145,12 @@ private:
     mutable uint32_t socket_bit_ = 1;
     const bool inclusive_llc_;
     const bool track_lines_;
-    mutable WalkSet seen_;  // without track_lines_: this walk's nodes
+    // Without track_lines_: per CPU, per node id, the walk that last
+    // touched it (mark_, the walk's number modulo 2^32; 0 never is one).
+    mutable std::vector<std::vector<uint32_t>> cpu_marks_;
+    mutable std::vector<uint32_t> *marks_ = nullptr;
+    mutable uint32_t mark_ = 0;
+    void begin_marks() const;
     mutable uint16_t socket_ = 0;
     std::deque<IovaNode> pool_;
     std::vector<IovaNode *> free_nodes_;

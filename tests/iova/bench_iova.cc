@@ -11,6 +11,10 @@
 //             variants take turns N times, best of N; --workload: only one
 // policies    viommu-lab under each unmap policy, 4 threads
 // overhead    instrumentation off / counters / sampled lock timing / full, one thread
+// walks       two threads on two CPUs take turns walking one rbtree of 4096
+//             nodes (inserted in random order) back from rb_last(), 256 nodes
+//             a walk, the tree with and without the simulator's line
+//             bookkeeping (rbtree.hpp)
 //
 // Ratios are against linux-4.4 (or instrumentation off) measured in the
 // same run.  Columns: Mops/s (wall clock), cpuns/op (worker CPU time, spin
@@ -19,6 +23,7 @@
 // Wall-clock figures depend on the machine; the per-operation lock and
 // node counts do not.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -30,7 +35,11 @@
 #include <thread>
 #include <time.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include "iova.hpp"
+#include "rbtree.hpp"
 
 using namespace viommu::iova;
 
@@ -331,6 +340,74 @@ void overhead(uint64_t ops)
     }
 }
 
+// Two threads, pinned to CPUs 0 and 1, take turns (a turn word, as a
+// lock handoff would) walking @t back from rb_last(): ns per walk, wall
+// clock, best of 5.  The kernel's walks only read the nodes, so the second
+// CPU finds them clean in its cache; a walk that writes each node (the
+// line bookkeeping) makes the next CPU fetch every one from the last.
+double alternating_walks(RbTree &t, unsigned walks, unsigned length)
+{
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        alignas(64) std::atomic<unsigned> turn{0};
+        std::atomic<uint64_t> sink{0};
+        auto side = [&](unsigned me) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(me, &set);
+            pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+            uint64_t sum = 0;
+            for (unsigned i = me; i < walks; i += 2) {
+                while (turn.load(std::memory_order_acquire) != i)
+                    ;
+                t.begin_walk(me, 0);
+                const IovaNode *n = t.last();
+                for (unsigned k = 0; n && k < length; k++, n = t.prev(n))
+                    sum += n->pfn_lo;
+                turn.store(i + 1, std::memory_order_release);
+            }
+            sink += sum;
+        };
+        auto t0 = std::chrono::steady_clock::now();
+        std::thread b(side, 1u);
+        side(0);
+        b.join();
+        best = std::min(
+            best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
+                          .count() /
+                      walks);
+    }
+    return best;
+}
+
+void walks(uint64_t ops)
+{
+    const unsigned n = 4096, length = 256;
+    const unsigned count = static_cast<unsigned>(std::max<uint64_t>(ops / 10, 100));
+    double ns[2];
+    for (int tracked = 1; tracked >= 0; tracked--) {
+        // inserted in random order, so a walk in pfn order visits nodes
+        // scattered in memory, as slab objects are
+        std::vector<uint64_t> pfns(n);
+        for (uint64_t i = 0; i < n; i++)
+            pfns[i] = 2 * i;
+        std::shuffle(pfns.begin(), pfns.end(), std::mt19937_64(1));
+        RbTree t(false, tracked);
+        t.begin_walk(0, 0);
+        for (uint64_t p : pfns)
+            t.insert(t.make(p, p));
+        ns[tracked] = alternating_walks(t, count, length);
+    }
+    if (json_out)
+        std::printf("{\"walks\":%u,\"nodes\":%u,\"tracked_ns\":%.1f,\"untracked_ns\":%.1f}\n",
+                    count, length, ns[1], ns[0]);
+    else
+        std::printf("\n== alternating walks, 2 threads on CPUs 0 and 1, %u nodes a walk, ns per "
+                    "walk (best of 5)\n%-28s %10.1f\n%-28s %10.1f\n%-28s %10.3f\n",
+                    length, "with line bookkeeping", ns[1], "without (real threads)", ns[0],
+                    "ratio without / with", ns[0] / ns[1]);
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -359,5 +436,7 @@ int main(int argc, char **argv)
         policies(ops);
     if (mode == "overhead" || mode == "all")
         overhead(ops);
+    if ((mode == "walks" || mode == "all") && std::thread::hardware_concurrency() >= 2)
+        walks(ops);
     return 0;
 }
