@@ -181,6 +181,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
             sync.arrive_and_wait();  // warm-up done
             sync.arrive_and_wait();  // statistics reset: go
             running.fetch_add(1);
+            busy_wait(info.once_ns);  // --cpu-ns-once
             while (started.fetch_add(1) < ops) {
                 for (const Step &s : steps_of(cpu, false))
                     execute(cpu, s);

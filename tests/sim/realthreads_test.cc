@@ -33,6 +33,27 @@ TEST(RealThreads, RunsTheWorkloadAndReturnsEveryMapping)
     }
 }
 
+// --cpu-ns-once is a busy-wait of that long on every thread inside the
+// window: the window lasts at least that (a lower bound, whatever the
+// machine's load), in the run and in its baseline.
+TEST(RealThreads, OnceWorkIsSpentInsideTheWindow)
+{
+    SimConfig c;
+    std::string err;
+    ASSERT_TRUE(c.set("workload", "block", &err)) << err;
+    ASSERT_TRUE(c.set("cpu-ns-once", "20ms", &err)) << err;
+    c.cpus = 2;
+    c.iodepth = 4;
+    c.ops_per_cpu = 20;
+    c.warmup = 0;
+    c.allocator = "linux-6.7";
+    auto r = run_real_threads(c, &err);
+    ASSERT_TRUE(r) << err;
+    EXPECT_EQ(r->transactions, 40u);
+    EXPECT_GE(r->wall_ns, 20e6);
+    EXPECT_GE(r->baseline_wall_ns, 20e6);
+}
+
 TEST(RealThreads, RejectsBadConfigurations)
 {
     SimConfig c;
