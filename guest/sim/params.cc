@@ -113,12 +113,15 @@ Setter bytes_field(uint64_t Params::*f, uint64_t lo)
     };
 }
 
-Setter ns_field(Nanos Params::*f)
+// A time up to @max_s seconds: the virtual clocks are 64-bit ns, and a
+// window of 2^24 operations per CPU at 100 s each still fits in them.
+Setter ns_field(Nanos Params::*f, unsigned max_s)
 {
-    return [f](Params &p, std::string_view v, std::string &e) {
+    return [f, max_s](Params &p, std::string_view v, std::string &e) {
         uint64_t n;
-        if (!parse_ns(v, n)) {
-            e = "needs a time (a whole number of ns, or with a unit: 500ns, 4us, 10ms, 2s)";
+        if (!parse_ns(v, n) || n > max_s * uint64_t{1000000000}) {
+            e = "needs a time from 0 to " + std::to_string(max_s) +
+                "s (a whole number of ns, or with a unit: 500ns, 4us, 10ms, 2s)";
             return false;
         }
         p.*f = n;
@@ -216,15 +219,15 @@ const std::vector<Info> &table()
          mix_field(&Params::block_size)},
         {"cpu-ns-per-op", "ns", "2000", all,
          "non-IOMMU CPU time per operation (mean; each op draws uniformly from [w/2, 3w/2))",
-         ns_field(&Params::cpu_ns_per_op)},
+         ns_field(&Params::cpu_ns_per_op, 100)},
         {"cpu-ns-once", "ns", "0", all,
          "non-IOMMU CPU time each CPU spends once, at the start of the measured window, "
          "outside every lock (a driver probe's mdelay()s between its mappings)",
-         ns_field(&Params::cpu_ns_once)},
+         ns_field(&Params::cpu_ns_once, 1000)},
         {"device-ns-per-op", "ns", "0 (no limit)", all,
          "a device's own service time per mapping it serves (1e9 / its rated IOPS); a CPU "
          "completing the mapping first waits for it, idle",
-         ns_field(&Params::device_ns_per_op)},
+         ns_field(&Params::device_ns_per_op, 100)},
         {"dma-mask-bits", "bits", "64", all, "the devices' DMA mask",
          uint_field(&Params::dma_mask_bits, 32, 64)},
         {"bus", "", "pci", all, "pci or platform (a platform device makes no 32-bit first attempt)",
@@ -335,7 +338,7 @@ const std::vector<Info> &table()
          uint_field(&Params::ops_per_cpu, 1, 1 << 24)},
         {"duration", "ns", "0 (use --ops-per-cpu)", all,
          "the measured window as virtual time instead (500us, 10ms, ...)",
-         ns_field(&Params::duration_ns)},
+         ns_field(&Params::duration_ns, 1000)},
         {"seed", "", "1", all, "seed of the per-CPU random streams",
          [](Params &p, std::string_view v, std::string &e) {
              if (!parse_u64(v, p.seed)) {
@@ -347,7 +350,7 @@ const std::vector<Info> &table()
         {"rcache-drain", "ns", "0 (off)", all,
          "stressor: every this much virtual time CPU 0 returns every CPU's cached IOVAs to the "
          "tree",
-         ns_field(&Params::rcache_drain_ns)},
+         ns_field(&Params::rcache_drain_ns, 1000)},
     };
     return t;
 }
@@ -677,6 +680,9 @@ bool Params::validate(std::string *error) const
         return fail("--duration: give either --duration or --ops-per-cpu, not both");
     if (given.count("duration") && duration_ns == 0)
         return fail("--duration 0: needs a window longer than 0");
+    if (given.count("duration") && workload != "trace" && !cpu_ns_per_op && !device_ns_per_op)
+        return fail("--duration: needs --cpu-ns-per-op or --device-ns-per-op above 0 (without "
+                    "the IOMMU an operation would take no time, and the window no end)");
     std::string e;
     if (irq_cpu_list(&e).empty())
         return fail(e);

@@ -383,6 +383,8 @@ private:
     std::vector<Nanos> device_free_;
 };
 
+constexpr uint64_t kMaxOpsPerCpu = 1u << 24;  // --ops-per-cpu's limit
+
 struct Measured {
     uint64_t transactions;
     double elapsed_ns;
@@ -414,10 +416,13 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
         run.work_ns += once;
     }
     uint64_t started = 0;
+    std::vector<uint64_t> started_per_cpu(m.ncpus(), 0);
     Nanos t0 = m.now(0);
     std::vector<uint64_t> started_each(each.size(), 0);
-    if (duration)
-        run.phase([&](unsigned cpu) { return m.now(cpu) - t0 < duration; });
+    if (duration)  // at most --ops-per-cpu's limit: a window of free operations ends too
+        run.phase([&](unsigned cpu) {
+            return m.now(cpu) - t0 < duration && started_per_cpu[cpu]++ < kMaxOpsPerCpu;
+        });
     else if (!each.empty())
         run.phase([&](unsigned cpu) {
             return cpu < each.size() && started_each[cpu] < each[cpu] ? (started_each[cpu]++, true)

@@ -78,19 +78,29 @@ TEST(Params, SizesAndTimesTakeOneUnit)
              {"7us", 7'000},
              {"7ms", 7'000'000},
              {"7s", 7'000'000'000},
-             {"18446744073709551615", ~uint64_t{0}},
-             {"18446744073709551615ns", ~uint64_t{0}},
-             {"18446744073us", 18'446'744'073'000}}) {
+             {"1000s", 1'000'000'000'000},
+             {"1000000000000", 1'000'000'000'000},
+             {"999999999us", 999'999'999'000}}) {
         Params p;
         std::string err;
         ASSERT_TRUE(p.set("duration", v, &err)) << v << ": " << err;
         EXPECT_EQ(p.duration_ns, ns) << v;
     }
     for (const char *v :
-         {"ns", "s", "", "7 ns", "7sec", "7K", "18446744073709552us", "18446744073709551616"}) {
+         {"ns", "s", "", "7 ns", "7sec", "7K", "18446744073709552us", "18446744073709551616",
+          // beyond what 64-bit virtual clocks hold over a long window
+          "1001s", "1000000000001", "18446744073709551615", "18446744073709551615ns"}) {
         Params p;
         std::string err;
         EXPECT_FALSE(p.set("duration", v, &err)) << v;
+    }
+    // a time per operation: at most 100 s, so 2^24 of them fit the clocks
+    for (const char *k : {"cpu-ns-per-op", "device-ns-per-op"}) {
+        Params p;
+        std::string err;
+        EXPECT_TRUE(p.set(k, "100s", &err)) << k << ": " << err;
+        EXPECT_FALSE(p.set(k, "100000000001", &err)) << k;
+        EXPECT_NE(err.find("from 0 to 100s"), std::string::npos) << err;
     }
     for (auto [v, bytes] :
          std::initializer_list<std::pair<const char *, uint64_t>>{{"2048", 2048},
@@ -135,6 +145,24 @@ TEST(Params, BadValuesNameTheParameter)
     std::string err;
     EXPECT_FALSE(p.set("colour", "blue", &err));
     EXPECT_NE(err.find("colour"), std::string::npos);
+}
+
+// A window of --duration needs operations that take time without the
+// IOMMU: the no-IOMMU baseline of free operations would never end it.
+TEST(Params, ADurationNeedsOperationsThatTakeTime)
+{
+    Params p;
+    std::string err;
+    ASSERT_TRUE(p.set("workload", "map-bench", &err)) << err;
+    ASSERT_TRUE(p.set("duration", "1ms", &err)) << err;
+    ASSERT_TRUE(p.set("cpu-ns-per-op", "0", &err)) << err;
+    EXPECT_FALSE(p.validate(&err));
+    EXPECT_EQ(err.rfind("--duration", 0), 0u) << err;
+    ASSERT_TRUE(p.set("device-ns-per-op", "100", &err)) << err;
+    EXPECT_TRUE(p.validate(&err)) << err;
+    ASSERT_TRUE(p.set("device-ns-per-op", "0", &err)) << err;
+    ASSERT_TRUE(p.set("cpu-ns-per-op", "1", &err)) << err;
+    EXPECT_TRUE(p.validate(&err)) << err;
 }
 
 TEST(Params, HelpDocumentsEveryParameterWithUnitAndDefault)
