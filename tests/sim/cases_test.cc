@@ -266,8 +266,9 @@ TEST(HnsDsafProbe, NotReproducedShareOfProbeTimeUnderTheLock)
 {
     // Published: ~76% of the 35 s probe under the lock in alloc_iova().
     // The model's probe does nothing but map (100 ns of driver work per
-    // mapping, an assumption), so almost all of it is under the lock: the
-    // other 24% (8 s of unrelated probe work) is not modelled.
+    // mapping, an assumption) and wait out the driver's 690 ms of
+    // mdelay(), so ~98% of it is under the lock: the other 24% (8 s of
+    // unrelated probe work) is not modelled.
     SimResult before = run({"hns-dsaf-probe", "linux-4.7", "strict"});
     double held = 0;
     for (const auto &p : before.profile)
