@@ -269,6 +269,14 @@ const std::vector<Info> &table()
          "operations per NAPI poll: a poll first unmaps every TX mapping of the polls before "
          "it, then runs this many operations (0: each operation cleans the oldest TX slot)",
          uint_field(&Params::napi_budget, 0, 1 << 20)},
+        {"clients-per-cpu", "requests", "0 (a request always waiting)", nic_like,
+         "a closed-loop load: the requests a CPU's clients keep outstanding; a client sends "
+         "its next one --client-rtt after the CPU's reply, and a CPU with none waiting idles",
+         uint_field(&Params::clients_per_cpu, 0, 1 << 20)},
+        {"client-rtt", "ns", "0", nic_like,
+         "with --clients-per-cpu: from a reply to that client's next request (the network "
+         "round trip and the client's own time)",
+         ns_field(&Params::client_rtt_ns, 100)},
         {"rx-copy-bytes", "bytes", "0", nic_like,
          "forward: a frame of at most this many bytes is copied out of its RX buffer, which "
          "stays mapped for the next frame (0: every RX buffer is unmapped and refilled)",
@@ -680,6 +688,8 @@ bool Params::validate(std::string *error) const
         return fail("--duration: give either --duration or --ops-per-cpu, not both");
     if (given.count("duration") && duration_ns == 0)
         return fail("--duration 0: needs a window longer than 0");
+    if (given.count("client-rtt") && !clients_per_cpu)
+        return fail("--client-rtt: needs --clients-per-cpu");
     if (given.count("duration") && workload != "trace" && !cpu_ns_per_op && !device_ns_per_op)
         return fail("--duration: needs --cpu-ns-per-op or --device-ns-per-op above 0 (without "
                     "the IOMMU an operation would take no time, and the window no end)");
@@ -756,6 +766,8 @@ std::string Params::json() const
     num("tx-window", tx_window);
     num("napi-budget", napi_budget);
     num("rx-copy-bytes", rx_copy_bytes);
+    num("clients-per-cpu", clients_per_cpu);
+    num("client-rtt", client_rtt_ns);
     num("domains-per-device", domains_per_device);
     str("setup-fill", setup_fill ? "yes" : "no");
     str("allocator", allocator);

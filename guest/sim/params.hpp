@@ -60,8 +60,10 @@ struct Params {
     uint64_t rx_buffer_bytes = 2048;
     SizeMix tx_bytes;  // empty: the workload's default
     unsigned tx_window = 64;
-    unsigned napi_budget = 0;    // 0: each operation cleans its own TX slot
-    uint64_t rx_copy_bytes = 0;  // forward: frames up to this size leave the RX buffer mapped
+    unsigned napi_budget = 0;      // 0: each operation cleans its own TX slot
+    uint64_t rx_copy_bytes = 0;    // forward: frames up to this size leave the RX buffer mapped
+    unsigned clients_per_cpu = 0;  // closed loop: requests outstanding per CPU (0: always one)
+    Nanos client_rtt_ns = 0;       // ... from a reply to that client's next request
     unsigned domains_per_device = 1;
     bool setup_fill = true;
     std::string trace;  // --workload trace: the file replayed

@@ -65,8 +65,11 @@ struct Setup {
 
 // Runs @wl on @n threads; returns wall time of the measured part.
 // Runs `ops` transactions over n threads; `completed` counts those whose steps all ran.
+// @clients > 0: a closed loop of that many requests per thread, each sent
+// @rtt after the reply to the one before (--clients-per-cpu).
 double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomic<uint64_t> &failed,
-                   uint64_t &leaked, uint64_t &completed, iova::FlushPolicy *policy = nullptr)
+                   uint64_t &leaked, uint64_t &completed, unsigned clients, Nanos rtt,
+                   iova::FlushPolicy *policy = nullptr)
 {
     const WorkloadInfo &info = wl.info();
     std::vector<Mailbox> boxes(n);
@@ -172,19 +175,32 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
     std::vector<std::jthread> threads;
     for (unsigned cpu = 0; cpu < n; cpu++) {
         threads.emplace_back([&, cpu] {
+            std::deque<Clock::time_point> arrivals(clients, Clock::now());
+            // one transaction; with clients, once a request has arrived
+            // (idle until then, running the completions handed over)
+            auto transaction = [&] {
+                if (clients) {
+                    const auto arrival = arrivals.front();
+                    arrivals.pop_front();
+                    while (Clock::now() < arrival)
+                        drain(cpu);
+                }
+                for (const Step &s : steps_of(cpu, false))
+                    execute(cpu, s);
+                if (clients)
+                    arrivals.push_back(Clock::now() + std::chrono::nanoseconds(rtt));
+            };
             for (const Step &s : steps_of(cpu, true))
                 execute(cpu, s);
             for (unsigned i = 0; i < info.warmup_per_cpu; i++)
-                for (const Step &s : steps_of(cpu, false))
-                    execute(cpu, s);
+                transaction();
             running.fetch_sub(1);
             sync.arrive_and_wait();  // warm-up done
             sync.arrive_and_wait();  // statistics reset: go
             running.fetch_add(1);
             busy_wait(info.once_ns);  // --cpu-ns-once
             while (started.fetch_add(1) < ops) {
-                for (const Step &s : steps_of(cpu, false))
-                    execute(cpu, s);
+                transaction();
                 done.fetch_add(1, std::memory_order_relaxed);
             }
             running.fetch_sub(1);
@@ -254,7 +270,8 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
 
     std::atomic<uint64_t> failed{0};
     uint64_t leaked = 0, completed = 0;
-    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked, completed);
+    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked, completed,
+                                       cfg.clients_per_cpu, cfg.client_rtt_ns);
 
     iova::RealEnv env(n);
     env.lock_sample_shift = 0;  // time every acquisition: the figures are sums
@@ -275,7 +292,8 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
     for (const DeviceSpec &d : info.devices)
         io.devices.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
 
-    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, completed, policy.get());
+    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, completed, cfg.clients_per_cpu,
+                              cfg.client_rtt_ns, policy.get());
     policy->drain();
     res.failed_maps = failed;
     res.leaked = leaked;

@@ -58,7 +58,9 @@ public:
         : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
           slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
           posted_(n_, 0), tag_wait_(n_, false), done_(n_, 0), drain_ns_(cfg.rcache_drain_ns),
-          next_drain_(cfg.rcache_drain_ns), co_(n_), device_free_(wl.info().physical_devices, 0)
+          next_drain_(cfg.rcache_drain_ns), co_(n_), device_free_(wl.info().physical_devices, 0),
+          clients_(cfg.clients_per_cpu), client_rtt_(cfg.client_rtt_ns),
+          arrivals_(n_, std::deque<Nanos>(cfg.clients_per_cpu, 0)), answering_(n_, false)
     {
         m_.set_yielder(this);
     }
@@ -140,12 +142,16 @@ public:
         return s;
     }
     void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
-    void reset_counts() { failed_maps = work_ns = idle_ns = completion_wait_ns = 0; }
+    void reset_counts()
+    {
+        failed_maps = work_ns = idle_ns = completion_wait_ns = client_wait_ns = 0;
+    }
     uint64_t failed_maps = 0;
     RunObserver *observer = nullptr;  // --record
     Nanos work_ns = 0;                // non-IOMMU work executed
     Nanos idle_ns = 0;                // waiting for a device to finish with a mapping
     Nanos completion_wait_ns = 0;     // waiting for another CPU to run this CPU's completions
+    Nanos client_wait_ns = 0;         // --clients-per-cpu: no request waiting
 
 private:
     static constexpr size_t stack_size = 512 * 1024;
@@ -177,6 +183,7 @@ private:
                         release_slot(mp, cpu);
                     break;
                 }
+                await_request(cpu);
                 wl_.next(cpu, steps_);
                 pending_[cpu].assign(steps_.begin(), steps_.end());
                 steps_.clear();
@@ -190,6 +197,10 @@ private:
             execute(cpu, s);
             if (pending_[cpu].empty()) {
                 done_[cpu]++;
+                if (answering_[cpu]) {  // replied: that client's next request
+                    arrivals_[cpu].push_back(m_.now(cpu) + client_rtt_);
+                    answering_[cpu] = false;
+                }
                 if (observer)
                     observer->op(RunObserver::txn, cpu, 0, 0, 0, m_.now(cpu), m_.now(cpu));
             }
@@ -197,6 +208,30 @@ private:
         }
         co_[cpu].finished = true;
         co_[cpu].fiber.finish();
+    }
+
+    // --clients-per-cpu: the transaction @cpu starts answers its clients'
+    // oldest request; none has arrived yet, it idles until one does,
+    // taking the completions handed to it meanwhile (its interrupts) at
+    // most kIdleSlice apart.
+    static constexpr Nanos kIdleSlice = 1000;
+    void await_request(unsigned cpu)
+    {
+        if (!clients_)
+            return;
+        const Nanos arrival = arrivals_[cpu].front();
+        arrivals_[cpu].pop_front();
+        answering_[cpu] = true;
+        while (m_.now(cpu) < arrival) {
+            if (!mailbox_[cpu].empty()) {
+                drain_mailbox(cpu);
+                continue;
+            }
+            const Nanos t = m_.now(cpu), next = std::min(arrival, t + kIdleSlice);
+            client_wait_ns += next - t;
+            m_.advance_to(cpu, next);
+            yield_if_behind(cpu);
+        }
     }
 
     // Suspend @cpu if another runnable CPU has a smaller (clock, id).
@@ -381,6 +416,10 @@ private:
     std::function<bool(unsigned)> more_;
     std::map<const VirtualLock *, std::deque<unsigned>> waiters_;
     std::vector<Nanos> device_free_;
+    unsigned clients_;
+    Nanos client_rtt_;
+    std::vector<std::deque<Nanos>> arrivals_;  // per CPU: when its clients' requests arrive
+    std::vector<bool> answering_;              // ... its transaction answers one of them
 };
 
 constexpr uint64_t kMaxOpsPerCpu = 1u << 24;  // --ops-per-cpu's limit
@@ -492,7 +531,8 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         set_machine(m, cfg);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
-        Measured b = drive(run, m, warmup, ops, info.measure_each, duration, info.once_ns, [] {});
+        Measured b = drive(run, m, warmup, ops, info.measure_each, duration, info.once_ns,
+                           [&] { run.reset_counts(); });
         res.baseline_throughput =
             b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
         res.baseline_latency_ns =
@@ -507,6 +547,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
             Nanos rest = res.cpu_time_ns;
             for (auto [what, ns] : {std::pair{"work", run.work_ns},
                                     {"device-wait", run.idle_ns},
+                                    {"client-wait", run.client_wait_ns},
                                     {"idle", b.idle_ns}}) {
                 ns = std::min(ns, rest);
                 rest -= ns;
@@ -607,6 +648,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     take("work", "", "", run.work_ns);
     take("device-wait", "", "", run.idle_ns);
     take("completion-wait", "", "", run.completion_wait_ns);
+    take("client-wait", "", "", run.client_wait_ns);
     take("idle", "", "", r.idle_ns);
     Nanos alloc_work = 0;
     for (unsigned w = 0; w < static_cast<unsigned>(iova::Work::count_); w++)

@@ -54,6 +54,27 @@ TEST(RealThreads, OnceWorkIsSpentInsideTheWindow)
     EXPECT_GE(r->baseline_wall_ns, 20e6);
 }
 
+// --clients-per-cpu: one request per thread, the next 1 ms after each
+// reply: a thread's k-th transaction starts (k - 1) ms after its first at
+// the earliest, and one of the two threads runs at least 20 of the 40.
+TEST(RealThreads, AClosedLoopWaitsForItsClients)
+{
+    SimConfig c;
+    std::string err;
+    ASSERT_TRUE(c.set("workload", "memcached", &err)) << err;
+    ASSERT_TRUE(c.set("clients-per-cpu", "1", &err)) << err;
+    ASSERT_TRUE(c.set("client-rtt", "1ms", &err)) << err;
+    c.cpus = 2;
+    c.ops_per_cpu = 20;
+    c.warmup = 0;
+    c.allocator = "linux-6.7";
+    auto r = run_real_threads(c, &err);
+    ASSERT_TRUE(r) << err;
+    EXPECT_EQ(r->transactions, 40u);
+    EXPECT_GE(r->wall_ns, 19e6);
+    EXPECT_GE(r->baseline_wall_ns, 19e6);
+}
+
 TEST(RealThreads, RejectsBadConfigurations)
 {
     SimConfig c;

@@ -255,6 +255,67 @@ TEST(Simulator, DeviceServiceTimeBoundsThroughput)
     EXPECT_GT(double(cycle_ns(*r, "device-wait")), 0.5 * double(r->cpu_time_ns));
 }
 
+// --clients-per-cpu: a closed loop.  One request per CPU and a client
+// round trip of 9 us: each CPU answers at most one request per 9 us plus
+// its service time, and idles the rest; a round trip of 0 keeps a request
+// always waiting, the CPU-bound run exactly.
+TEST(Simulator, AClosedLoopOfClientsBoundsTheRateAndIdlesTheCpus)
+{
+    auto setup = [](const char *clients, const char *rtt, const char *allocator) {
+        SimConfig c = from_args({{"workload", "memcached"},
+                                 {"cpus", "4"},
+                                 {"cpu-ns-per-op", "1000"},
+                                 {"ops-per-cpu", "200"},
+                                 {"allocator", allocator}});
+        std::string err;
+        if (clients) {
+            EXPECT_TRUE(c.set("clients-per-cpu", clients, &err)) << err;
+            EXPECT_TRUE(c.set("client-rtt", rtt, &err)) << err;
+        }
+        return c;
+    };
+    auto loop = simulate(setup("1", "9us", "none"));
+    ASSERT_TRUE(loop);
+    EXPECT_LT(loop->throughput, 4 * 1e9 / 9000);
+    EXPECT_GT(loop->throughput, 4 * 1e9 / (9000 + 1500 + 500));
+    EXPECT_GT(double(cycle_ns(*loop, "client-wait")), 0.75 * double(loop->cpu_time_ns));
+    // with the IOMMU the same loop: the service time grows, the rate
+    // falls less than the CPU-bound run's, and the CPUs still idle
+    auto iommu = simulate(setup("1", "9us", "linux-4.7"));
+    auto bound = simulate(setup(nullptr, nullptr, "linux-4.7"));
+    ASSERT_TRUE(iommu && bound);
+    EXPECT_GT(iommu->relative, bound->relative);
+    EXPECT_GT(cycle_ns(*iommu, "client-wait"), 0u);
+    EXPECT_EQ(cycle_ns(*bound, "client-wait"), 0u);
+    // a reply's client asks again at once: never idle, the same run
+    auto at_once = simulate(setup("1", "0", "linux-4.7"));
+    ASSERT_TRUE(at_once);
+    EXPECT_EQ(at_once->transactions, bound->transactions);
+    EXPECT_EQ(at_once->elapsed_ns, bound->elapsed_ns);
+    EXPECT_EQ(cycle_ns(*at_once, "client-wait"), 0u);
+}
+
+// Completions handed to a CPU that waits for its clients run while it
+// waits: with TX completions on one CPU and a round trip far longer than a
+// transaction, nothing is left unmapped and no submitter waits for them.
+TEST(Simulator, ACpuWaitingForClientsRunsTheCompletionsHandedToIt)
+{
+    SimConfig c = from_args({{"workload", "memcached"},
+                             {"cpus", "4"},
+                             {"cpu-ns-per-op", "1000"},
+                             {"ops-per-cpu", "200"},
+                             {"tx-window", "0"},
+                             {"irq-affinity", "single"},
+                             {"clients-per-cpu", "1"},
+                             {"client-rtt", "50us"},
+                             {"allocator", "linux-4.15"}});
+    auto r = simulate(c);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->failed_maps, 0u);
+    EXPECT_EQ(cycle_ns(*r, "completion-wait"), 0u);
+    EXPECT_GT(double(cycle_ns(*r, "client-wait")), 0.5 * double(r->cpu_time_ns));
+}
+
 // --cpu-ns-once: a fixed stretch of non-IOMMU work per CPU (a probe's
 // mdelay()s) lengthens the window by exactly that much, in both the run
 // and its no-IOMMU baseline, and touches nothing on the IOMMU side.
