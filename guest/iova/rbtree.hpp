@@ -19,9 +19,9 @@
 // figures compare).  That line bookkeeping writes to every node a walk
 // reads; a tree built without it (real threads, where nothing charges the
 // lines) leaves walked nodes untouched, as the kernel's walks do, and
-// marks the nodes a walk touched in an array of the walking CPU's own.  Nodes come from a pool
-// (like a kmem_cache) and keep their address while in use.  Not thread-safe: the owner holds
-// iova_rbtree_lock.
+// marks the nodes a walk touched in an array of the walking CPU's own.
+// Nodes come from a pool (like a kmem_cache) and keep their address while
+// in use.  Not thread-safe: the owner holds iova_rbtree_lock.
 #pragma once
 
 #include <bitset>

@@ -272,7 +272,7 @@ const std::vector<Info> &table()
         {"clients-per-cpu", "requests", "0 (a request always waiting)", nic_like,
          "a closed-loop load: the requests a CPU's clients keep outstanding; a client sends "
          "its next one --client-rtt after the CPU's reply, and a CPU with none waiting idles",
-         uint_field(&Params::clients_per_cpu, 0, 1 << 20)},
+         uint_field(&Params::clients_per_cpu, 0, 1 << 14)},
         {"client-rtt", "ns", "0", nic_like,
          "with --clients-per-cpu: from a reply to that client's next request (the network "
          "round trip and the client's own time)",
