@@ -3,10 +3,14 @@
 // costs on the virtual clock.  Values and their origin: docs/cost-model.rst.
 // Every case, every variant and every workload uses CostModel::standard();
 // nothing in guest/sim or tests/sim overrides a field for a particular case.
+// A user may (viommu-sim --cost NAME=NS, --cost-from a --calibrate file):
+// a what-if run on another machine, never a case file or the report.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace viommu::sim {
 
@@ -33,6 +37,14 @@ struct CostModel {
     Nanos smmu_hw_desc = 0;
 
     static CostModel standard();
+    // The fields by name, in json() order.
+    static std::span<const std::string_view> names();
+    // Sets field @name (whole ns; handoff_lines a count from 1 to 16, the
+    // others at most 100 us, inv_poll at least 1 ns); false and @error
+    // naming it otherwise.
+    bool set(std::string_view name, uint64_t value, std::string *error);
+    // Field @name's value (0 for a name that is not one).
+    uint64_t get(std::string_view name) const;
     // Cost of taking a lock whose line (and data) were last used by another CPU.
     Nanos remote_handoff() const { return line_transfer * handoff_lines; }
     // One line moved between two cores, on the same socket or not.

@@ -2,9 +2,13 @@
 // viommu-sim: run one contention simulation (or a sweep of CPU counts) of
 // a setup given by a case file and/or command-line parameters, and print
 // the result as text or JSON.  --help lists every parameter.
+#include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +17,7 @@
 #include "../iova/allocator.hpp"
 #include "../iova/flush.hpp"
 #include "calibrate.hpp"
+#include "json.hpp"
 #include "params.hpp"
 #include "realthreads.hpp"
 #include "simulator.hpp"
@@ -25,22 +30,26 @@ namespace {
 
 void usage(FILE *f)
 {
-    std::fprintf(f,
-                 "usage: viommu-sim [--case FILE|NAME [--config NAME]] [--PARAMETER VALUE]...\n"
-                 "                  [--json] [--real-threads] [--record FILE]\n"
-                 "       viommu-sim --list | --list-configs --case FILE | --cost-model | "
-                 "--calibrate | --help\n"
-                 "\n"
-                 "A setup comes from a case file (cases/NAME.json: its \"parameters\", then those\n"
-                 "of configuration --config), then from the command line, which overrides the\n"
-                 "file.  --cpus 4,16,32 runs a sweep over CPU counts.  Output: throughput (and\n"
-                 "against the same setup without an IOMMU), latency per operation, where every\n"
-                 "CPU cycle went (spinning by lock and call site, polling, work, ...), allocator\n"
-                 "retries, command-queue owner share and polling time.  --json prints one object\n"
-                 "per run (an array for a sweep).  --record FILE writes the run's DMA trace;\n"
-                 "--workload trace --trace FILE replays one (docs/trace-format.rst).\n"
-                 "\n"
-                 "Parameters (--NAME VALUE or --NAME=VALUE; unit and default after each):\n");
+    std::fprintf(
+        f, "usage: viommu-sim [--case FILE|NAME [--config NAME]] [--PARAMETER VALUE]...\n"
+           "                  [--json] [--real-threads] [--record FILE]\n"
+           "                  [--cost-from CALIBRATION.json] [--cost FIELD=VALUE]...\n"
+           "       viommu-sim --list | --list-configs --case FILE | --cost-model | "
+           "--calibrate | --help\n"
+           "\n"
+           "A setup comes from a case file (cases/NAME.json: its \"parameters\", then those\n"
+           "of configuration --config), then from the command line, which overrides the\n"
+           "file.  --cpus 4,16,32 runs a sweep over CPU counts.  Output: throughput (and\n"
+           "against the same setup without an IOMMU), latency per operation, where every\n"
+           "CPU cycle went (spinning by lock and call site, polling, work, ...), allocator\n"
+           "retries, command-queue owner share and polling time.  --json prints one object\n"
+           "per run (an array for a sweep).  --record FILE writes the run's DMA trace;\n"
+           "--workload trace --trace FILE replays one (docs/trace-format.rst).\n"
+           "--cost FIELD=VALUE (a field of --cost-model, whole ns) and --cost-from FILE (the\n"
+           "atomic_ns and line_transfer_ns of a --calibrate run) time a what-if run with\n"
+           "other costs than the cited ones; the case files and the report never do.\n"
+           "\n"
+           "Parameters (--NAME VALUE or --NAME=VALUE; unit and default after each):\n");
     std::fputs(Params::help().c_str(), f);
 }
 
@@ -69,6 +78,8 @@ void print_text(const SimResult &r)
                 c.workload.c_str(), r.cpus, c.allocator.c_str(), c.flush.c_str(), c.iommu.c_str(),
                 c.iommu == "smmuv3" ? " cmdq " : "", c.iommu == "smmuv3" ? c.cmdq.c_str() : "",
                 c.dma.c_str(), (unsigned long long)c.seed);
+    if (!r.cost_overrides.empty())
+        std::printf("  what-if cost model: standard but %s\n", r.cost_overrides.c_str());
     std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
                 r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
     if (c.workload == "map-bench")
@@ -132,6 +143,64 @@ int die(const std::string &msg)
     return 2;
 }
 
+// --cost FIELD=VALUE
+bool set_cost(CostModel &c, const std::string &arg, std::string &err)
+{
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (eq == std::string::npos || value.empty() || ec != std::errc{} ||
+        end != value.data() + value.size()) {
+        err = "--cost " + arg +
+              ": needs FIELD=VALUE, VALUE a whole number (--cost-model lists the fields)";
+        return false;
+    }
+    if (!c.set(name, v, &err)) {
+        err = "--cost " + err;
+        return false;
+    }
+    return true;
+}
+
+// --cost-from FILE: the figures of a --calibrate run that are cost-model
+// fields, rounded to whole ns (at least 1)
+bool cost_from(CostModel &c, const std::string &path, std::string &err)
+{
+    std::ifstream f(path);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!f) {
+        err = "--cost-from " + path + ": cannot read it";
+        return false;
+    }
+    auto doc = json::parse(text.str(), &err);
+    const json::Value *prov = doc ? doc->find("provenance") : nullptr;
+    const json::Value *cmd = prov ? prov->find("command") : nullptr;
+    if (!doc || !cmd || !cmd->is(json::Value::Type::string) ||
+        cmd->str() != "viommu-sim --calibrate") {
+        err = "--cost-from " + path + ": " +
+              (doc ? std::string("not the output of viommu-sim --calibrate") : err);
+        return false;
+    }
+    for (auto [key, field] :
+         {std::pair{"atomic_ns", "atomic"}, {"line_transfer_ns", "line_transfer"}}) {
+        const json::Value *v = doc->find(key);
+        if (!v || v->is(json::Value::Type::null))
+            continue;  // one CPU: no transfer measured
+        if (!v->is(json::Value::Type::number) || !(v->number() >= 0) || v->number() > 1e9) {
+            err = "--cost-from " + path + ": " + key + " is not a time in ns";
+            return false;
+        }
+        if (!c.set(field, std::max<uint64_t>(1, uint64_t(v->number() + 0.5)), &err)) {
+            err = "--cost-from " + path + ": " + key + " " + v->text() + " -> " + err;
+            return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -140,9 +209,18 @@ int main(int argc, char **argv)
     std::vector<std::pair<std::string, std::string>> flags;
     std::vector<std::string> cpus;
     bool json = false, real = false, list_configs = false;
-    std::string record;
+    std::string record, err;
+    CostModel cost = CostModel::standard();
+    std::vector<std::string> cost_args;
+    std::string cost_file;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
+        if (a == "--cost" || a == "--cost-from") {
+            if (i + 1 >= argc)
+                return die(a + ": needs a value");
+            (a == "--cost" ? cost_args.emplace_back() : cost_file) = argv[++i];
+            continue;
+        }
         if (a == "--record" || a.rfind("--record=", 0) == 0) {
             if (a == "--record" && i + 1 >= argc)
                 return die("--record: needs a file name");
@@ -209,8 +287,18 @@ int main(int argc, char **argv)
     if (!config.empty() && case_file.empty())
         return die("--config " + config + ": needs --case");
 
+    // the calibration first, then each --cost in order
+    if (!cost_file.empty() && !cost_from(cost, cost_file, err))
+        return die(err);
+    for (const std::string &c : cost_args)
+        if (!set_cost(cost, c, err))
+            return die(err);
+    const bool what_if = cost.json() != CostModel::standard().json();
+    if (what_if && real)
+        return die(
+            "--cost, --cost-from: time simulated runs (--real-threads measures this machine)");
+
     Params base;
-    std::string err;
     if (!case_file.empty()) {
         std::vector<std::string> names;
         if (!load_case(case_file, list_configs ? "" : config, base, &err, &names))
@@ -256,8 +344,7 @@ int main(int argc, char **argv)
             out = json ? r->json() : r->text();
         } else {
             TraceRecorder recorder;
-            auto r = simulate(runs[i], CostModel::standard(), &err,
-                              record.empty() ? nullptr : &recorder);
+            auto r = simulate(runs[i], cost, &err, record.empty() ? nullptr : &recorder);
             if (!r)
                 return die(err);
             if (!record.empty() && !recorder.write(record, &err))

@@ -512,6 +512,12 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
 
     SimResult res;
     res.config = cfg;
+    for (std::string_view f : CostModel::names())  // what a what-if run changed
+        if (cost.get(f) != CostModel::standard().get(f))
+            res.cost_overrides += (res.cost_overrides.empty() ? "{\"" : ",\"") + std::string(f) +
+                                  "\":" + std::to_string(cost.get(f));
+    if (!res.cost_overrides.empty())
+        res.cost_overrides += "}";
     std::string werr;
     auto make_wl = [&] { return Workload::create(cfg, &werr); };
     auto wl = make_wl();
@@ -724,6 +730,8 @@ std::string SimResult::json() const
     bool cmdq = iommu && config.iommu == "smmuv3" && inv.submissions;
     auto opt = [](bool have, double v) { return have ? num(v) : std::string("null"); };
     std::string o = "{\"config\":" + config.json();
+    if (!cost_overrides.empty())
+        o += ",\"cost_overrides\":" + cost_overrides;
     o += ",\"ops_per_s\":" + num(throughput) + ",\"relative_to_no_iommu\":" + num(relative) +
          ",\"no_iommu_ops_per_s\":" + num(baseline_throughput) +
          ",\"op_latency_ns\":" + num(latency_ns) +

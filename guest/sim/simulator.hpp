@@ -71,6 +71,7 @@ struct SimResult {
     unsigned domains = 1;  // IOMMU domains (one per device group)
     InvStats inv;
     std::string allocator_stats;  // the allocator's own JSON (an array if several domains)
+    std::string cost_overrides;   // a JSON object of the fields not CostModel::standard()'s, or ""
 
     // Share of all CPU time spent spinning on @lock (all sites if @site empty).
     double spin_share_of(std::string_view lock, std::string_view site = {}) const;

@@ -58,5 +58,28 @@ bad --config --config mainline
 bad nope.json --case nope.json
 "$sim" --help | grep -q -- "--device-ns-per-op (ns)" || check "--help lacks --device-ns-per-op"
 
+# a what-if cost model: named in the result, and it changes the timing;
+# --cost-from takes a --calibrate file's atomic and line-transfer figures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+std=$("$sim" --json --workload nic --cpus 4 --ops-per-cpu 50)
+case $std in *cost_overrides*) check "a standard run names cost overrides";; esac
+slow=$(run_twice --workload nic --cpus 4 --ops-per-cpu 50 --cost line_transfer=500 --cost atomic=9)
+case $slow in *'"cost_overrides":{"line_transfer":500,"atomic":9}'*) ;;
+    *) check "--cost: the overrides are not in the result";; esac
+[ "${std#*ops_per_s}" != "${slow#*ops_per_s}" ] || check "--cost line_transfer=500 changed nothing"
+printf '%s\n' '{"provenance":{"command":"viommu-sim --calibrate"},"atomic_ns":2.4,"line_transfer_ns":39.6,"lock_handoff_ns":119}' >"$tmp/cal.json"
+out=$("$sim" --json --workload nic --cpus 4 --ops-per-cpu 50 --cost-from "$tmp/cal.json")
+case $out in *'"cost_overrides":{"line_transfer":40,"atomic":2}'*) ;;
+    *) check "--cost-from: not the calibration's figures: $out";; esac
+printf '%s\n' '{"atomic_ns":2}' >"$tmp/other.json"
+bad --cost-from --cost-from "$tmp/other.json"
+bad --cost-from --cost-from "$tmp/missing.json"
+bad --cost --cost line_transfer
+bad --cost --cost nonsense=3
+bad --cost --cost inv_poll=0
+bad --cost --cost atomic=100001
+bad --cost --real-threads --cost atomic=3
+
 [ $fail -eq 0 ] && echo "ok: cli"
 exit $fail

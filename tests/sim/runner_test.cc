@@ -255,6 +255,41 @@ TEST(Simulator, DeviceServiceTimeBoundsThroughput)
     EXPECT_GT(double(cycle_ns(*r, "device-wait")), 0.5 * double(r->cpu_time_ns));
 }
 
+// The cost model's fields by name (viommu-sim --cost): every name of
+// json() can be read and set, values that cannot time anything are
+// refused, and a run names what differs from the standard model.
+TEST(CostModel, FieldsByNameAndAWhatIfRunNamesItsOverrides)
+{
+    const CostModel std_cost = CostModel::standard();
+    std::string j = std_cost.json(), err;
+    for (std::string_view f : CostModel::names()) {
+        EXPECT_NE(j.find("\"" + std::string(f) + "\":" + std::to_string(std_cost.get(f))),
+                  std::string::npos)
+            << f;
+        CostModel c = std_cost;
+        EXPECT_TRUE(c.set(f, 7, &err)) << f << ": " << err;
+        EXPECT_EQ(c.get(f), 7u);
+    }
+    CostModel c = std_cost;
+    EXPECT_FALSE(c.set("inv_poll", 0, &err));  // polls would never move the clock
+    EXPECT_FALSE(c.set("handoff_lines", 0, &err));
+    EXPECT_FALSE(c.set("atomic", 100'001, &err));
+    EXPECT_FALSE(c.set("no_such_field", 1, &err));
+    EXPECT_NE(err.find("no_such_field"), std::string::npos);
+    EXPECT_EQ(c.json(), std_cost.json()) << "a refused value changes nothing";
+
+    SimConfig cfg = small("linux-4.4", "global-list");
+    auto plain = simulate(cfg, std_cost);
+    ASSERT_TRUE(c.set("line_transfer", 320, &err)) << err;
+    auto slow = simulate(cfg, c);
+    ASSERT_TRUE(plain && slow);
+    EXPECT_TRUE(plain->cost_overrides.empty());
+    EXPECT_EQ(plain->json().find("cost_overrides"), std::string::npos);
+    EXPECT_EQ(slow->cost_overrides, "{\"line_transfer\":320}");
+    EXPECT_NE(slow->json().find("\"cost_overrides\":{\"line_transfer\":320}"), std::string::npos);
+    EXPECT_LT(slow->throughput, plain->throughput);
+}
+
 // --clients-per-cpu: a closed loop.  One request per CPU and a client
 // round trip of 9 us: each CPU answers at most one request per 9 us plus
 // its service time, and idles the rest; a round trip of 0 keeps a request
