@@ -60,7 +60,8 @@ public:
           posted_(n_, 0), tag_wait_(n_, false), done_(n_, 0), drain_ns_(cfg.rcache_drain_ns),
           next_drain_(cfg.rcache_drain_ns), co_(n_), device_free_(wl.info().physical_devices, 0),
           clients_(cfg.clients_per_cpu), client_rtt_(cfg.client_rtt_ns),
-          arrivals_(n_, std::deque<Nanos>(cfg.clients_per_cpu, 0)), answering_(n_, false)
+          arrivals_(n_, std::deque<Nanos>(cfg.clients_per_cpu, 0)), answering_(n_, false),
+          idle_until_(n_, 0)
     {
         m_.set_yielder(this);
     }
@@ -171,10 +172,7 @@ private:
     void cpu_main(unsigned cpu)
     {
         for (;;) {
-            Nanos t0 = m_.now(cpu);
-            env_.fire_due_timers(cpu);
-            if (observer && m_.now(cpu) > t0)
-                observer->op(RunObserver::flush, cpu, 0, 0, 0, t0, m_.now(cpu));
+            fire_timers(cpu);
             if (pending_[cpu].empty()) {
                 if (!more_(cpu)) {
                     // done: what is left in its mailbox runs in the next
@@ -210,10 +208,22 @@ private:
         co_[cpu].fiber.finish();
     }
 
+    // The timers due on @cpu (a flush queue's, the depot trim) run now.
+    void fire_timers(unsigned cpu)
+    {
+        Nanos t0 = m_.now(cpu);
+        env_.fire_due_timers(cpu);
+        if (observer && m_.now(cpu) > t0)
+            observer->op(RunObserver::flush, cpu, 0, 0, 0, t0, m_.now(cpu));
+    }
+
     // --clients-per-cpu: the transaction @cpu starts answers its clients'
     // oldest request; none has arrived yet, it idles until one does,
-    // taking the completions handed to it meanwhile (its interrupts) at
-    // most kIdleSlice apart.
+    // taking the completions handed to it meanwhile (its interrupts) and
+    // running its due timers.  Only a running CPU can hand it one: it
+    // moves straight to the earliest time another CPU runs (its clock, or
+    // for another idle one the request it waits for), at least kIdleSlice
+    // on (two CPUs at the same time), at most to its own request.
     static constexpr Nanos kIdleSlice = 1000;
     void await_request(unsigned cpu)
     {
@@ -227,10 +237,18 @@ private:
                 drain_mailbox(cpu);
                 continue;
             }
-            const Nanos t = m_.now(cpu), next = std::min(arrival, t + kIdleSlice);
+            const Nanos t = m_.now(cpu);
+            Nanos next = arrival;
+            for (unsigned c = 0; c < n_; c++)
+                if (c != cpu && !co_[c].finished && !co_[c].blocked)
+                    next = std::min(next, idle_until_[c] ? idle_until_[c] : m_.now(c));
+            next = std::min(arrival, std::max(next, t + kIdleSlice));
+            idle_until_[cpu] = arrival;
             client_wait_ns += next - t;
             m_.advance_to(cpu, next);
+            fire_timers(cpu);
             yield_if_behind(cpu);
+            idle_until_[cpu] = 0;
         }
     }
 
@@ -420,6 +438,7 @@ private:
     Nanos client_rtt_;
     std::vector<std::deque<Nanos>> arrivals_;  // per CPU: when its clients' requests arrive
     std::vector<bool> answering_;              // ... its transaction answers one of them
+    std::vector<Nanos> idle_until_;            // ... it idles until this request (0: not idle)
 };
 
 constexpr uint64_t kMaxOpsPerCpu = 1u << 24;  // --ops-per-cpu's limit
