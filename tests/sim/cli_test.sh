@@ -30,6 +30,10 @@ out=$(run_twice --workload block --cpus 128 --devices 12 --iodepth 128 --cpu-ns-
       --device-ns-per-op 1us --ops-per-cpu 10 --warmup 0 --allocator linux-6.7)
 # not SMMUv3: the command-queue keys are null
 case $out in *'"cmdq_owner_share":null'*) ;; *) check "block on vtd: cmdq_owner_share not null";; esac
+# a closed loop of clients, completions on two of the CPUs: deterministic too
+out=$(run_twice --workload memcached --cpus 8 --irq-affinity spread --irq-cpus 2 \
+      --clients-per-cpu 3 --client-rtt 40us --allocator linux-4.15 --ops-per-cpu 100)
+case $out in *'"what":"client-wait","ns":0,'*) check "clients: no client-wait";; esac
 # flags override the case file
 out=$("$sim" --json --case nvme-smmuv3-cmdq --config mainline --cpus 2 --ops-per-cpu 50)
 case $out in *'"cpus":2,'*) ;; *) check "--cpus did not override the case file";; esac
