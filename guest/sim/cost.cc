@@ -61,6 +61,11 @@ constexpr auto field_names = [] {
     return n;
 }();
 
+uint64_t value_of(const CostModel &c, const Field &f)
+{
+    return f.count ? uint64_t{c.*f.count} : c.*f.ns;
+}
+
 }  // namespace
 
 std::span<const std::string_view> CostModel::names()
@@ -96,7 +101,7 @@ uint64_t CostModel::get(std::string_view name) const
 {
     for (const Field &f : fields)
         if (f.name == name)
-            return f.count ? uint64_t{this->*f.count} : this->*f.ns;
+            return value_of(*this, f);
     return 0;
 }
 
@@ -105,7 +110,7 @@ std::string CostModel::json() const
     std::string out = "{";
     for (const Field &f : fields)
         out += (out.size() > 1 ? ",\"" : "\"") + std::string(f.name) +
-               "\":" + std::to_string(get(f.name));
+               "\":" + std::to_string(value_of(*this, f));
     return out + "}";
 }
 

@@ -474,20 +474,21 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
         run.work_ns += once;
     }
     uint64_t started = 0;
-    std::vector<uint64_t> started_per_cpu(m.ncpus(), 0);
     Nanos t0 = m.now(0);
     std::vector<uint64_t> started_each(each.size(), 0);
-    if (duration)  // at most --ops-per-cpu's limit: a window of free operations ends too
+    if (duration) {  // at most --ops-per-cpu's limit: a window of free operations ends too
+        std::vector<uint64_t> started_per_cpu(m.ncpus(), 0);
         run.phase([&](unsigned cpu) {
             return m.now(cpu) - t0 < duration && started_per_cpu[cpu]++ < kMaxOpsPerCpu;
         });
-    else if (!each.empty())
+    } else if (!each.empty()) {
         run.phase([&](unsigned cpu) {
             return cpu < each.size() && started_each[cpu] < each[cpu] ? (started_each[cpu]++, true)
                                                                       : false;
         });
-    else
+    } else {
         run.phase([&](unsigned) { return started < ops ? (started++, true) : false; });
+    }
     Nanos idle = 0;
     if (!each.empty() && !duration) {
         // Each CPU ran its own count: the window lasts until the last one is
@@ -531,8 +532,9 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
 
     SimResult res;
     res.config = cfg;
+    const CostModel cited = CostModel::standard();
     for (std::string_view f : CostModel::names())  // what a what-if run changed
-        if (cost.get(f) != CostModel::standard().get(f))
+        if (cost.get(f) != cited.get(f))
             res.cost_overrides += (res.cost_overrides.empty() ? "{\"" : ",\"") + std::string(f) +
                                   "\":" + std::to_string(cost.get(f));
     if (!res.cost_overrides.empty())
