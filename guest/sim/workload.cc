@@ -60,11 +60,12 @@ private:
     std::vector<bool> used_;
 };
 
-// Non-IOMMU work of one operation: uniform in [mean/2, 3*mean/2), so
-// CPUs do not march in lock-step.
+// Non-IOMMU work of one operation: the whole ns in [mean/2, 3*mean/2), so
+// CPUs do not march in lock-step, and their mean is @mean for an odd one
+// too (1 ns is always 1 ns).
 Step jittered_work(Rng &rng, Nanos mean)
 {
-    return work_step(mean / 2 + (mean ? rng.next() % mean : 0));
+    return work_step((mean + 1) / 2 + (mean ? rng.next() % mean : 0));
 }
 
 const SizeMix::Alt &pick(const SizeMix &mix, Rng &rng)

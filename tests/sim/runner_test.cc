@@ -6,7 +6,9 @@
 
 #include <initializer_list>
 #include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <viommu/sim.h>
 
@@ -183,6 +185,24 @@ TEST(Simulator, RejectsBadConfigurations)
         SimConfig p = from_args(b.args);
         EXPECT_FALSE(simulate(p, CostModel::standard(), &err)) << b.names;
         EXPECT_NE(err.find(b.names), std::string::npos) << err;
+    }
+}
+
+// Each operation's non-IOMMU work is drawn from the whole ns in [w/2, 3w/2):
+// its mean is w, odd or even, and 1 ns stays 1 ns (not free).
+TEST(Simulator, NonIommuWorkAveragesCpuNsPerOp)
+{
+    for (auto [w, lo, hi] :
+         {std::tuple{"1", 1.0, 1.0}, {"3", 2.95, 3.05}, {"2000", 1990., 2010.}}) {
+        SimConfig c = from_args({{"workload", "map-bench"},
+                                 {"cpus", "1"},
+                                 {"cpu-ns-per-op", w},
+                                 {"ops-per-cpu", "20000"},
+                                 {"allocator", "none"}});
+        auto r = simulate(c);
+        ASSERT_TRUE(r);
+        EXPECT_GE(r->baseline_latency_ns, lo) << w;
+        EXPECT_LE(r->baseline_latency_ns, hi) << w;
     }
 }
 
