@@ -80,6 +80,9 @@ void print_text(const SimResult &r)
                 c.dma.c_str(), (unsigned long long)c.seed);
     if (!r.cost_overrides.empty())
         std::printf("  what-if cost model: standard but %s\n", r.cost_overrides.c_str());
+    if (r.window_cut)
+        std::printf("  window cut short: a CPU started 16777216 operations before --duration "
+                    "ended\n");
     std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
                 r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
     if (c.workload == "map-bench")
@@ -344,7 +347,13 @@ int main(int argc, char **argv)
             out = json ? r->json() : r->text();
         } else {
             TraceRecorder recorder;
-            auto r = simulate(runs[i], cost, &err, record.empty() ? nullptr : &recorder);
+            // a long run says how far it got (by operations, not wall time)
+            auto progress = [](uint64_t n, bool with_iommu) {
+                std::fprintf(stderr, "viommu-sim: %llu operations started (%s)\n",
+                             (unsigned long long)n,
+                             with_iommu ? "with the IOMMU" : "the no-IOMMU baseline");
+            };
+            auto r = simulate(runs[i], cost, &err, record.empty() ? nullptr : &recorder, progress);
             if (!r)
                 return die(err);
             if (!record.empty() && !recorder.write(record, &err))

@@ -345,7 +345,8 @@ const std::vector<Info> &table()
         {"ops-per-cpu", "ops", "400", all, "measured operations per CPU (the window's length)",
          uint_field(&Params::ops_per_cpu, 1, 1 << 24)},
         {"duration", "ns", "0 (use --ops-per-cpu)", all,
-         "the measured window as virtual time instead (500us, 10ms, ...)",
+         "the measured window as virtual time instead (500us, 10ms, ...): at most 2^24 "
+         "operations per CPU, so at most 2^24 x --cpu-ns-per-op",
          ns_field(&Params::duration_ns, 1000)},
         {"seed", "", "1", all, "seed of the per-CPU random streams",
          [](Params &p, std::string_view v, std::string &e) {
@@ -693,6 +694,14 @@ bool Params::validate(std::string *error) const
     if (given.count("duration") && workload != "trace" && !cpu_ns_per_op && !device_ns_per_op)
         return fail("--duration: needs --cpu-ns-per-op or --device-ns-per-op above 0 (without "
                     "the IOMMU an operation would take no time, and the window no end)");
+    // the no-IOMMU baseline runs about one operation per --cpu-ns-per-op
+    if (given.count("duration") && workload != "trace" && cpu_ns_per_op &&
+        duration_ns / cpu_ns_per_op > (1u << 24))
+        return fail("--duration " + std::to_string(duration_ns) + "ns: about " +
+                    std::to_string(duration_ns / cpu_ns_per_op) +
+                    " operations per CPU at --cpu-ns-per-op " + std::to_string(cpu_ns_per_op) +
+                    "ns, more than a window holds (16777216); at most " +
+                    std::to_string(uint64_t{cpu_ns_per_op} << 24) + "ns");
     std::string e;
     if (irq_cpu_list(&e).empty())
         return fail(e);

@@ -24,6 +24,8 @@ namespace viommu::sim {
 
 namespace {
 
+constexpr uint64_t kProgressOps = 1u << 23;
+
 constexpr std::array<std::string_view, 4> dma_mode_names{"sac", "sac-flush", "sac-once",
                                                          "forcedac"};
 
@@ -148,11 +150,12 @@ public:
         failed_maps = work_ns = idle_ns = completion_wait_ns = client_wait_ns = 0;
     }
     uint64_t failed_maps = 0;
-    RunObserver *observer = nullptr;  // --record
-    Nanos work_ns = 0;                // non-IOMMU work executed
-    Nanos idle_ns = 0;                // waiting for a device to finish with a mapping
-    Nanos completion_wait_ns = 0;     // waiting for another CPU to run this CPU's completions
-    Nanos client_wait_ns = 0;         // --clients-per-cpu: no request waiting
+    RunObserver *observer = nullptr;         // --record
+    std::function<void(uint64_t)> progress;  // every kProgressOps operations started
+    Nanos work_ns = 0;                       // non-IOMMU work executed
+    Nanos idle_ns = 0;                       // waiting for a device to finish with a mapping
+    Nanos completion_wait_ns = 0;  // waiting for another CPU to run this CPU's completions
+    Nanos client_wait_ns = 0;      // --clients-per-cpu: no request waiting
 
 private:
     static constexpr size_t stack_size = 512 * 1024;
@@ -181,6 +184,8 @@ private:
                         release_slot(mp, cpu);
                     break;
                 }
+                if (++started_ % kProgressOps == 0 && progress)
+                    progress(started_);
                 await_request(cpu);
                 wl_.next(cpu, steps_);
                 pending_[cpu].assign(steps_.begin(), steps_.end());
@@ -432,6 +437,7 @@ private:
     std::vector<Coro> co_;
     unsigned current_ = 0;
     std::function<bool(unsigned)> more_;
+    uint64_t started_ = 0;  // operations started in every phase so far
     std::map<const VirtualLock *, std::deque<unsigned>> waiters_;
     std::vector<Nanos> device_free_;
     unsigned clients_;
@@ -447,6 +453,7 @@ struct Measured {
     uint64_t transactions;
     double elapsed_ns;
     Nanos idle_ns = 0;  // CPUs done with their own count, waiting for the last one
+    bool cut = false;   // a --duration window ended at kMaxOpsPerCpu on some CPU
 };
 
 // setup, warm-up, then the measured window of @ops transactions (or, with
@@ -476,10 +483,16 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
     uint64_t started = 0;
     Nanos t0 = m.now(0);
     std::vector<uint64_t> started_each(each.size(), 0);
+    bool cut = false;
     if (duration) {  // at most --ops-per-cpu's limit: a window of free operations ends too
         std::vector<uint64_t> started_per_cpu(m.ncpus(), 0);
         run.phase([&](unsigned cpu) {
-            return m.now(cpu) - t0 < duration && started_per_cpu[cpu]++ < kMaxOpsPerCpu;
+            if (m.now(cpu) - t0 >= duration)
+                return false;
+            if (started_per_cpu[cpu]++ < kMaxOpsPerCpu)
+                return true;
+            cut = true;
+            return false;
         });
     } else if (!each.empty()) {
         run.phase([&](unsigned cpu) {
@@ -500,7 +513,7 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
         if (run.observer)
             run.observer->aligned(m.now(0));
     }
-    return {run.total_done(), m.window_elapsed(), idle};
+    return {run.total_done(), m.window_elapsed(), idle, cut};
 }
 
 bool known(std::span<const std::string_view> names, std::string_view n)
@@ -516,7 +529,7 @@ std::span<const std::string_view> dma_modes()
 }
 
 std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, std::string *error,
-                                  RunObserver *observer)
+                                  RunObserver *observer, const Progress &progress)
 {
     auto fail = [&](std::string msg) -> std::optional<SimResult> {
         if (error)
@@ -558,12 +571,15 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         set_machine(m, cfg);
         SimEnv env(m);
         Run run(cfg, *bwl, m, env, nullptr);
+        if (progress)
+            run.progress = [&](uint64_t n) { progress(n, false); };
         Measured b = drive(run, m, warmup, ops, info.measure_each, duration, info.once_ns,
                            [&] { run.reset_counts(); });
         res.baseline_throughput =
             b.elapsed_ns > 0 ? double(b.transactions) * 1e9 / b.elapsed_ns : 0;
         res.baseline_latency_ns =
             b.transactions ? b.elapsed_ns * info.cpus / double(b.transactions) : 0;
+        res.window_cut = b.cut;
         if (cfg.allocator == "none") {
             res.transactions = b.transactions;
             res.elapsed_ns = b.elapsed_ns;
@@ -593,6 +609,8 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         return fail("could not create allocator/flush policy/queue");
     Run run(cfg, *wl, m, env, &iommu);
     run.observer = observer;
+    if (progress)
+        run.progress = [&](uint64_t n) { progress(n, true); };
     if (observer)
         observer->begin(info);
     Measured r = drive(run, m, warmup, ops, info.measure_each, duration, info.once_ns, [&] {
@@ -605,6 +623,7 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
     });
     res.transactions = r.transactions;
     res.elapsed_ns = r.elapsed_ns;
+    res.window_cut = res.window_cut || r.cut;
     res.throughput = r.elapsed_ns > 0 ? double(r.transactions) * 1e9 / r.elapsed_ns : 0;
     res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
     res.latency_ns = r.transactions ? r.elapsed_ns * info.cpus / double(r.transactions) : 0;
@@ -753,6 +772,8 @@ std::string SimResult::json() const
     std::string o = "{\"config\":" + config.json();
     if (!cost_overrides.empty())
         o += ",\"cost_overrides\":" + cost_overrides;
+    if (config.duration_ns)
+        o += std::string(",\"window_cut\":") + (window_cut ? "true" : "false");
     o += ",\"ops_per_s\":" + num(throughput) + ",\"relative_to_no_iommu\":" + num(relative) +
          ",\"no_iommu_ops_per_s\":" + num(baseline_throughput) +
          ",\"op_latency_ns\":" + num(latency_ns) +

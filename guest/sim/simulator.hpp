@@ -4,6 +4,7 @@
 // queue model, timed by the one cost model (docs/simulation.rst).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -72,6 +73,7 @@ struct SimResult {
     InvStats inv;
     std::string allocator_stats;  // the allocator's own JSON (an array if several domains)
     std::string cost_overrides;   // a JSON object of the fields not CostModel::standard()'s, or ""
+    bool window_cut = false;      // a --duration window ended at 2^24 operations on some CPU
 
     // Share of all CPU time spent spinning on @lock (all sites if @site empty).
     double spin_share_of(std::string_view lock, std::string_view site = {}) const;
@@ -98,9 +100,14 @@ public:
     virtual void window_start() = 0;
 };
 
+// Told every 2^23 operations a run starts (warm-up included): how many so
+// far, and whether in the run with the IOMMU (else its no-IOMMU baseline).
+using Progress = std::function<void(uint64_t started, bool with_iommu)>;
+
 // Runs a simulation; nullopt (and @error set) on a bad configuration.
 std::optional<SimResult> simulate(const SimConfig &cfg,
                                   const CostModel &cost = CostModel::standard(),
-                                  std::string *error = nullptr, RunObserver *observer = nullptr);
+                                  std::string *error = nullptr, RunObserver *observer = nullptr,
+                                  const Progress &progress = {});
 
 }  // namespace viommu::sim

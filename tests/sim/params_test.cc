@@ -165,6 +165,21 @@ TEST(Params, ADurationNeedsOperationsThatTakeTime)
     EXPECT_TRUE(p.validate(&err)) << err;
 }
 
+// A --duration window holds at most 2^24 operations per CPU: a duration
+// whose no-IOMMU baseline would run more is refused, naming the longest.
+TEST(Params, ADurationLongerThanAWindowHoldsIsRefused)
+{
+    Params p;
+    std::string err;
+    ASSERT_TRUE(p.set("cpu-ns-per-op", "2us", &err)) << err;
+    ASSERT_TRUE(p.set("duration", "33554432us", &err)) << err;  // 2 us x 2^24
+    EXPECT_TRUE(p.validate(&err)) << err;
+    ASSERT_TRUE(p.set("duration", "101s", &err)) << err;
+    EXPECT_FALSE(p.validate(&err));
+    EXPECT_EQ(err.rfind("--duration", 0), 0u) << err;
+    EXPECT_NE(err.find("at most 33554432000ns"), std::string::npos) << err;
+}
+
 TEST(Params, HelpDocumentsEveryParameterWithUnitAndDefault)
 {
     std::string h = Params::help();

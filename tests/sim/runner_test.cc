@@ -206,6 +206,39 @@ TEST(Simulator, NonIommuWorkAveragesCpuNsPerOp)
     }
 }
 
+// A --duration window also ends after 2^24 operations on a CPU (its
+// operations drawing short ones near the limit --duration allows): the
+// result says so, exactly when that happened.  A long run reports its
+// progress every 2^23 operations started.
+TEST(Simulator, ADurationWindowCutAtItsOperationLimitSaysSo)
+{
+    unsigned cut = 0;
+    for (const char *seed : {"1", "2", "3"}) {
+        SimConfig c = from_args({{"workload", "map-bench"},
+                                 {"cpus", "1"},
+                                 {"cpu-ns-per-op", "3"},
+                                 {"duration", "50331648ns"},  // 3 ns x 2^24
+                                 {"allocator", "none"},
+                                 {"seed", seed}});
+        std::vector<std::pair<uint64_t, bool>> told;
+        std::string err;
+        auto r = simulate(c, CostModel::standard(), &err, nullptr,
+                          [&](uint64_t n, bool iommu) { told.emplace_back(n, iommu); });
+        ASSERT_TRUE(r) << err;
+        EXPECT_EQ(r->window_cut, r->transactions == (uint64_t{1} << 24)) << seed;
+        EXPECT_NE(r->json().find(r->window_cut ? "\"window_cut\":true" : "\"window_cut\":false"),
+                  std::string::npos);
+        cut += r->window_cut;
+        // (the one warm-up operation counts too)
+        ASSERT_EQ(told.size(), r->window_cut ? 2u : 1u) << seed;
+        EXPECT_EQ(told[0], std::pair(uint64_t{1} << 23, false));
+        if (r->window_cut)
+            EXPECT_EQ(told[1], std::pair(uint64_t{1} << 24, false));
+    }
+    EXPECT_GT(cut, 0u);
+    EXPECT_LT(cut, 3u);
+}
+
 TEST(Simulator, RunsUpTo256Cpus)
 {
     SimConfig c = from_args({{"workload", "block"},
