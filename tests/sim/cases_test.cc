@@ -24,13 +24,13 @@ namespace {
 // A case file (cases/NAME.json) with the allocator and flush policy of
 // one run and optional overrides; every other parameter is the file's.
 struct Case {
-    std::string file, allocator, flush, invq, dma;
-    std::string spinlock;  // empty: the file's
+    std::string file, allocator, flush, invq = {}, dma = {};
+    std::string spinlock = {};  // empty: the file's
     unsigned cpus = 0;
     uint64_t ops = 0;  // measured operations in all
     int warmup = -1;
     Nanos drain_ns = 0;
-    std::string config;  // a configuration of the file; empty: its parameters alone
+    std::string config = {};  // a configuration of the file; empty: its parameters alone
 };
 
 SimResult run_uncached(const Case &c);
