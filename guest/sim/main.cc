@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -318,18 +319,31 @@ int main(int argc, char **argv)
         if (!base.set(name, value, &err))
             return die(err);
     if (cpus.empty())
-        cpus.push_back(std::to_string(base.cpus));
+        cpus.emplace_back();  // the case's or the default count (real threads: the cores)
 
     // every run of the sweep checked before any runs
     std::vector<Params> runs;
     for (const std::string &n : cpus) {
         Params p = base;
-        if (!p.set("cpus", n, &err) || !p.validate(&err))
+        if ((!n.empty() && !p.set("cpus", n, &err)) || !p.validate(&err))
             return die(err);
         if (p.allocator != "none" &&
             !Workload::create(p, &err))  // the workload's own consistency checks
             return die(err);
         runs.push_back(std::move(p));
+    }
+
+    const unsigned online = std::max(1u, std::thread::hardware_concurrency());
+    for (const Params &p : runs) {
+        unsigned threads = !p.given.count("cpus")                   ? online
+                           : p.workload == "map-bench" && p.threads ? p.threads
+                                                                    : p.cpus;
+        if (real && threads > online)
+            std::fprintf(stderr,
+                         "viommu-sim: --real-threads: %u threads on %u CPUs online: they take "
+                         "turns, a preempted lock holder stalls every waiter, and the figures "
+                         "measure the scheduler (--cpus %u fits)\n",
+                         threads, online, online);
     }
 
     if (!record.empty() && (runs.size() > 1 || real || runs[0].allocator == "none"))

@@ -84,6 +84,18 @@ bad --cost --cost nonsense=3
 bad --cost --cost inv_poll=0
 bad --cost --cost atomic=100001
 bad --cost --real-threads --cost atomic=3
+bad --duration --workload nic --cpu-ns-per-op 2us --duration 101s
+
+# real threads: one per CPU online unless --cpus says otherwise, and more
+# threads than CPUs online are run with a warning that says what they measure
+online=$(nproc)
+out=$("$sim" --json --real-threads --allocator linux-6.7 --ops-per-cpu 5 --warmup 0 2>"$tmp/err")
+case $out in *"\"threads\":$online,"*) ;; *) check "--real-threads: not $online threads: $out";; esac
+[ ! -s "$tmp/err" ] || check "--real-threads on the CPUs online warned: $(cat "$tmp/err")"
+"$sim" --json --real-threads --allocator linux-6.7 --ops-per-cpu 2 --warmup 0 \
+    --cpus $((online + 1)) >/dev/null 2>"$tmp/err" || check "--real-threads --cpus $((online + 1)) failed"
+grep -q "$((online + 1)) threads on $online CPUs online" "$tmp/err" ||
+    check "--real-threads over the CPUs online: no warning: $(cat "$tmp/err")"
 
 [ $fail -eq 0 ] && echo "ok: cli"
 exit $fail
