@@ -182,6 +182,47 @@ TEST(IotlbTable, WorkingSetBelowCapacityStaysResident)
     EXPECT_LE(missing, pages / 100);
 }
 
+// A page-selective range drops exactly its pages' entries, of its domain
+// only, in a table small enough to probe key by key and in one large
+// enough that each key's sets are prefetched ahead of its erase (a 2 MiB
+// table of 64K entries, the device's default size).
+TEST(IotlbTable, RangeInvalidationDropsExactlyItsPages)
+{
+    for (size_t entries : {size_t{4096}, size_t{65536}}) {
+        Iotlb tlb(entries);
+        const uint64_t pages = entries / 4;
+        for (uint16_t did : {1, 2})
+            for (uint64_t p = 0; p < pages; p++) {
+                auto token = tlb.prepare_fill(did);
+                tlb.insert(did, p * PAGE, {p * PAGE, 1, 3}, token);
+            }
+        const uint64_t first = pages / 4, n = 600;  // crosses a 2 MiB boundary
+        std::array<uint64_t, 2> cached{};
+        uint64_t in_range = 0;
+        for (uint16_t did : {1, 2})
+            for (uint64_t p = 0; p < pages; p++) {
+                bool hit = tlb.lookup(did, p * PAGE).has_value();
+                cached[did - 1] += hit;
+                in_range += hit && did == 1 && p >= first && p < first + n;
+            }
+        EXPECT_GE(in_range, n * 9 / 10) << entries;  // the range was cached
+        bool as_domain = false;
+        size_t dropped = tlb.invalidate_pages(1, first * PAGE, n, true, as_domain);
+        ASSERT_FALSE(as_domain) << entries;
+        std::array<uint64_t, 2> left{};
+        for (uint16_t did : {1, 2})
+            for (uint64_t p = 0; p < pages; p++) {
+                bool hit = tlb.lookup(did, p * PAGE).has_value();
+                left[did - 1] += hit;
+                if (did == 1 && p >= first && p < first + n)
+                    EXPECT_FALSE(hit) << entries << " page " << p;
+            }
+        EXPECT_EQ(dropped, in_range) << entries;
+        EXPECT_EQ(cached[0] - left[0], in_range) << entries;
+        EXPECT_EQ(left[1], cached[1]) << entries;  // the other domain untouched
+    }
+}
+
 TEST(IotlbTable, EpochWrapAroundNeverRevivesAnEntry)
 {
     Iotlb tlb(256);

@@ -106,11 +106,10 @@ size_t Iotlb::probe_pages(uint16_t tag, uint64_t first, uint64_t last, uint8_t l
         if (!(levels & (1u << level)))
             continue;
         unsigned s = level_shift(level) - PAGE_SHIFT;
-        for (uint64_t vpn = first >> s;; vpn++) {
-            dropped += cache_.erase({vpn, tag, static_cast<uint8_t>(level)}, false);
-            if (vpn == last >> s)
-                break;
-        }
+        const uint64_t lo = first >> s;
+        dropped += cache_.erase_each((last >> s) - lo + 1, [&](uint64_t i) {
+            return TableKey{lo + i, tag, static_cast<uint8_t>(level)};
+        });
     }
     cache_.uncount(dropped);
     return dropped;

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -162,6 +163,7 @@ public:
         unsigned n = candidates(mix(make_tag(key)), sets);
         for (unsigned c = 0; c < n; c++)
             __builtin_prefetch(&sets_[sets[c]], 1);
+        __builtin_prefetch(&seq_[stripe(sets[0])], 1);
     }
 
     struct InsertResult {
@@ -258,23 +260,48 @@ public:
     {
         if (!encodable(key))
             return false;
-        const uint64_t tag = make_tag(key);
-        size_t sets[2];
-        unsigned n = candidates(mix(tag), sets);
-        WriteGuard guard(*this, sets[0]);
-        uint64_t old;
-        for (unsigned c = 0; c < n; c++) {
-            Set &set = sets_[sets[c]];
-            if (int way = find(set, tag, old); way >= 0) {
-                set.w[2 * way].store(0, std::memory_order_relaxed);
-                set.w[2 * way + 1].store(0, std::memory_order_relaxed);
-                if (counted)
-                    count_.fetch_sub(1, std::memory_order_relaxed);
-                return true;
-            }
-        }
-        return false;
+        Probe p = locate(key);
+        bool found = erase_at(p);
+        if (found && counted)
+            count_.fetch_sub(1, std::memory_order_relaxed);
+        return found;
     }
+
+    // erase(key(i), false) for i < n; returns how many were present.  In a
+    // table larger than the CPU's private caches hold (PREFETCH_BYTES) the
+    // sets of the key ERASE_AHEAD later load meanwhile: a range's keys hash
+    // to unrelated sets, and one at a time each would wait for its own
+    // misses.  A smaller table is probed key by key, where the prefetches
+    // would only cost.
+    template <typename KeyAt>
+    size_t erase_each(uint64_t n, KeyAt key)
+    {
+        size_t dropped = 0;
+        if ((mask_ + 1) * sizeof(Set) <= PREFETCH_BYTES) {
+            for (uint64_t i = 0; i < n; i++)
+                dropped += erase(key(i), false);
+            return dropped;
+        }
+        std::array<Probe, ERASE_AHEAD> ahead;
+        auto start = [&](uint64_t i) {
+            TableKey k = key(i);
+            Probe &p = ahead[i % ERASE_AHEAD];
+            p = encodable(k) ? locate(k) : Probe{};
+            for (unsigned c = 0; c < p.n; c++)
+                __builtin_prefetch(&sets_[p.sets[c]], 1);
+        };
+        for (uint64_t i = 0; i < std::min<uint64_t>(n, ERASE_AHEAD); i++)
+            start(i);
+        for (uint64_t i = 0; i < n; i++) {
+            Probe p = ahead[i % ERASE_AHEAD];
+            if (i + ERASE_AHEAD < n)
+                start(i + ERASE_AHEAD);
+            dropped += p.n && erase_at(p);
+        }
+        return dropped;
+    }
+    static constexpr unsigned ERASE_AHEAD = 16;
+    static constexpr size_t PREFETCH_BYTES = 256 * 1024;
 
     // Drop every entry `fresh(did, epoch)` rejects, set by set; live
     // entries stay.  Returns the number dropped.  O(sets filled), plus
@@ -344,6 +371,35 @@ private:
         Set *sets = static_cast<Set *>(mem);
         std::uninitialized_value_construct_n(sets, n);
         return SetArray(sets);
+    }
+
+    // A key's tag and candidate sets.
+    struct Probe {
+        uint64_t tag = 0;
+        size_t sets[2] = {};
+        unsigned n = 0;  // 0: not encodable, nothing to probe
+    };
+    Probe locate(const TableKey &key) const
+    {
+        Probe p;
+        p.tag = make_tag(key);
+        p.n = candidates(mix(p.tag), p.sets);
+        return p;
+    }
+    // Drops p's key from its sets under their stripe's lock (uncounted).
+    bool erase_at(const Probe &p)
+    {
+        WriteGuard guard(*this, p.sets[0]);
+        uint64_t old;
+        for (unsigned c = 0; c < p.n; c++) {
+            Set &set = sets_[p.sets[c]];
+            if (int way = find(set, p.tag, old); way >= 0) {
+                set.w[2 * way].store(0, std::memory_order_relaxed);
+                set.w[2 * way + 1].store(0, std::memory_order_relaxed);
+                return true;
+            }
+        }
+        return false;
     }
 
     static uint64_t make_tag(const TableKey &k)
