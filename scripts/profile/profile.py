@@ -1331,7 +1331,8 @@ def parse_args(argv):
                             ("--freq", a.freq, 1, 10000), ("--repeat", a.repeat, 1, 20),
                             ("--threads", a.threads, 0, 256), ("--ramp-duration", a.ramp_duration, 1, 600),
                             ("--ramp-rounds", a.ramp_rounds, 1, 20),
-                            ("--trace-kb", a.trace_kb, 1024, 1 << 20)):
+                            ("--trace-kb", a.trace_kb, 1024, 1 << 20), ("--top", a.top, 0, 1000),
+                            ("--timeout", a.timeout, 0, 86400)):
         if not lo <= v <= hi:
             ap.error("%s must be between %d and %d" % (name, lo, hi))
     if not a.threads:
@@ -1353,6 +1354,10 @@ def parse_args(argv):
                  "give fewer concurrencies or rounds" % (a.ramp_rounds, len(a.ramp_steps)))
     if a.record and os.path.isdir(a.record):
         ap.error("--record %s: is a directory; give a file name" % a.record)
+    if a.record and not os.access(os.path.dirname(os.path.abspath(a.record)), os.W_OK):
+        ap.error("--record %s: its directory does not exist or is not writable" % a.record)
+    if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
+        ap.error("--out %s: exists and is not a directory" % a.out)
     if a.kernel and not os.path.isfile(a.kernel):
         ap.error("--kernel %s: no such file" % a.kernel)
     configs = [(a.iommu, a.policy)]
@@ -1373,8 +1378,16 @@ def parse_args(argv):
     return a
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv):
     a = parse_args(argv)
+    # Killed (timeout, a CI job's end): unwind like Ctrl-C, so that each
+    # run's cleanup stops its QEMU, which has a process group of its own.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
     try:
         qemu = qemu_binary()
         runs = []
@@ -1396,7 +1409,10 @@ def main(argv):
         stamp = time.strftime("%Y%m%d-%H%M%S")
         top = a.out or os.path.join(BUILD, "profile", "%s-%s%s" % (
             stamp, a.workload, "-compare" if a.compare else "-%s-%s" % runs[0]))
-        os.makedirs(top, exist_ok=True)
+        try:
+            os.makedirs(top, exist_ok=True)
+        except OSError as e:
+            raise Failure("--out %s: cannot create it: %s" % (top, e.strerror))
         per = 60 + a.duration + 40
         say("%d run(s): %s; about %d s each under TCG (boot ~60 s, %d s load, perf report), "
             "about %d min in all; results in %s" % (

@@ -32,7 +32,7 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
 NREC=10
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((18 + NREC))"; else echo "1..$((17 + NREC))"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((21 + NREC))"; else echo "1..$((20 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -90,6 +90,24 @@ check "a ramp of several rounds runs every other round in reverse and takes each
     "ramp_steps or ramp_by_conns gave another answer" rounds
 check "--record without an IOMMU is refused" "no error for --record with --iommu none" \
     bad "--record needs a run behind an IOMMU" --iommu none --record /tmp/never.trace
+check "--record into a directory that does not exist is refused" "no error for /nonexistent/dir" \
+    bad "its directory does not exist" --record /nonexistent/dir/f.trace
+check "a negative --top is refused" "no error for --top -1" bad "--top must be between" --top -1
+# Killed mid-run (a timeout, a CI job's end), profile.py stops the guest it
+# started: QEMU has a process group of its own and would outlive it.
+killed() {
+    local d=$BUILD/profile/smoke-killed pid i
+    rm -rf "$d"
+    python3 "$prof" --duration 2 --out "$d" --quiet >/dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 600); do [ -s "$d/qemu.cmd" ] && pgrep -f -- "$d/console.log" >/dev/null && break; sleep 0.1; done
+    pgrep -f -- "$d/console.log" >/dev/null || { kill "$pid"; return 1; }
+    kill -TERM "$pid"
+    wait "$pid" || true
+    for i in $(seq 150); do pgrep -f -- "$d/console.log" >/dev/null || break; sleep 0.1; done
+    ! pgrep -f -- "$d/console.log" >/dev/null
+}
+check "profile.py killed with SIGTERM stops its QEMU" "QEMU still running after profile.py was killed" killed
 
 echo "# profiling memcached behind $iommu for ${DURATION}s (one guest boot under TCG, about 2 minutes)" >&2
 rm -rf "$out"; mkdir -p "$BUILD/profile"
