@@ -1022,17 +1022,21 @@ struct Host {
                    t.addr_mask);
         FUZZ_CHECK(!(t.iova_base & t.addr_mask) && !(t.phys_base & t.addr_mask), t.iova_base,
                    t.phys_base);
-        uint8_t seen = pte_seen.perm(t.phys_base);
+        // Each candidate entry on its own: another entry that merely shares
+        // an address with the leaf (a table pointer whose bits 1:0 read as
+        // R or W) must not hide the one that backs it.
+        auto backs = [&](uint8_t seen) { return seen && (any_perm || !(t.perm & ~seen)); };
+        bool backed = backs(pte_seen.perm(t.phys_base));
         // A first-stage large page's address field holds PAT in bit 12;
         // the page starts at the address without it.
-        if (!seen && cfg.first_stage && size > PAGE)
-            seen = pte_seen.perm(t.phys_base | PAGE);
+        if (!backed && cfg.first_stage && size > PAGE)
+            backed = backs(pte_seen.perm(t.phys_base | PAGE));
         // Nested: the smaller of the two stages' pages, inside a larger
         // second-stage leaf (and permissions the AND of both).
-        if (!seen && cfg.first_stage && cfg.second_stage)
-            seen = pte_seen.perm(t.phys_base & ~((2ull << 20) - 1)) |
-                   pte_seen.perm(t.phys_base & ~((1ull << 30) - 1));
-        if (!seen || (!any_perm && (t.perm & ~seen)))
+        if (!backed && cfg.first_stage && cfg.second_stage)
+            backed = backs(pte_seen.perm(t.phys_base & ~((2ull << 20) - 1)) |
+                           pte_seen.perm(t.phys_base & ~((1ull << 30) - 1)));
+        if (!backed)
             fuzz::fail(what, t.phys_base, t.perm);
     }
 
