@@ -341,6 +341,18 @@ def t_stats_anonymous():
         check(isinstance(doc, dict), "stats of an anonymous device unreadable")
 
 
+def t_stats_bad_timeout():
+    """A --timeout out of range is one error line, not a traceback."""
+    for t in ("-1", "0", "nan"):
+        p = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "viommu-stats"),
+                            "--qmp", "/nonexistent", "--timeout", t],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        err = p.stderr.strip().splitlines()
+        check(p.returncode == 2 and err and "--timeout must be" in err[-1]
+              and "Traceback" not in p.stderr,
+              "viommu-stats --timeout %s: rc %d, %r" % (t, p.returncode, p.stderr.strip()))
+
+
 def t_stats_count_invalidation():
     """A register-based global context-cache invalidation is counted."""
     with running("viommu-vtd,id=iommu0") as vm:
@@ -761,6 +773,7 @@ CASES = [
     ("CAP/ECAP reflect aw-bits, caching-mode, device-iotlb, pt", t_cap_reflects_config),
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),
+    ("viommu-stats refuses a --timeout out of range", t_stats_bad_timeout),
     ("stats count a register-based context invalidation", t_stats_count_invalidation),
     ("intremap and eim set ECAP.IR/EIM; eim=on needs intremap=on", t_intremap_options),
     ("stats' interrupt_remapping section, printed by viommu-stats",
