@@ -82,8 +82,8 @@ void print_text(const SimResult &r)
     if (!r.cost_overrides.empty())
         std::printf("  what-if cost model: standard but %s\n", r.cost_overrides.c_str());
     if (r.window_cut)
-        std::printf("  window cut short: a CPU started 16777216 operations before --duration "
-                    "ended\n");
+        std::printf("  window cut short: a CPU started %llu operations before --duration ended\n",
+                    (unsigned long long)kMaxOpsPerCpu);
     std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
                 r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
     if (c.workload == "map-bench")

@@ -335,15 +335,15 @@ const std::vector<Info> &table()
          "operations each CPU runs before the measured window",
          [](Params &p, std::string_view v, std::string &e) {
              uint64_t n;
-             if (!parse_u64(v, n) || n > (1u << 24)) {
-                 e = "needs a whole number from 0 to 16777216";
+             if (!parse_u64(v, n) || n > kMaxOpsPerCpu) {
+                 e = "needs a whole number from 0 to " + std::to_string(kMaxOpsPerCpu);
                  return false;
              }
              p.warmup = int(n);
              return true;
          }},
         {"ops-per-cpu", "ops", "400", all, "measured operations per CPU (the window's length)",
-         uint_field(&Params::ops_per_cpu, 1, 1 << 24)},
+         uint_field(&Params::ops_per_cpu, 1, kMaxOpsPerCpu)},
         {"duration", "ns", "0 (use --ops-per-cpu)", all,
          "the measured window as virtual time instead (500us, 10ms, ...): at most 2^24 "
          "operations per CPU, so at most 2^24 x --cpu-ns-per-op",
@@ -696,12 +696,12 @@ bool Params::validate(std::string *error) const
                     "the IOMMU an operation would take no time, and the window no end)");
     // the no-IOMMU baseline runs about one operation per --cpu-ns-per-op
     if (given.count("duration") && workload != "trace" && cpu_ns_per_op &&
-        duration_ns / cpu_ns_per_op > (1u << 24))
+        duration_ns / cpu_ns_per_op > kMaxOpsPerCpu)
         return fail("--duration " + std::to_string(duration_ns) + "ns: about " +
                     std::to_string(duration_ns / cpu_ns_per_op) +
                     " operations per CPU at --cpu-ns-per-op " + std::to_string(cpu_ns_per_op) +
-                    "ns, more than a window holds (16777216); at most " +
-                    std::to_string(uint64_t{cpu_ns_per_op} << 24) + "ns");
+                    "ns, more than a window holds (" + std::to_string(kMaxOpsPerCpu) +
+                    "); at most " + std::to_string(cpu_ns_per_op * kMaxOpsPerCpu) + "ns");
     std::string e;
     if (irq_cpu_list(&e).empty())
         return fail(e);

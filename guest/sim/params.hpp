@@ -18,6 +18,10 @@
 
 namespace viommu::sim {
 
+// The most operations a CPU runs in a warm-up or a measured window
+// (--warmup, --ops-per-cpu, a --duration window).
+constexpr uint64_t kMaxOpsPerCpu = uint64_t{1} << 24;
+
 // Buffer sizes of one operation, possibly a weighted mix of alternatives:
 // "4096", "4096:70,65536:30", "64:10,128+1024:90" (an alternative maps
 // each '+'-joined buffer; weights default to 1).

@@ -447,8 +447,6 @@ private:
     std::vector<Nanos> idle_until_;            // ... it idles until this request (0: not idle)
 };
 
-constexpr uint64_t kMaxOpsPerCpu = 1u << 24;  // --ops-per-cpu's limit
-
 struct Measured {
     uint64_t transactions;
     double elapsed_ns;

@@ -88,10 +88,11 @@ TEST(CacheClear, IotlbTableSweepVisitsEveryFilledSet)
     EXPECT_EQ(t.size(), stored - dropped);
     for (uint64_t vpn = 0; vpn < 2000; vpn++) {
         auto v = t.lookup({vpn, static_cast<uint16_t>(vpn % 2), 1}, [](uint32_t) { return true; });
-        if (vpn % 2)
+        if (vpn % 2) {
             EXPECT_FALSE(v) << vpn;
-        else if (v)
+        } else if (v) {
             EXPECT_EQ(v->frame, vpn + 1);
+        }
     }
     t.sweep([](uint16_t, uint32_t) { return false; });
     EXPECT_EQ(t.size(), 0u);
@@ -168,9 +169,11 @@ TEST(CacheClear, ContextCacheClearEmptiesEverySlotFilledSinceTheLast)
             c.insert(sid, ctx, c.generation());
         }
         EXPECT_GT(c.stored(), 300u);
-        for (uint16_t sid = 0; sid < 700; sid++)
-            if (auto ctx = c.lookup(sid))
+        for (uint16_t sid = 0; sid < 700; sid++) {
+            if (auto ctx = c.lookup(sid)) {
                 EXPECT_EQ(ctx->slptptr, 0x1000u * (round * 1000 + sid + 1)) << "a stale entry";
+            }
+        }
         c.clear();
         EXPECT_EQ(c.stored(), 0u) << "round " << round;
         EXPECT_EQ(c.size(), 0u);

@@ -214,8 +214,9 @@ TEST(IotlbTable, RangeInvalidationDropsExactlyItsPages)
             for (uint64_t p = 0; p < pages; p++) {
                 bool hit = tlb.lookup(did, p * PAGE).has_value();
                 left[did - 1] += hit;
-                if (did == 1 && p >= first && p < first + n)
+                if (did == 1 && p >= first && p < first + n) {
                     EXPECT_FALSE(hit) << entries << " page " << p;
+                }
             }
         EXPECT_EQ(dropped, in_range) << entries;
         EXPECT_EQ(cached[0] - left[0], in_range) << entries;

@@ -117,8 +117,9 @@ TEST(PasidCache, ClearEmptiesEverySetFilledSinceTheLast)
         EXPECT_GT(c.stored(), 200u) << round;
         for (uint32_t p = 0; p < 300; p++) {
             auto e = c.lookup(0x10 + (p & 7), p);
-            if (e)
+            if (e) {
                 EXPECT_EQ(e->fsptptr, 0x1000u * (round * 300 + p + 1)) << "a stale entry";
+            }
         }
         c.clear();
         EXPECT_EQ(c.stored(), 0u) << "round " << round << ": a way kept its entry";

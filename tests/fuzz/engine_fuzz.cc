@@ -1188,7 +1188,7 @@ struct Host {
         if (index >= m.irt_entries || m.irt_base >= RAM_SIZE ||
             index * 16 > RAM_SIZE - 16 - m.irt_base)
             return;
-        uint64_t a = m.irt_base + index * 16, lo;
+        uint64_t a = m.irt_base + index * 16, lo = 0;
         word(a, lo);
         uint64_t w0 = m.mod[a / 8], w1 = m.mod[a / 8 + 1];
         if ((lo & 0x8000) || (w0 && w0 >= m.iec) || (w1 && w1 >= m.iec))

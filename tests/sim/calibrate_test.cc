@@ -37,6 +37,7 @@ TEST(Calibrate, RecordsEveryFigureWithItsProvenance)
           "\"iterations\":1000", "\"atomic_ns\"", "\"line_transfer_ns\"", "\"lock_handoff_ns\"",
           "\"bursts_per_size\":10", "\"bursts\":["})
         EXPECT_NE(j.find(k), std::string::npos) << k;
-    if (!c.bursts.empty())
+    if (!c.bursts.empty()) {
         EXPECT_NE(j.find("{\"threads\":2,\"cmpxchg_ns\":"), std::string::npos);
+    }
 }

@@ -232,8 +232,9 @@ TEST(Simulator, ADurationWindowCutAtItsOperationLimitSaysSo)
         // (the one warm-up operation counts too)
         ASSERT_EQ(told.size(), r->window_cut ? 2u : 1u) << seed;
         EXPECT_EQ(told[0], std::pair(uint64_t{1} << 23, false));
-        if (r->window_cut)
+        if (r->window_cut) {
             EXPECT_EQ(told[1], std::pair(uint64_t{1} << 24, false));
+        }
     }
     EXPECT_GT(cut, 0u);
     EXPECT_LT(cut, 3u);

@@ -112,8 +112,9 @@ std::unique_ptr<Workload> make(const std::string &setup, unsigned cpus = 0)
     } else if (setup.rfind("kind:", 0) == 0) {
         EXPECT_TRUE(p.set("workload", setup.substr(5), &err)) << err;
         EXPECT_TRUE(p.set("cpus", "4", &err)) << err;
-        if (setup == "kind:forward")
+        if (setup == "kind:forward") {
             EXPECT_TRUE(p.set("devices", "2", &err)) << err;
+        }
     } else if (setup == "block-spread") {
         for (auto [k, v] : {std::pair{"workload", "block"},
                             {"cpus", "8"},
@@ -322,9 +323,11 @@ TEST(Workload, SpreadCompletionsRunOnTheInterruptCpus)
     for (unsigned c = 0; c < 16; c++) {
         steps.clear();
         w->next(c, steps);
-        for (const Step &s : steps)
-            if (s.kind == VIOMMU_SIM_MAP_POST)
+        for (const Step &s : steps) {
+            if (s.kind == VIOMMU_SIM_MAP_POST) {
                 EXPECT_EQ(s.arg, c % 4) << c;
+            }
+        }
     }
 }
 
