@@ -98,7 +98,7 @@ check "a negative --top is refused" "no error for --top -1" bad "--top must be b
 killed() {
     local d=$BUILD/profile/smoke-killed pid i
     rm -rf "$d"
-    python3 "$prof" --duration 2 --out "$d" --quiet >/dev/null 2>&1 &
+    python3 "$prof" --iommu "$iommu" --duration 2 --out "$d" --quiet >/dev/null 2>&1 &
     pid=$!
     for i in $(seq 600); do [ -s "$d/qemu.cmd" ] && pgrep -f -- "$d/console.log" >/dev/null && break; sleep 0.1; done
     pgrep -f -- "$d/console.log" >/dev/null || { kill "$pid"; return 1; }
