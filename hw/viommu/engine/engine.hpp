@@ -30,6 +30,10 @@
 
 namespace viommu::vtd {
 
+// RTADDR's writable bits: the table address below the host address width
+// (the bits from it up are not implemented), and TTM with scalable mode.
+uint64_t rtaddr_writable(const Features &f);
+
 class Engine final : private Invalidator {
 public:
     static std::unique_ptr<Engine> create(const VtdConfig &cfg, const VtdHostOps &ops, void *opaque,

@@ -95,7 +95,11 @@ public:
     static constexpr uint32_t STATUS_BITS = gcmd::IRE | gcmd::SIRTP | gcmd::CFI;
 
 private:
-    uint64_t writable() const { return irta::ADDR | irta::S | (f_.eim ? irta::EIME : 0); }
+    // address bits from the host address width up are not implemented
+    uint64_t writable() const
+    {
+        return (irta::ADDR & ~f_.above_haw()) | irta::S | (f_.eim ? irta::EIME : 0);
+    }
     VtdIrResult block(uint16_t sid, uint32_t index, VtdFaultReason r, bool qualified, bool fpd,
                       bool record, bool compat, SourceStats &ss, VtdInterrupt &out);
 

@@ -59,9 +59,8 @@ VtdStateError Engine::set_state(const VtdState &st)
     // RTADDR.TTM and the latched table's TTM (scalable mode) only with
     // ECAP.SMTS.
     const uint32_t ir_bits = f_.intremap ? InterruptRemapping::STATUS_BITS : 0;
-    const uint64_t ttm = f_.scalable_mode ? rtaddr::TTM_SCALABLE : 0;
     if ((st.gsts & ~(gcmd::TE | gcmd::SRTP | gcmd::QIE | ir_bits)) ||
-        (st.rtaddr & ~(mask(63, 12) | ttm)) || (st.root_table & ~(entry::ADDR | ttm)) ||
+        (st.rtaddr & ~rtaddr_writable(f_)) || (st.root_table & ~rtaddr_writable(f_)) ||
         (!(st.gsts & gcmd::SRTP) && st.root_table))
         return VTD_STATE_BAD_GLOBAL;
     if ((st.ccmd & ~(ccmd::WRITABLE | mask(60, ccmd::CAIG))) || (st.ccmd & ccmd::ICC) ||

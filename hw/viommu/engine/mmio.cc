@@ -15,9 +15,9 @@ namespace viommu::vtd {
 
 // TTM (11:10): bit 10 (scalable mode) with ECAP.SMTS; 10b and 11b are
 // not offered, so bit 11 reads as zero.
-static uint64_t rtaddr_writable(const Features &f)
+uint64_t rtaddr_writable(const Features &f)
 {
-    return mask(63, 12) | (f.scalable_mode ? rtaddr::TTM_SCALABLE : 0);
+    return (mask(63, 12) & ~f.above_haw()) | (f.scalable_mode ? rtaddr::TTM_SCALABLE : 0);
 }
 static constexpr uint64_t IVA_WRITABLE = iva::ADDR | iva::IH | iva::AM;
 
