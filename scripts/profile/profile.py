@@ -1354,7 +1354,10 @@ def parse_args(argv):
                  "give fewer concurrencies or rounds" % (a.ramp_rounds, len(a.ramp_steps)))
     if a.record and os.path.isdir(a.record):
         ap.error("--record %s: is a directory; give a file name" % a.record)
-    if a.record and not os.access(os.path.dirname(os.path.abspath(a.record)), os.W_OK):
+    # (the --out directory, created before the run, may hold it)
+    record_dir = os.path.dirname(os.path.abspath(a.record)) if a.record else None
+    if a.record and not (os.access(record_dir, os.W_OK) or
+                         (a.out and record_dir == os.path.abspath(a.out))):
         ap.error("--record %s: its directory does not exist or is not writable" % a.record)
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         ap.error("--out %s: exists and is not a directory" % a.out)
