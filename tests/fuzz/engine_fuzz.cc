@@ -120,6 +120,7 @@ struct Model {
     struct Leaf {
         int32_t did;  // -1: any domain
         uint64_t lo, hi, fill;
+        std::vector<uint64_t> later = {};  // the later fills of the same translation, in order
     };
     struct CtxRec {
         int32_t did;  // -1: unknown context
@@ -219,8 +220,21 @@ struct Model {
 
     void credit(const Inv &v)
     {
+        // An invalidation runs when it is fetched (the wait that completes
+        // it may come later): a fill after that stays cached, and the
+        // earliest such fill becomes the leaf's, so that a change after it
+        // is not taken as covered.
         auto drop = [&](auto pred) {
-            std::erase_if(leaves, [&](const Leaf &l) { return l.fill < v.seq && pred(l); });
+            std::erase_if(leaves, [&](Leaf &l) {
+                if (l.fill >= v.seq || !pred(l))
+                    return false;
+                auto next = std::lower_bound(l.later.begin(), l.later.end(), v.seq);
+                if (next == l.later.end())
+                    return true;
+                l.fill = *next;
+                l.later.erase(l.later.begin(), next + 1);
+                return false;
+            });
         };
         switch (v.kind) {
         case 1:
@@ -252,8 +266,13 @@ struct Model {
     void cached(int32_t did, uint64_t lo, uint64_t hi, uint64_t fill)
     {
         for (auto &l : leaves)
-            if (l.did == did && l.lo == lo && l.hi == hi)
-                return;  // the older fill stays: it is the one that matters
+            if (l.did == did && l.lo == lo && l.hi == hi) {
+                // the older fill stays: it is the one that matters until an
+                // invalidation drops it
+                if (fill > l.fill && (l.later.empty() || fill > l.later.back()))
+                    l.later.push_back(fill);
+                return;
+            }
         if (leaves.size() >= MAX_LEAVES) {
             overflow = true;
             return;
