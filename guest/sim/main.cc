@@ -11,7 +11,6 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -333,12 +332,13 @@ int main(int argc, char **argv)
         runs.push_back(std::move(p));
     }
 
-    const unsigned online = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned online = cpus_online();
     for (const Params &p : runs) {
-        unsigned threads = !p.given.count("cpus")                   ? online
-                           : p.workload == "map-bench" && p.threads ? p.threads
-                                                                    : p.cpus;
-        if (real && threads > online)
+        if (!real)
+            break;
+        auto wl = Workload::create(real_thread_config(p), &err);
+        unsigned threads = wl ? wl->info().cpus : 0;  // map-bench: its --threads
+        if (threads > online)
             std::fprintf(stderr,
                          "viommu-sim: --real-threads: %u threads on %u CPUs online: they take "
                          "turns, a preempted lock holder stalls every waiter, and the figures "

@@ -239,6 +239,19 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
 
 }  // namespace
 
+unsigned cpus_online()
+{
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+SimConfig real_thread_config(const SimConfig &cfg)
+{
+    SimConfig c = cfg;
+    if (!cfg.given.count("cpus"))
+        c.cpus = cpus_online();
+    return c;
+}
+
 namespace {
 
 std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
@@ -248,9 +261,7 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
             *error = std::move(msg);
         return std::nullopt;
     };
-    SimConfig c = cfg;
-    if (!cfg.given.count("cpus"))
-        c.cpus = std::max(1u, std::thread::hardware_concurrency());
+    SimConfig c = real_thread_config(cfg);
     std::string werr;
     auto wl = Workload::create(c, &werr);
     auto bwl = Workload::create(c, &werr);

@@ -40,4 +40,9 @@ struct RealResult {
 
 std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *error = nullptr);
 
+// The CPUs online (at least 1), and the configuration a real-thread run of
+// @cfg uses: its --cpus if given (a case file's counts as given), else that.
+unsigned cpus_online();
+SimConfig real_thread_config(const SimConfig &cfg);
+
 }  // namespace viommu::sim

@@ -160,7 +160,7 @@ TEST_F(Ir, IrtaWritableBitsAndHalves)
 {
     EXPECT_EQ(h.mmio64(IRTA), 0u);
     h.w64(IRTA, ~uint64_t{0});
-    // address bits 63:48 (the host address width up) not implemented
+    // address bits 63:48 (from the host address width up) read 0
     EXPECT_EQ(h.mmio64(IRTA), 0xfffffffff00full) << "EIME reserved without ECAP.EIM; 10:4 "
                                                     "reserved";
     h.w32(IRTA, 0x12345ff7);

@@ -217,8 +217,8 @@ TEST_F(Queue, QueueOutsideRam)
     EXPECT_EQ(h.mmio64(IQH), 0u);
 }
 
-// IQA's base bits from the host address width up are not implemented: a
-// base with every bit set reads back below 2^48 and its descriptors are
+// IQA's base bits from the host address width up read 0: a base with
+// every bit set reads back below 2^48 and its descriptors are
 // fetched there (outside RAM: IQE), never from low memory, where the
 // 64-bit sum base + IQH would wrap (a fuzz finding).  IQH keeps its
 // place when software rewrites IQA with the queue on, as it must not.

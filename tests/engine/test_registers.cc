@@ -107,8 +107,7 @@ TEST(Registers, ReadOnlyRegistersIgnoreWrites)
 TEST(Registers, ReservedBitsReadAsZero)
 {
     FakeHost h;
-    // address bits from the host address width (48 here) up are not
-    // implemented
+    // address bits from the host address width (48 here) up read 0
     h.w64(RTADDR, ~0ull);
     EXPECT_EQ(h.mmio64(RTADDR), 0xfffffffff000ull);
     h.w64(IQA, ~0ull);

@@ -31,7 +31,8 @@
 namespace viommu::vtd {
 
 // RTADDR's writable bits: the table address below the host address width
-// (the bits from it up are not implemented), and TTM with scalable mode.
+// (bits from it up read 0, as intel-iommu masks them), and TTM with
+// scalable mode.
 uint64_t rtaddr_writable(const Features &f);
 
 class Engine final : private Invalidator {

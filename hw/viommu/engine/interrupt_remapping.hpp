@@ -95,7 +95,8 @@ public:
     static constexpr uint32_t STATUS_BITS = gcmd::IRE | gcmd::SIRTP | gcmd::CFI;
 
 private:
-    // address bits from the host address width up are not implemented
+    // address bits from the host address width up read 0 (so the table
+    // cannot wrap past 2^64)
     uint64_t writable() const
     {
         return (irta::ADDR & ~f_.above_haw()) | irta::S | (f_.eim ? irta::EIME : 0);

@@ -46,8 +46,8 @@ static constexpr uint32_t EVENT_ADDR_MASK = ~3u;
 static constexpr uint64_t IQA_WRITABLE = iq::IQA_BASE | iq::IQA_QS;
 
 // DW is reserved (zero) without scalable mode.  Base bits from the host
-// address width up are not implemented (VT-d 11.4.9.3): read as zero, so
-// that the queue never reaches past 2^HAW, let alone wraps to address 0.
+// address width up read 0 (intel-iommu masks them too), so that the queue
+// never reaches past 2^HAW, let alone wraps around to address 0.
 uint64_t InvalidationQueue::iqa_writable() const
 {
     return (IQA_WRITABLE & ~f_.above_haw()) | (f_.scalable_mode ? iq::IQA_DW : 0);
