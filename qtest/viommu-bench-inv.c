@@ -30,6 +30,10 @@
  * thread's CPU time (schedstat) across the write, minus the same for a
  * submission of the wait descriptor alone in the same repetition.  This
  * process and all the main threads share one CPU (inv_pin).
+ *
+ * After each mode's table, the marginal cost of a page-selective
+ * descriptor on the same machines: submissions of n = 0 ... 64 of them,
+ * the least-squares slope of the per-n medians (bench_marginal).
  */
 #include "qemu/osdep.h"
 #include <math.h>
@@ -192,12 +196,13 @@ static bool inv_populate(Mach *m, int pages)
 }
 
 /*
- * One timed submission: desc (none for IK_WAIT) and a status-write wait
- * are queued, then IQT is written.  Returns the main thread's CPU time
- * for the write in *ns; the wait must be complete when the write returns.
+ * One timed submission: the n descriptors desc[] (what names them) and a
+ * status-write wait are queued, then IQT is written.  Returns the main
+ * thread's CPU time for the write in *ns; the wait must be complete when
+ * the write returns.
  */
-static bool inv_timed(Mach *m, ThreadClock *c, int kind, VtdDesc desc,
-                      uint64_t *ns)
+static bool inv_timed_n(Mach *m, ThreadClock *c, const char *what,
+                        const VtdDesc *desc, int n, uint64_t *ns)
 {
     VtdGuest *g = &m->e.g;
     uint32_t seq;
@@ -210,14 +215,13 @@ static bool inv_timed(Mach *m, ThreadClock *c, int kind, VtdDesc desc,
      * equally warm for every kind.
      */
     if (!vtd_qi_sync(g)) {
-        g_test_message("%s: wait descriptor failed (%s)", m->e.iommu,
-                       ik_names[kind]);
+        g_test_message("%s: wait descriptor failed (%s)", m->e.iommu, what);
         return false;
     }
     seq = ++g->wait_seq;
     qtest_writel(g->qts, g->wait_status, 0);
-    if (kind != IK_WAIT) {
-        vtd_qi_push(g, desc);
+    for (int i = 0; i < n; i++) {
+        vtd_qi_push(g, desc[i]);
     }
     vtd_qi_push(g, vtd_desc_wait(true, false, false, seq, g->wait_status));
     if (!tclock_read(c, &t0)) {
@@ -236,12 +240,12 @@ static bool inv_timed(Mach *m, ThreadClock *c, int kind, VtdDesc desc,
     while (qtest_readl(g->qts, g->wait_status) != seq) {
         if (vtd_readl(g, VTD_FSTS) & VTD_FSTS_IQE) {
             g_test_message("%s: invalidation queue error (%s)", m->e.iommu,
-                           ik_names[kind]);
+                           what);
             return false;
         }
         if (g_get_monotonic_time() > deadline) {
             g_test_message("%s: wait descriptor never completed (%s)",
-                           m->e.iommu, ik_names[kind]);
+                           m->e.iommu, what);
             return false;
         }
         g_usleep(20);
@@ -249,6 +253,13 @@ static bool inv_timed(Mach *m, ThreadClock *c, int kind, VtdDesc desc,
     g_test_message("%s: the queue completed after the IQT write returned: "
                    "the figures would miss that work", m->e.iommu);
     return false;
+}
+
+/* one descriptor of a kind, none for IK_WAIT */
+static bool inv_timed(Mach *m, ThreadClock *c, int kind, VtdDesc desc,
+                      uint64_t *ns)
+{
+    return inv_timed_n(m, c, ik_names[kind], &desc, kind != IK_WAIT, ns);
 }
 
 /*
@@ -396,6 +407,137 @@ static bool inv_measure(Mach *m, ThreadClock *c, const int *set, int nsets,
     return true;
 }
 
+/*
+ * The marginal cost of one page-selective descriptor (docs/performance.rst
+ * sets it flat, within 1.2x, as the IOTLB grows): submissions of n of them,
+ * on distinct random working-set pages, and a wait, for each n in
+ * marginal_n[], timed like the kinds above on the machines inv_measure()
+ * set up; per machine the least-squares slope of the per-n medians.
+ * Repetitions go through every n (in a new random order), set and machine
+ * in turn, so all see the same host load.
+ */
+static const int marginal_n[] = { 0, 1, 2, 4, 8, 16, 32, 64 };
+#define MARGINAL_NS     ARRAY_SIZE(marginal_n)
+
+static bool inv_marginal(Mach *m, ThreadClock *c, int kind, const int *set,
+                         int nsets, int reps, int64_t *ns)
+{
+    for (int r = 0; r < reps; r++) {
+        int order[MARGINAL_NS];
+
+        for (int k = 0; k < MARGINAL_NS; k++) {
+            int j = rnd() % (k + 1);
+
+            order[k] = order[j];
+            order[j] = k;
+        }
+        for (int s = 0; s < nsets; s++) {
+            for (int o = 0; o < MARGINAL_NS; o++) {
+                int k = order[o], n = marginal_n[k];
+                VtdDesc desc[64];
+                uint64_t page[64];
+
+                /* n distinct pages: each descriptor drops a cached entry */
+                for (int d = 0; d < n; d++) {
+                    bool dup;
+
+                    do {
+                        desc[d] = inv_desc(kind, set[s]);
+                        page[d] = desc[d].hi;
+                        dup = false;
+                        for (int e = 0; e < d; e++) {
+                            dup |= page[e] == page[d];
+                        }
+                    } while (dup);
+                }
+                for (int j = 0; j < 2; j++) {
+                    int i = 2 * s + (r & 1 ? 1 - j : j);
+                    uint64_t t;
+
+                    if (!inv_populate(&m[i], set[s]) ||
+                        !inv_timed_n(&m[i], &c[i], ik_names[kind], desc, n,
+                                     &t)) {
+                        return false;
+                    }
+                    ns[(i * MARGINAL_NS + k) * reps + r] = t;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+/* least-squares slope of y over marginal_n */
+static double marginal_slope(const double *y)
+{
+    double mx = 0, my = 0, sxy = 0, sxx = 0;
+
+    for (int k = 0; k < MARGINAL_NS; k++) {
+        mx += marginal_n[k] / (double)MARGINAL_NS;
+        my += y[k] / MARGINAL_NS;
+    }
+    for (int k = 0; k < MARGINAL_NS; k++) {
+        sxy += (marginal_n[k] - mx) * (y[k] - my);
+        sxx += (marginal_n[k] - mx) * (marginal_n[k] - mx);
+    }
+    return sxy / sxx;
+}
+
+static bool bench_marginal(Mach *m, ThreadClock *c, BenchMode mode,
+                           const int *set, int nsets, int reps)
+{
+    int kind = mode == MODE_LEGACY ? IK_IOTLB_PAGE : IK_PIOTLB_PAGE;
+    g_autofree int64_t *ns = g_new(int64_t, 2 * nsets * MARGINAL_NS * reps);
+    double med[2 * INV_SETS][MARGINAL_NS], slope[2 * INV_SETS];
+
+    if (!inv_marginal(m, c, kind, set, nsets, reps, ns)) {
+        return false;
+    }
+    printf("# marginal cost of %s: IQT writes that run n descriptors on "
+           "distinct random working-set pages + a wait, median of %d per n "
+           "(ns of main-thread CPU time)\n", ik_names[kind], reps);
+    printf("%-6s", "n");
+    for (int i = 0; i < 2 * nsets; i++) {
+        printf(" %5s-%-5d", i % 2 ? "int" : "vtd", set[i / 2]);
+    }
+    printf("\n");
+    for (int i = 0; i < 2 * nsets; i++) {
+        for (int k = 0; k < MARGINAL_NS; k++) {
+            double half;
+
+            med[i][k] = median_ci(&ns[(i * MARGINAL_NS + k) * reps], reps,
+                                  &half);
+        }
+        slope[i] = marginal_slope(med[i]);
+    }
+    for (int k = 0; k < MARGINAL_NS; k++) {
+        printf("%-6d", marginal_n[k]);
+        for (int i = 0; i < 2 * nsets; i++) {
+            printf(" %11.0f", med[i][k]);
+        }
+        printf("\n");
+    }
+    printf("%-6s", "slope");
+    for (int i = 0; i < 2 * nsets; i++) {
+        printf(" %11.0f", slope[i]);
+    }
+    printf("\n");
+    for (int s = 0; s < nsets; s++) {
+        printf("# %s, %d pages: %s costs viommu-vtd %.0f ns, intel-iommu "
+               "%.0f ns a descriptor (ratio %.2f)\n", mode_names[mode],
+               set[s], ik_names[kind], slope[2 * s], slope[2 * s + 1],
+               slope[2 * s + 1] / slope[2 * s]);
+    }
+    if (nsets > 1) {
+        printf("# %s: %s's marginal cost, %d against %d pages: viommu-vtd "
+               "%.2fx, intel-iommu %.2fx\n", mode_names[mode],
+               ik_names[kind], set[nsets - 1], set[0],
+               slope[2 * (nsets - 1)] / slope[0],
+               slope[2 * (nsets - 1) + 1] / slope[1]);
+    }
+    return true;
+}
+
 static void bench_invalidation_mode(BenchMode mode)
 {
     static const int sets[INV_SETS] = { 1024, 16384 };
@@ -503,6 +645,7 @@ static void bench_invalidation_mode(BenchMode mode)
                sum[0] / 1000, sum[1] / 1000,
                sum[1] / sum[0], cheaper, nkinds - 1);
     }
+    ok = ok && bench_marginal(m, c, mode, set, nsets, reps);
     fflush(stdout);
     if (!ok) {
         g_test_fail();
