@@ -99,14 +99,16 @@ public:
         } else {
             // Scalable-mode context entry of devfn 8 (32 bytes): PASID
             // directory, PASIDE; RID_PASID 0.  PASID entry 0: DID 1 and
-            // the table at pt_ as a 4-level second or first stage.
+            // the table at pt_ as a 4-level second or first stage (SRE:
+            // supervisor requests allowed).
             uint64_t dir = alloc(), table = alloc();
             dir_ = dir;
             table0_ = table;
             put(ctp + 8 * 32, dir | 8 | 1);
             put(dir, table | 1);
-            const auto entry = mode == SM_SECOND_STAGE ? vtdtest::PasidEntries::second_stage(pt_, 1)
-                                                       : vtdtest::PasidEntries::first_stage(pt_, 1);
+            const auto entry = mode == SM_SECOND_STAGE
+                                   ? vtdtest::PasidEntries::second_stage(pt_, 1)
+                                   : vtdtest::PasidEntries::first_stage(pt_, 1, 1);
             for (unsigned w = 0; w < entry.size(); w++)
                 put(table + w * 8, entry[w]);
         }
@@ -151,11 +153,11 @@ public:
         return pos == std::string::npos ? 0 : std::stoull(json.substr(pos + key.size() + 3));
     }
     // A request with PASID (the context entry allows PASIDs).
-    void translate_pasid(uint64_t iova, uint32_t pasid = 0)
+    void translate_pasid(uint64_t iova, uint32_t pasid = 0, bool privileged = false)
     {
         VtdTranslation t;
         benchmark::DoNotOptimize(
-            vtd_engine_translate_pasid(e, 0x8, pasid, false, iova, 1, false, &t));
+            vtd_engine_translate_pasid(e, 0x8, pasid, privileged, iova, 1, false, &t));
     }
     // PASIDs 1 .. n-1 get PASID 0's entry (scalable mode; n <= 8192, the
     // directory's 128 entries).
@@ -319,20 +321,30 @@ BENCHMARK(BM_TranslateMissByMode)->ArgName("mode")->DenseRange(0, 2);
 void BM_TranslatePasidByMode(benchmark::State &state)
 {
     Bench b(4096, 64ull << 20, false, false, static_cast<Mode>(state.range(0)));
+    const bool privileged = state.range(1);
     for (uint64_t p = 0; p < 1024; p++)
         b.map(p * PAGE, 0x1000000 + p * PAGE);
     for (uint64_t p = 0; p < 1024; p++)
-        b.translate_pasid(p * PAGE);
+        b.translate_pasid(p * PAGE, 0, privileged);
     const uint64_t read0 = b.counter("scalable", "context_and_pasid_entries_read");
+    const uint64_t walks0 = b.counter("translate", "page_walks");
     uint64_t i = 0;
     for (auto _ : state)
-        b.translate_pasid((i++ % 1024) * PAGE);
+        b.translate_pasid((i++ % 1024) * PAGE, 0, privileged);
     state.SetItemsProcessed(state.iterations());
     state.counters["entries_read_per_req"] =
         double(b.counter("scalable", "context_and_pasid_entries_read") - read0) /
         double(std::max<uint64_t>(i, 1));
+    state.counters["walks_per_req"] =
+        double(b.counter("translate", "page_walks") - walks0) / double(std::max<uint64_t>(i, 1));
 }
-BENCHMARK(BM_TranslatePasidByMode)->ArgName("mode")->DenseRange(1, 2);
+// mode 1, 2: second-, first-stage tables; supervisor 1: privileged
+// requests (first stage only: privilege means nothing to second-stage tables)
+BENCHMARK(BM_TranslatePasidByMode)
+    ->ArgNames({"mode", "supervisor"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({2, 1});
 
 // Requests with PASID spread over arg "pasids" PASIDs (all with PASID
 // 0's entry: the same domain and tables), one page each, in turn: with 64

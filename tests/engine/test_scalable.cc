@@ -558,7 +558,8 @@ TEST_F(Scalable, RequestsWithPasid)
 
 // User-level requests with PASID through first-stage tables fill and hit
 // the IOTLB under (DID, PASID) until a P_IOTLB of that PASID; supervisor
-// requests walk every time (a leaf's permissions depend on the privilege).
+// requests too, under an address space of their own (a leaf's permissions
+// depend on the privilege: SupervisorRequestsHaveEntriesOfTheirOwn).
 TEST_F(Scalable, FirstStageRequestsWithPasidUseTheIotlb)
 {
     const uint32_t PASID = 21;
@@ -573,21 +574,68 @@ TEST_F(Scalable, FirstStageRequestsWithPasidUseTheIotlb)
     ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
     EXPECT_EQ(walks(), 1u) << "an IOTLB hit";
     ASSERT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(walks(), 2u) << "a supervisor request fills entries of its own";
     ASSERT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
-    EXPECT_EQ(walks(), 3u) << "supervisor requests walk";
-    // A changed leaf is not seen until the P_IOTLB of the PASID.
+    EXPECT_EQ(walks(), 2u) << "and hits them";
+    // A changed leaf is not seen until the P_IOTLB of the PASID, which
+    // drops the supervisor entries too.
     h.put64(t.fs_pte(fs2, 0x1000, 1), 0x6000 | FS_P | FS_RW | FS_US | FS_A | FS_D);
-    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
-    EXPECT_EQ(out.phys_base, 0x5000u);
+    for (bool sup : {false, true}) {
+        ASSERT_EQ(pasid_translate(PASID, sup, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.phys_base, 0x5000u);
+    }
     h.submit(FakeHost::piotlb_desc(2, DID + 2, PASID + 1), 0);  // another PASID
-    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
-    EXPECT_EQ(out.phys_base, 0x5000u);
+    for (bool sup : {false, true}) {
+        ASSERT_EQ(pasid_translate(PASID, sup, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.phys_base, 0x5000u);
+    }
     h.submit(FakeHost::piotlb_desc(2, DID + 2, PASID), 0);
-    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
-    EXPECT_EQ(out.phys_base, 0x6000u);
+    for (bool sup : {false, true}) {
+        ASSERT_EQ(pasid_translate(PASID, sup, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.phys_base, 0x6000u) << "supervisor " << sup;
+    }
+    // The same for a page-selective P_IOTLB.
+    h.put64(t.fs_pte(fs2, 0x1000, 1), 0x7000 | FS_P | FS_RW | FS_US | FS_A | FS_D);
+    h.submit(FakeHost::piotlb_desc(3, DID + 2, PASID), 0x1000);
+    for (bool sup : {false, true}) {
+        ASSERT_EQ(pasid_translate(PASID, sup, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.phys_base, 0x7000u) << "supervisor " << sup;
+    }
     // Requests without PASID (RID_PASID 0, another address space) are not
     // served from PASID 21's entries.
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+}
+
+// A supervisor request and a user-level one to the same page get their own
+// answers from the IOTLB: with WPE clear, supervisor requests write a
+// read-only page and reach a supervisor page, user-level ones do neither,
+// in whatever order the two kinds fill and hit.
+TEST_F(Scalable, SupervisorRequestsHaveEntriesOfTheirOwn)
+{
+    const uint32_t PASID = 33;
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0x5000, FS_US | FS_A | FS_D);                     // read-only user page
+    t.map_fs(fs2, 0x2000, 0x6000, FS_RW | FS_A | FS_D);                     // supervisor page
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 3, 1));  // SRE, WPE clear
+    h.enable_qi(0, true);
+    auto walks = [&] { return json_counter(h.stats(), "translate", "page_walks"); };
+    VtdTranslation out{};
+    for (int round = 0; round < 2; round++) {
+        const uint64_t before = walks();
+        EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
+        ASSERT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.perm, VTD_PERM_RW);
+        ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.perm, VTD_PERM_READ) << "the user-level entry, not the supervisor one";
+        EXPECT_EQ(pasid_translate(PASID, false, 0x2000, VTD_PERM_READ), VTD_FR_SM_FS_USER);
+        ASSERT_EQ(pasid_translate(PASID, true, 0x2000, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.phys_base, 0x6000u);
+        EXPECT_EQ(pasid_translate(PASID, false, 0x2000, VTD_PERM_READ), VTD_FR_SM_FS_USER)
+            << "a cached supervisor leaf does not answer a user-level request";
+        if (round == 1) {
+            EXPECT_EQ(walks(), before + 3) << "only the three user-level requests that fault walk";
+        }
+    }
 }
 
 TEST_F(Scalable, RequestsWithPasidThroughSecondStageAndPassThrough)

@@ -115,10 +115,13 @@ private:
                                           uint64_t addr, unsigned access, bool record,
                                           const Context &ctx, DomainStats &ds, uint64_t epoch,
                                           unsigned shard, VtdTranslation &out);
-    Iotlb::FillToken sm_prepare_fill(const Context &ctx);
-    std::optional<Leaf> sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale);
+    // `supervisor`: the address space of supervisor requests (SPACE_SUPERVISOR).
+    Iotlb::FillToken sm_prepare_fill(const Context &ctx, bool supervisor = false);
+    std::optional<Leaf> sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale,
+                                  bool supervisor = false);
     Iotlb::InsertResult sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
-                                  const Iotlb::FillToken &token, const Iotlb::Slot &stale);
+                                  const Iotlb::FillToken &token, const Iotlb::Slot &stale,
+                                  bool supervisor = false);
     void flush_caches(VtdCacheResetReason why);
 
     void invalidate_context(const ContextInvalidation &req) override;

@@ -212,7 +212,7 @@ SpaceMemo &memo_slot(uint16_t did, uint32_t pasid)
 
 Iotlb::Space Iotlb::space(uint16_t did, uint32_t pasid, size_t *recycled)
 {
-    pasid &= 0xfffff;
+    pasid &= SPACE_PASID_MASK;
     if (recycled)
         *recycled = 0;
     SpaceMemo &m = memo_slot(did, pasid);

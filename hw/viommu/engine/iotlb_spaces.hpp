@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Address-space tags of the scalable-mode IOTLB.
 //
-// A scalable-mode IOTLB entry is tagged by domain-id and PASID (36 bits),
+// A scalable-mode IOTLB entry is tagged by domain-id and PASID (36 bits;
+// 37 here: first-stage translations of supervisor requests live in an
+// address space of their own, SPACE_SUPERVISOR beside the PASID),
 // but a table entry has 16 bits for its tag, the domain-id in legacy
 // mode.  In scalable mode those 16 bits name an address space instead: a
 // (DID, PASID) pair, given an id on its first translation.  The ids carry
@@ -26,6 +28,14 @@
 
 namespace viommu::vtd {
 
+// The PASID of an address space holds the 20-bit PASID and this bit: a
+// first-stage leaf's permissions depend on the request's privilege, so
+// supervisor requests with PASID p fill and hit the space p |
+// SPACE_SUPERVISOR, which every invalidation of p covers too.
+constexpr uint32_t SPACE_SUPERVISOR = 1u << 20;
+constexpr uint32_t SPACE_PASID_MASK = (SPACE_SUPERVISOR << 1) - 1;
+constexpr unsigned SPACE_PASID_BITS = 21;
+
 struct IotlbSpace {
     uint16_t id = 0;
     uint16_t did = 0;
@@ -46,7 +56,7 @@ public:
 
     static uint64_t key(uint16_t did, uint32_t pasid)
     {
-        return (uint64_t{did} << 20 | (pasid & 0xfffff)) + 1;  // 0: no owner
+        return (uint64_t{did} << SPACE_PASID_BITS | (pasid & SPACE_PASID_MASK)) + 1;  // 0: no owner
     }
     size_t ids() const { return ids_; }
 
@@ -55,7 +65,7 @@ public:
     bool retired(uint16_t id) const { return id >= ids_ || owner_[id].load() == 0; }
     uint16_t did_of(uint16_t id) const
     {
-        return id < ids_ ? static_cast<uint16_t>((owner_[id].load() - 1) >> 20) : 0;
+        return id < ids_ ? static_cast<uint16_t>((owner_[id].load() - 1) >> SPACE_PASID_BITS) : 0;
     }
     bool nested(uint16_t id) const { return id < ids_ && nested_[id].load(); }
     void set_nested(uint16_t id)
@@ -70,7 +80,7 @@ public:
         auto it = by_key_.find(key(did, pasid));
         if (it == by_key_.end())
             return std::nullopt;
-        return IotlbSpace{it->second, did, pasid & 0xfffff};
+        return IotlbSpace{it->second, did, pasid & SPACE_PASID_MASK};
     }
     // Nothing if every id is in use.
     std::optional<IotlbSpace> allocate(uint16_t did, uint32_t pasid)
@@ -84,7 +94,7 @@ public:
         } else {
             return std::nullopt;
         }
-        pasid &= 0xfffff;
+        pasid &= SPACE_PASID_MASK;
         by_key_.emplace(key(did, pasid), id);
         by_domain_[did].push_back(id);
         nested_[id].store(0);
@@ -105,7 +115,7 @@ public:
                 continue;
             owner_[id].store(0);
             by_key_.erase(k);
-            const auto did = static_cast<uint16_t>((k - 1) >> 20);
+            const auto did = static_cast<uint16_t>((k - 1) >> SPACE_PASID_BITS);
             auto &list = by_domain_[did];
             std::erase(list, id);
             if (list.empty())

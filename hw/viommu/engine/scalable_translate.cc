@@ -131,11 +131,12 @@ void Engine::count_pgtt(Pgtt pgtt, unsigned shard)
 
 // First-stage and nested translation.  The IOTLB holds the translations
 // of user-level requests under the address space of (domain-id, PASID)
-// (sm_insert; RID_PASID for requests without PASID); a supervisor request
-// (with PASID and privilege) walks every time, since a first-stage leaf's
-// permissions depend on the privilege level and the IOTLB's entries hold
-// those of user-level walks.  Only requests without PASID go to the
-// per-thread caches (keyed by source-id).  A cached leaf
+// (sm_insert; RID_PASID for requests without PASID), and those of
+// supervisor requests (with PASID and privilege) under a space of their
+// own, since a first-stage leaf's permissions depend on the privilege
+// level (SPACE_SUPERVISOR; invalidations of the PASID cover both).  Only
+// requests without PASID go to the per-thread caches (keyed by
+// source-id).  A cached leaf
 // that does not permit the access is walked again rather than faulted:
 // the leaf of a clean page caches no write permission, and the walk that
 // a write needs sets its D flag.
@@ -145,22 +146,18 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
                                              uint64_t epoch, unsigned shard, VtdTranslation &out)
 {
     DomainStats::Hot &ds_hot = ds.hot[shard];
-    const bool cached = !supervisor;
-    Iotlb::FillToken token{};
     Iotlb::Slot stale;
-    if (cached) {
-        if (auto leaf = sm_lookup(ctx, addr, &stale);
-            leaf && check_access(leaf->perm, access) == VTD_FR_NONE) {
-            count_lookup(true, ds_hot, shard);
-            uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
-            out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-            if (!pasid)
-                remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
-            return VTD_FR_NONE;
-        }
-        count_lookup(false, ds_hot, shard);
-        token = sm_prepare_fill(ctx);
+    if (auto leaf = sm_lookup(ctx, addr, &stale, supervisor);
+        leaf && check_access(leaf->perm, access) == VTD_FR_NONE) {
+        count_lookup(true, ds_hot, shard);
+        uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
+        out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
+        if (!pasid)
+            remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
+        return VTD_FR_NONE;
     }
+    count_lookup(false, ds_hot, shard);
+    const Iotlb::FillToken token = sm_prepare_fill(ctx, supervisor);
     FsWalkResult w = walk_first_stage(host_, f_, ctx, addr, access, supervisor);
     count_walk(addr, w.levels_read, ds_hot, shard);
     stats_.add(Counter::SmFsWalks, 1, shard);
@@ -179,8 +176,7 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
     });
     if (w.fault != VTD_FR_NONE)
         return fault(sid, addr, access, record, w.fault, ctx.fpd, &ds, pasid);
-    if (cached)
-        count_fill(sm_insert(ctx, addr, w.leaf, token, stale), shard);
+    count_fill(sm_insert(ctx, addr, w.leaf, token, stale, supervisor), shard);
     return map_leaf_scalable(sid, addr, access, record, w.leaf, ctx, ds, pasid, !pasid, epoch, out);
 }
 
@@ -222,23 +218,30 @@ VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32
 // through these three, keyed by the (domain-id, PASID) address space that
 // the PASID-based invalidations (P_IOTLB) select; the IOTLB's domain-wide
 // invalidations reach every space of the domain.
-Iotlb::FillToken Engine::sm_prepare_fill(const Context &ctx)
+static uint32_t space_pasid(const Context &ctx, bool supervisor)
 {
-    return iotlb_.prepare_fill(iotlb_.space(ctx.did, ctx.pasid));
+    return ctx.pasid | (supervisor ? SPACE_SUPERVISOR : 0);
 }
 
-std::optional<Leaf> Engine::sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale)
+Iotlb::FillToken Engine::sm_prepare_fill(const Context &ctx, bool supervisor)
 {
-    std::optional<Iotlb::Space> space = iotlb_.find_space(ctx.did, ctx.pasid);
+    return iotlb_.prepare_fill(iotlb_.space(ctx.did, space_pasid(ctx, supervisor)));
+}
+
+std::optional<Leaf> Engine::sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale,
+                                      bool supervisor)
+{
+    std::optional<Iotlb::Space> space = iotlb_.find_space(ctx.did, space_pasid(ctx, supervisor));
     if (!space)
         return std::nullopt;
     return iotlb_.lookup(*space, addr, stale);
 }
 
 Iotlb::InsertResult Engine::sm_insert(const Context &ctx, uint64_t addr, const Leaf &leaf,
-                                      const Iotlb::FillToken &token, const Iotlb::Slot &stale)
+                                      const Iotlb::FillToken &token, const Iotlb::Slot &stale,
+                                      bool supervisor)
 {
-    return iotlb_.insert(iotlb_.space(ctx.did, ctx.pasid), addr, leaf, token,
+    return iotlb_.insert(iotlb_.space(ctx.did, space_pasid(ctx, supervisor)), addr, leaf, token,
                          ctx.pgtt == Pgtt::Nested, stale);
 }
 
