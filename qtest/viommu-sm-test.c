@@ -210,6 +210,35 @@ static void test_second_stage(void)
     sm_stop(&t);
 }
 
+/*
+ * Linux 5.13 to 5.18 set SNP (bit 11) in every second-stage leaf they map
+ * for a coherent device once scalable mode is on, whatever ECAP.SC says
+ * (commit 6c00612d0cba): the DMA must go through on a unit without SC.
+ */
+static void test_second_stage_snp(void)
+{
+    const uint64_t snp = 1ULL << 11;
+    uint64_t qw[8];
+    VtdDomain *d;
+    Sm t;
+
+    sm_start(&t, NULL);
+    g_assert_false(vtd_readq(t.g, VTD_ECAP) & (1ULL << 7));   /* no ECAP.SC */
+    d = vtd_domain_new(t.g, DID, 4);
+    vt_map_rings(&t.e, d, 0);
+    vtd_map(d, BUF_IOVA, t.src, 4096, VTD_PTE_RW | snp, VTD_PAGE_4K);
+    vtd_map(d, BUF_IOVA + 0x10000, t.dst, 4096, VTD_PTE_RW | snp,
+            VTD_PAGE_4K);
+    vtd_sm_pe_second_stage(qw, DID, d);
+    vtd_sm_set_pasid_entry(t.g, vt_sid(0), 0, qw);
+    sm_flush_entry(&t, 0, false);
+    vtd_enable_translation(t.g);
+    sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x3c);
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    g_free(d);
+    sm_stop(&t);
+}
+
 static void test_first_stage(void)
 {
     Sm t;
@@ -946,6 +975,7 @@ typedef struct SmCase {
 static const SmCase cases[] = {
     { "caps", test_caps },
     { "second-stage", test_second_stage },
+    { "second-stage-snp", test_second_stage_snp },
     { "first-stage", test_first_stage },
     { "nested", test_nested, .vtd_only = true },
     { "pass-through", test_pass_through },

@@ -361,9 +361,19 @@ TEST_F(Scalable, SecondStagePgtt)
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
     EXPECT_EQ(h.translate(SID, 0x200000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_P);
     EXPECT_EQ(h.translate(SID, 1ull << 48, VTD_PERM_READ), VTD_FR_SM_ADDR_BEYOND_AW);
-    h.map(ss, 4, 0x3000, 0x7000 | 1ull << 11, 3);  // SNP: reserved
+    // SNP in a leaf: accepted without ECAP.SC in scalable mode (Linux 5.13
+    // to 5.18 set it in every leaf); in a non-leaf entry still reserved.
+    h.map(ss, 4, 0x3000, 0x7000 | 1ull << 11, 3);
+    ASSERT_EQ(h.translate(SID, 0x3000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x7000u);
+    EXPECT_EQ(out.perm, VTD_PERM_RW);
+    const uint64_t pde = h.pte_addr(ss, 4, 0x3000, 2);
+    h.put64(pde, h.get64(pde) | 1ull << 11);
+    t.invalidate_all();
     EXPECT_EQ(h.translate(SID, 0x3000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_RSVD);
-    EXPECT_EQ(json_counter(h.stats(), "pgtt", "second_stage"), 5u);
+    h.put64(pde, h.get64(pde) & ~(1ull << 11));
+    t.invalidate_all();
+    EXPECT_EQ(json_counter(h.stats(), "pgtt", "second_stage"), 6u);
     // SSPTPTR outside RAM.
     t.set_pasid(dir, 0, ScalableTables::second_stage(0x40000000, DID));
     t.invalidate_all();
@@ -732,7 +742,9 @@ TEST_F(Scalable, PasidDirectoryAndTableFaults)
     with(0, 0, VTD_FR_SM_PASID_ENTRY_P, "not present");
     with(0, w[0] | 1u << 10, VTD_FR_SM_PASID_ENTRY_RSVD, "word 0 bits 11:10");
     with(1, w[1] | 1u << 16, VTD_FR_SM_PASID_ENTRY_RSVD, "word 1 bits 22:16");
-    with(1, w[1] | 1u << 24, VTD_FR_SM_PASID_ENTRY_RSVD, "PGSNP without ECAP.SC");
+    with(1, w[1] | 1u << 25, VTD_FR_SM_PASID_ENTRY_RSVD, "word 1 bits 63:25");
+    // PGSNP: accepted without ECAP.SC (Linux 5.13 to 5.18 set it).
+    with(1, w[1] | 1u << 24, VTD_FR_NONE, "PGSNP without ECAP.SC");
     with(2, w[2] | 1u << 1, VTD_FR_SM_PASID_ENTRY_RSVD, "ERE without ECAP.ERS");
     with(2, w[2] | 1ull << 50, VTD_FR_SM_PASID_ENTRY_RSVD, "FSPTPTR above HAW");
     with(3, 1, VTD_FR_SM_PASID_ENTRY_RSVD, "word 3");

@@ -17,11 +17,16 @@ static bool is_leaf(const Features &f, uint64_t pte, unsigned level)
     return level == 1 || ((pte & entry::SL_PS) && (level == 2 || (level == 3 && f.superpage_1g)));
 }
 
-// Reserved bits of a present entry at `level`.
+// Reserved bits of a present entry at `level`.  SNP is reserved without
+// ECAP.SC, except in a leaf of a unit that offers scalable mode: Linux 5.13
+// to 5.18 set it in every leaf they map for a coherent device once
+// scalable mode is on, whatever ECAP.SC says (commit 6c00612d0cba), and
+// every DMA here snoops anyway; intel-iommu accepts it there too.
 static uint64_t reserved_bits(const Features &f, uint64_t pte, unsigned level)
 {
-    uint64_t rsvd = entry::SL_SNP | (f.above_haw() & ~entry::SL_IGNORED);
     bool leaf = is_leaf(f, pte, level);
+    uint64_t rsvd =
+        (leaf && f.scalable_mode ? 0 : entry::SL_SNP) | (f.above_haw() & ~entry::SL_IGNORED);
     if (leaf && f.device_iotlb)
         rsvd &= ~entry::SL_TM;
     if (!leaf && level > 1)

@@ -27,9 +27,12 @@ constexpr uint64_t DIR_FPD = bit(1), DIR_RSVD = mask(11, 2);
 // Word 0: P, FPD, AW, SSEE, PGTT, SSADE, SSPTPTR.
 constexpr uint64_t W0_FPD = bit(1), W0_AW = mask(4, 2), W0_SSEE = bit(5), W0_PGTT = mask(8, 6),
                    W0_SSADE = bit(9), W0_RSVD = mask(11, 10);
-// Word 1: DID; PWSNP (bit 23) is accepted (ECAP.SMPWC), PGSNP and the
-// memory-type fields are reserved (no ECAP.SC, no ECAP.MTS).
-constexpr uint64_t W1_DID = mask(15, 0), W1_RSVD = mask(22, 16) | mask(63, 24);
+// Word 1: DID; PWSNP (bit 23) is accepted (ECAP.SMPWC), and so is PGSNP
+// (bit 24), although without ECAP.SC the specification reserves it:
+// Linux 5.13 to 5.18 set it in the entries of domains managed outside the
+// kernel whatever ECAP.SC says (commit 6c00612d0cba), and every DMA here
+// snoops anyway.  The memory-type fields are reserved (no ECAP.MTS).
+constexpr uint64_t W1_DID = mask(15, 0), W1_PGSNP = bit(24), W1_RSVD = mask(22, 16) | mask(63, 25);
 // Word 2: SRE, FSPM, WPE, EAFE, FSPTPTR; ERE (bit 1) is reserved (no
 // ECAP.ERS).  Bit 5 (bit 133 of the entry) is accepted and ignored: the
 // VT-d 3.0 revision defined it as NXE (No-Execute Enable, XD honoured in
