@@ -120,8 +120,6 @@ static const struct {
     bool ok;
     const char *why;
 } viommu_vtd_unsupported[] = {
-    { "snoop-control", offsetof(IntelIOMMUState, snoop_control), false,
-      "snoop control (ECAP.SC) is not implemented" },
     { "stale-tm", offsetof(IntelIOMMUState, stale_tm), false,
       "transient mappings are reserved since VT-d 3.2 and not implemented "
       "(machine types before 9.2 set stale-tm=on: use a newer q35)" },
@@ -243,6 +241,7 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
      * x-flts=on, and with both stages nested translation (ECAP.NEST).
      */
     cfg.scalable_mode = is->scalable_mode;
+    cfg.snoop_control = is->snoop_control;
     cfg.first_stage = is->flts;
     cfg.second_stage = is->scalable_mode &&
                        (s->second_stage == ON_OFF_AUTO_ON ||

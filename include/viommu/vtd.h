@@ -227,6 +227,8 @@ typedef struct VtdConfig {
     bool     fs1gp;            /* CAP.FS1GP: 1 GiB first-stage pages; needs first_stage */
     uint8_t  pasid_bits;       /* ECAP.PASID, ECAP.PSS = pasid_bits - 1 (1..20): requests
                                 * with PASID; 0 = none.  Needs scalable_mode */
+    bool     snoop_control;    /* ECAP.SC: SNP in second-level leaves and PGSNP honoured
+                                * (every DMA snoops: nothing else changes) */
 } VtdConfig;
 
 /* Fill `cfg` with the defaults: 48-bit, PT on, CM off, DT off, 1 GiB pages

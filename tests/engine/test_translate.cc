@@ -158,6 +158,35 @@ TEST(TranslateConfig, OneGigPageNeedsSllps)
     EXPECT_EQ(h.translate(0x8, 0x40000000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
 }
 
+// ECAP.SC: SNP in a leaf is accepted (and changes nothing: every DMA
+// snoops); in a non-leaf entry it stays reserved.  Without SC it is
+// reserved everywhere (Translate.FaultReasons).
+TEST(TranslateConfig, SnoopControlAcceptsSnpInLeaves)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.snoop_control = true;
+    FakeHost h(8 << 20, c);
+    EXPECT_TRUE(h.mmio64(0x10) & 1ull << 7) << "ECAP.SC";
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x8, pt, 1, 4);
+    h.enable_translation();
+    h.map(pt, 4, 0x1000, 0x5000 | 1ull << 11, 3);
+    h.map(pt, 4, 0x400000, 0x600000 | 1ull << 11, 3, 2);  // 2 MiB leaf
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(0x8, 0x1000, VTD_PERM_WRITE, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x5000u);
+    ASSERT_EQ(h.translate(0x8, 0x400000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0x600000u);
+    // A non-leaf entry with SNP (a region not translated before).
+    h.map(pt, 4, 0x40001000, 0x7000, 3);
+    uint64_t l2 = h.pte_addr(pt, 4, 0x40001000, 2);
+    h.put64(l2, h.get64(l2) | 1ull << 11);
+    EXPECT_EQ(h.translate(0x8, 0x40001000, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_RSVD);
+
+    FakeHost plain(8 << 20, FakeHost::default_config());
+    EXPECT_FALSE(plain.mmio64(0x10) & 1ull << 7) << "no ECAP.SC by default";
+}
+
 TEST_F(Translate, PermissionsAreAndedAcrossLevels)
 {
     h.map(pt, 4, 0x1000, 0x2000, 3);

@@ -842,7 +842,10 @@ struct Host {
             }
             bool leaf =
                 level == 1 || ((e & 0x80) && (level == 2 || (level == 3 && cfg.superpage_1g)));
-            uint64_t allowed = 3 | addr_bits | (leaf && level > 1 ? 0x80 : 0);
+            // SNP in a leaf with ECAP.SC, or on a unit that offers scalable
+            // mode (Linux 5.13-5.18 set it there whatever ECAP.SC says).
+            uint64_t allowed = 3 | addr_bits | (leaf && level > 1 ? 0x80 : 0) |
+                               (leaf && (cfg.snoop_control || cfg.scalable_mode) ? 0x800 : 0);
             if (e & ~allowed)
                 return;
             perm &= e & 3;
@@ -1613,6 +1616,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h.cfg.caching_mode = c0 & 8;
     h.cfg.device_iotlb = c0 & 16;
     h.cfg.superpage_1g = c0 & 32;
+    h.cfg.snoop_control = c1 & 0x10;
     // Small tables: every IOTLB path (sets, ways, eviction) is reached with
     // a few entries, and resetting them is cheap.  The defaults (131072
     // IOTLB entries, 1024 context entries) only cost time here; the context

@@ -212,7 +212,6 @@ def t_properties():
 
 
 REJECTED = [
-    ("snoop-control=on", "snoop control"),
     ("stale-tm=on", "transient"),
     ("x-buggy-eim=on", "machine types before 2.11"),
     ("dma-drain=off", "draining"),
@@ -236,6 +235,19 @@ ECAP_NEST, ECAP_PASID, ECAP_SMTS = 1 << 26, 1 << 40, 1 << 43
 ECAP_SLTS, ECAP_FLTS = 1 << 46, 1 << 47
 CAP_FS1GP = 1 << 56
 RTADDR_TTM_SM, IQA_DW = 1 << 10, 1 << 11
+
+
+ECAP_SC = 1 << 7
+
+
+def t_snoop_control():
+    """snoop-control=on offers ECAP.SC; off by default, as intel-iommu."""
+    for devargs, want in (("viommu-vtd", 0), ("viommu-vtd,snoop-control=on", ECAP_SC),
+                          ("viommu-vtd,x-scalable-mode=on,snoop-control=on", ECAP_SC)):
+        with running(devargs) as vm:
+            ecap = vm.readq(ECAP)
+            check(ecap & ECAP_SC == want,
+                  "%s: ECAP 0x%x, SC should be %d" % (devargs, ecap, want != 0))
 
 
 def t_scalable_options():
@@ -765,6 +777,7 @@ CASES = [
     ("engine configuration errors fail realize", t_bad_engine_config),
     ("scalable-mode options set ECAP/CAP; bad combinations fail with a reason",
      t_scalable_options),
+    ("snoop-control=on offers ECAP.SC", t_snoop_control),
     ("migration keeps RTADDR.TTM and IQA.DW; a legacy destination refuses",
      t_migration_scalable),
     ("a MAP notifier is accepted with first- and second-stage tables, refused without CM",

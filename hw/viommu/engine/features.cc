@@ -103,6 +103,7 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     f.intremap = cfg.intremap;
     f.eim = cfg.eim;
     f.scalable_mode = cfg.scalable_mode;
+    f.snoop_control = cfg.snoop_control;
     f.iec_entries = IEC_ENTRIES;
     if (!from_scalable_config(f, cfg, err))
         return std::nullopt;
@@ -117,7 +118,8 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     // the guest need not flush CPU caches after editing tables.
     f.ecap = bit(ecap::C) | bit(ecap::QI) | uint64_t{f.device_iotlb} << ecap::DT |
              uint64_t{f.intremap} << ecap::IR | uint64_t{f.eim} << ecap::EIM |
-             uint64_t{f.pass_through} << ecap::PT | uint64_t{reg::IVA / 16} << ecap::IRO;
+             uint64_t{f.pass_through} << ecap::PT | uint64_t{f.snoop_control} << ecap::SC |
+             uint64_t{reg::IVA / 16} << ecap::IRO;
     if (f.scalable_mode) {
         // SMPWC: scalable-mode walks are coherent too (PWSNP may be set).
         // RPS: the context entry's RID_PASID is honoured (with PASIDs).

@@ -21,6 +21,7 @@ struct Features {
     bool intremap = false;       // ECAP.IR
     bool eim = false;            // ECAP.EIM
     bool scalable_mode = false;  // ECAP.SMTS (and with it IQA.DW)
+    bool snoop_control = false;  // ECAP.SC
     // What scalable mode offers.
     bool first_stage = false;   // ECAP.FLTS
     bool second_stage = false;  // ECAP.SLTS

@@ -17,16 +17,17 @@ static bool is_leaf(const Features &f, uint64_t pte, unsigned level)
     return level == 1 || ((pte & entry::SL_PS) && (level == 2 || (level == 3 && f.superpage_1g)));
 }
 
-// Reserved bits of a present entry at `level`.  SNP is reserved without
-// ECAP.SC, except in a leaf of a unit that offers scalable mode: Linux 5.13
-// to 5.18 set it in every leaf they map for a coherent device once
-// scalable mode is on, whatever ECAP.SC says (commit 6c00612d0cba), and
-// every DMA here snoops anyway; intel-iommu accepts it there too.
+// Reserved bits of a present entry at `level`.  SNP belongs to leaves and
+// is reserved without ECAP.SC, except on a unit that offers scalable mode:
+// Linux 5.13 to 5.18 set it in every leaf they map for a coherent device
+// once scalable mode is on, whatever ECAP.SC says (commit 6c00612d0cba);
+// intel-iommu accepts it there too.  Every DMA here snoops, so a leaf's
+// SNP changes nothing.
 static uint64_t reserved_bits(const Features &f, uint64_t pte, unsigned level)
 {
     bool leaf = is_leaf(f, pte, level);
-    uint64_t rsvd =
-        (leaf && f.scalable_mode ? 0 : entry::SL_SNP) | (f.above_haw() & ~entry::SL_IGNORED);
+    uint64_t rsvd = (leaf && (f.snoop_control || f.scalable_mode) ? 0 : entry::SL_SNP) |
+                    (f.above_haw() & ~entry::SL_IGNORED);
     if (leaf && f.device_iotlb)
         rsvd &= ~entry::SL_TM;
     if (!leaf && level > 1)
