@@ -362,6 +362,17 @@ static int inv_pin(Mach *m, int n, int want, cpu_set_t *saved)
     return cpu;
 }
 
+/* order[0 .. n - 1]: a random permutation of 0 .. n - 1 */
+static void shuffle(int *order, int n)
+{
+    for (int k = 0; k < n; k++) {
+        int j = rnd() % (k + 1);
+
+        order[k] = order[j];
+        order[j] = k;
+    }
+}
+
 /*
  * Every working set has its own pair of machines (m[2 * set + device]);
  * repetitions go through all sets, kinds and devices in turn, so all see
@@ -380,12 +391,7 @@ static bool inv_measure(Mach *m, ThreadClock *c, const int *set, int nsets,
         int order[IK_ALL];
 
         /* a new order every time: no kind always follows the same one */
-        for (int k = 0; k < nkinds; k++) {
-            int j = rnd() % (k + 1);
-
-            order[k] = order[j];
-            order[j] = k;
-        }
+        shuffle(order, nkinds);
         for (int s = 0; s < nsets; s++) {
             for (int o = 0; o < nkinds; o++) {
                 int k = order[o];
@@ -425,12 +431,7 @@ static bool inv_marginal(Mach *m, ThreadClock *c, int kind, const int *set,
     for (int r = 0; r < reps; r++) {
         int order[MARGINAL_NS];
 
-        for (int k = 0; k < MARGINAL_NS; k++) {
-            int j = rnd() % (k + 1);
-
-            order[k] = order[j];
-            order[j] = k;
-        }
+        shuffle(order, MARGINAL_NS);
         for (int s = 0; s < nsets; s++) {
             for (int o = 0; o < MARGINAL_NS; o++) {
                 int k = order[o], n = marginal_n[k];
