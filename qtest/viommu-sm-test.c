@@ -605,6 +605,61 @@ static void sm_expect_pasid_fault(Sm *t, uint8_t reason, uint32_t pasid,
 }
 
 /*
+ * Privileged requests with PASID through first-stage tables (SRE set):
+ * they reach a supervisor-only page, which user-level requests may not,
+ * and each kind keeps its own IOTLB entries; a leaf moved to another page
+ * is seen by both once a P_IOTLB of the PASID has completed.
+ */
+static void test_pasid_supervisor(void)
+{
+    Sm t;
+    uint64_t qw[8], fs, pa[2], leaf;
+    g_autofree VtdDomain *rid = NULL;
+
+    sm_start_pasid(&t, ",x-flts=on,second-stage=on");
+    pa[0] = sm_page(&t, 0x61);
+    pa[1] = sm_page(&t, 0x62);
+    rid = vtd_domain_new(t.g, DID, 4);
+    vt_map_rings(&t.e, rid, 0);
+    vtd_sm_pe_second_stage(qw, DID, rid);
+    vtd_sm_set_pasid_entry(t.g, SID0, 0, qw);
+    fs = vtd_fs_new(t.g);
+    vtd_fs_map(t.g, fs, BUF_IOVA, pa[0], 4096, VTD_FS_RW);
+    vtd_fs_map(t.g, fs, BUF_IOVA + 0x10000, t.dst, 4096, VTD_FS_RW);
+    leaf = vtd_fs_leaf_gpa(t.g, fs, BUF_IOVA);
+    /* the source page supervisor-only: U/S clear in its leaf */
+    qtest_writeq(t.e.qts, leaf, pa[0] | VTD_FS_P | VTD_FS_RW);
+    vtd_sm_pe_first_stage(qw, DID + 1, fs);
+    qw[2] |= 1;                                     /* SRE */
+    vtd_sm_set_pasid_entry(t.g, SID0, PASID_FS, qw);
+    sm_set_paside(&t, true);
+    sm_flush_all(&t);
+    vtd_enable_translation(t.g);
+
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmphex(sm_pasid_copy(&t, PASID_FS, VIOMMU_DMA_FLAG_PRIV,
+                                      BUF_IOVA, BUF_IOVA + 0x10000, 4096),
+                        ==, VIOMMU_DMA_ST_OK);
+        sm_check_dst(&t, 0x61);
+        g_assert_cmphex(sm_pasid_copy(&t, PASID_FS, 0, BUF_IOVA,
+                                      BUF_IOVA + 0x10000, 8),
+                        ==, VIOMMU_DMA_ST_READ_FAULT);
+        sm_expect_pasid_fault(&t, VTD_FR_SM_FS_USER, PASID_FS, BUF_IOVA);
+    }
+    /* moved, then the PASID's P_IOTLB: the privileged request follows */
+    qtest_writeq(t.e.qts, leaf, pa[1] | VTD_FS_P | VTD_FS_RW);
+    vtd_qi_push(t.g, vtd_desc_piotlb(VTD_PIOTLB_PASID, DID + 1, PASID_FS, 0,
+                                     0, false));
+    g_assert_true(vtd_qi_sync(t.g));
+    g_assert_cmphex(sm_pasid_copy(&t, PASID_FS, VIOMMU_DMA_FLAG_PRIV,
+                                  BUF_IOVA, BUF_IOVA + 0x10000, 4096),
+                    ==, VIOMMU_DMA_ST_OK);
+    sm_check_dst(&t, 0x62);
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    sm_stop(&t);
+}
+
+/*
  * Requests with PASID that fault: each with its scalable-mode reason,
  * recorded with the PASID (PP, PV).  PASID 5 shares PASID 1's PASID table
  * but its entry is clear (59h); PASID 200's directory entry (3) is not
@@ -989,6 +1044,7 @@ static const SmCase cases[] = {
     { "pasid-behind-pass-through", test_pasid_behind_pass_through,
       .vtd_only = true },
     { "pasid-faults", test_pasid_faults, .vtd_only = true },
+    { "pasid-supervisor", test_pasid_supervisor, .vtd_only = true },
     { "pasid-flags", test_pasid_flags },
     { "pasid-in-legacy-mode", test_pasid_in_legacy_mode, .vtd_only = true },
     { "pasid-tables-in-mmio", test_pasid_tables_in_mmio, .vtd_only = true },

@@ -370,6 +370,7 @@ void vtd_iec_flush(VtdGuest *g, bool global, uint16_t index, unsigned im);
 #define VTD_FR_SM_PASID_ENTRY_SRE 0x5d
 #define VTD_FR_SM_SS_ENTRY_P    0x79
 #define VTD_FR_SM_FS_ENTRY_P    0x71
+#define VTD_FR_SM_FS_USER       0x81
 
 /* 256-bit descriptor types */
 #define VTD_INV_PIOTLB      0x6
