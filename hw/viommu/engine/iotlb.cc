@@ -311,14 +311,29 @@ void Iotlb::bump_space(uint16_t id, uint16_t did)
     epoch_bumped();
 }
 
+// The spaces of (did, pasid) that hold entries: its user-level
+// translations and its supervisor ones (SPACE_SUPERVISOR).  Under
+// spaces_lock_.
+unsigned Iotlb::pasid_spaces(uint16_t did, uint32_t pasid, std::array<Space, 2> &out)
+{
+    AddressSpaces *sp = spaces_.load();
+    unsigned n = 0;
+    pasid &= SPACE_SUPERVISOR - 1;
+    for (uint32_t p : {pasid, pasid | SPACE_SUPERVISOR})
+        if (auto s = sp ? sp->find(did, p) : std::nullopt)
+            out[n++] = *s;
+    return n;
+}
+
 void Iotlb::invalidate_pasid(uint16_t did, uint32_t pasid)
 {
     cache_.bump_generation();
     pdes_.bump_generation();
     std::lock_guard guard(spaces_lock_);
-    AddressSpaces *sp = spaces_.load();
-    if (auto s = sp ? sp->find(did, pasid) : std::nullopt)
-        bump_space(s->id, did);
+    std::array<Space, 2> found;
+    const unsigned n = pasid_spaces(did, pasid, found);
+    for (unsigned i = 0; i < n; i++)
+        bump_space(found[i].id, did);
 }
 
 size_t Iotlb::invalidate_pasid_pages(uint16_t did, uint32_t pasid, uint64_t addr, uint64_t pages,
@@ -330,27 +345,32 @@ size_t Iotlb::invalidate_pasid_pages(uint16_t did, uint32_t pasid, uint64_t addr
     cache_.bump_generation();
     pdes_.bump_generation();
     std::lock_guard guard(spaces_lock_);
-    AddressSpaces *sp = spaces_.load();
-    std::optional<Space> s = sp ? sp->find(did, pasid) : std::nullopt;
-    if (!s || pages == 0)
+    std::array<Space, 2> found;
+    const unsigned n = pasid_spaces(did, pasid, found);
+    if (n == 0 || pages == 0)
         return 0;  // nothing of the pair is cached
     if (!ih) {
-        if (!space_pde_epochs_.bump(s->id))
-            epochs_.bump(did);
+        for (unsigned i = 0; i < n; i++)
+            if (!space_pde_epochs_.bump(found[i].id))
+                epochs_.bump(did);
         epoch_bumped();
     }
     const uint8_t levels = levels_cached_.load();
     uint64_t first, last;
     page_range(addr, pages, first, last);
-    const uint64_t probes = probes_for(first, last, levels);
+    const uint64_t probes = probes_for(first, last, levels) * n;
     if (probes > MAX_PAGE_PROBES || (probes > MIN_PROBES && probes > cache_.size())) {
-        bump_space(s->id, did);
+        for (unsigned i = 0; i < n; i++)
+            bump_space(found[i].id, did);
         as_pasid = true;
         return 0;
     }
     if (probes_made)
         *probes_made = probes;
-    return probe_pages(s->id, first, last, levels);
+    size_t dropped = 0;
+    for (unsigned i = 0; i < n; i++)
+        dropped += probe_pages(found[i].id, first, last, levels);
+    return dropped;
 }
 
 }  // namespace viommu::vtd

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -159,7 +160,8 @@ public:
     // P_IOTLB: O(1) for a whole PASID, O(pages) within one (as
     // invalidate_pages; `as_pasid`: the range was too large to probe and
     // the whole PASID went).  Without IH the PASID's paging-structure
-    // entries go too.
+    // entries go too.  Both cover the PASID's supervisor translations
+    // (SPACE_SUPERVISOR) with its user-level ones.
     void invalidate_pasid(uint16_t did, uint32_t pasid);
     size_t invalidate_pasid_pages(uint16_t did, uint32_t pasid, uint64_t addr, uint64_t pages,
                                   bool ih, bool &as_pasid, uint64_t *probes = nullptr);
@@ -259,6 +261,7 @@ private:
                                                          : pde_fresh(tag, e);
     }
     void bump_space(uint16_t id, uint16_t did);
+    unsigned pasid_spaces(uint16_t did, uint32_t pasid, std::array<Space, 2> &out);
     size_t probe_pages(uint16_t tag, uint64_t first, uint64_t last, uint8_t levels);
     static uint64_t probes_for(uint64_t first, uint64_t last, uint8_t levels);
     void recycle_locked();

@@ -10,27 +10,17 @@ uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
 {
     uint64_t probes = 0;
     uint64_t addr = 0, size = uint64_t{1} << f_.aw_bits;
-    // The PASID's user-level and supervisor translations (SPACE_SUPERVISOR).
-    const uint32_t spaces[] = {req.pasid, req.pasid | SPACE_SUPERVISOR};
     if (!req.page_selective) {
         stats_.add(Counter::PasidIotlbPasid);
-        for (uint32_t space : spaces)
-            iotlb_.invalidate_pasid(req.did, space);
+        iotlb_.invalidate_pasid(req.did, req.pasid);
     } else {
         const uint64_t pages = uint64_t{1} << req.am;
         stats_.add(Counter::PasidIotlbPage);
         stats_.add(Counter::PasidIotlbPages, pages);
         bool as_pasid = false;
-        size_t dropped = 0;
         iotlb_.prefetch_pages(req.did, req.addr);
-        for (uint32_t space : spaces) {
-            bool whole = false;
-            uint64_t made = 0;
-            dropped += iotlb_.invalidate_pasid_pages(req.did, space, req.addr, pages, req.ih, whole,
-                                                     &made);
-            as_pasid |= whole;
-            probes += made;
-        }
+        size_t dropped = iotlb_.invalidate_pasid_pages(req.did, req.pasid, req.addr, pages, req.ih,
+                                                       as_pasid, &probes);
         if (as_pasid)
             stats_.add(Counter::PasidIotlbPageAsPasid);
         stats_.add(Counter::PasidIotlbEntriesDropped, dropped);
