@@ -32,7 +32,8 @@ constexpr uint64_t W0_FPD = bit(1), W0_AW = mask(4, 2), W0_SSEE = bit(5), W0_PGT
 // Linux 5.13 to 5.18 set it in the entries of domains managed outside the
 // kernel whatever ECAP.SC says (commit 6c00612d0cba), and every DMA here
 // snoops anyway.  The memory-type fields are reserved (no ECAP.MTS).
-constexpr uint64_t W1_DID = mask(15, 0), W1_PGSNP = bit(24), W1_RSVD = mask(22, 16) | mask(63, 25);
+constexpr uint64_t W1_DID = mask(15, 0), W1_PGSNP = bit(24),
+                   W1_RSVD = (mask(22, 16) | mask(63, 24)) & ~W1_PGSNP;
 // Word 2: SRE, FSPM, WPE, EAFE, FSPTPTR; ERE (bit 1) is reserved (no
 // ECAP.ERS).  Bit 5 (bit 133 of the entry) is accepted and ignored: the
 // VT-d 3.0 revision defined it as NXE (No-Execute Enable, XD honoured in
