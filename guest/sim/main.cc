@@ -334,11 +334,8 @@ int main(int argc, char **argv)
 
     const unsigned online = cpus_online();
     for (const Params &p : runs) {
-        if (!real)
-            break;
-        auto wl = Workload::create(real_thread_config(p), &err);
-        unsigned threads = wl ? wl->info().cpus : 0;  // map-bench: its --threads
-        if (threads > online)
+        const unsigned threads = real_thread_config(p).active_cpus();  // map-bench: --threads
+        if (real && threads > online)
             std::fprintf(stderr,
                          "viommu-sim: --real-threads: %u threads on %u CPUs online: they take "
                          "turns, a preempted lock holder stalls every waiter, and the figures "
