@@ -435,8 +435,7 @@ static bool inv_marginal(Mach *m, ThreadClock *c, int kind, const int *set,
         for (int s = 0; s < nsets; s++) {
             for (int o = 0; o < MARGINAL_NS; o++) {
                 int k = order[o], n = marginal_n[k];
-                VtdDesc desc[64];
-                uint64_t page[64];
+                VtdDesc desc[64];   /* marginal_n[]'s largest */
 
                 /* n distinct pages: each descriptor drops a cached entry */
                 for (int d = 0; d < n; d++) {
@@ -444,10 +443,9 @@ static bool inv_marginal(Mach *m, ThreadClock *c, int kind, const int *set,
 
                     do {
                         desc[d] = inv_desc(kind, set[s]);
-                        page[d] = desc[d].hi;
                         dup = false;
                         for (int e = 0; e < d; e++) {
-                            dup |= page[e] == page[d];
+                            dup |= desc[e].hi == desc[d].hi;
                         }
                     } while (dup);
                 }
