@@ -124,27 +124,29 @@ static uint64_t sm_fs_tables(Sm *t, uint64_t flags)
  * The builder of RID_PASID entries: device dev's PASID-table entry with
  * PGTT pgtt (VTD_PGTT_FS, _SS or _PT) in domain did, over tables of its
  * own that map the device's ring at its GPA, BUF_IOVA to src and BUF_IOVA
- * + 0x10000 to dst (first-stage leaves with fs_flags as well).  Written,
+ * + 0x10000 to dst (their first- or second-stage leaves with leaf_flags as
+ * well).  Written,
  * not flushed.  Returns the first-stage top table (0 otherwise); the
  * second-stage domain goes to *ss (the caller frees it), or is freed here
  * when ss is NULL.
  */
 static uint64_t sm_write_rid_pasid(Sm *t, int dev, int pgtt, uint16_t did,
-                                   uint64_t fs_flags, VtdDomain **ss)
+                                   uint64_t leaf_flags, VtdDomain **ss)
 {
     uint64_t qw[8], top = 0;
     VtdDomain *d = NULL;
 
     switch (pgtt) {
     case VTD_PGTT_FS:
-        top = sm_fs_tables_dev(t, dev, fs_flags);
+        top = sm_fs_tables_dev(t, dev, leaf_flags);
         vtd_sm_pe_first_stage(qw, did, top);
         break;
     case VTD_PGTT_SS:
         d = vtd_domain_new(t->g, did, 4);
         vt_map_rings(&t->e, d, dev);
-        vtd_map(d, BUF_IOVA, t->src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
-        vtd_map(d, BUF_IOVA + 0x10000, t->dst, 4096, VTD_PTE_RW,
+        vtd_map(d, BUF_IOVA, t->src, 4096, VTD_PTE_RW | leaf_flags,
+                VTD_PAGE_4K);
+        vtd_map(d, BUF_IOVA + 0x10000, t->dst, 4096, VTD_PTE_RW | leaf_flags,
                 VTD_PAGE_4K);
         vtd_sm_pe_second_stage(qw, did, d);
         break;
@@ -164,10 +166,10 @@ static uint64_t sm_write_rid_pasid(Sm *t, int dev, int pgtt, uint16_t did,
 }
 
 /* device 0's RID_PASID entry in DID, written and flushed as Linux does */
-static uint64_t sm_rid_pasid(Sm *t, int pgtt, uint64_t fs_flags,
+static uint64_t sm_rid_pasid(Sm *t, int pgtt, uint64_t leaf_flags,
                              VtdDomain **ss)
 {
-    uint64_t top = sm_write_rid_pasid(t, 0, pgtt, DID, fs_flags, ss);
+    uint64_t top = sm_write_rid_pasid(t, 0, pgtt, DID, leaf_flags, ss);
 
     sm_flush_entry(t, 0, pgtt == VTD_PGTT_FS);
     return top;
@@ -217,25 +219,14 @@ static void test_second_stage(void)
  */
 static void test_second_stage_snp(void)
 {
-    const uint64_t snp = 1ULL << 11;
-    uint64_t qw[8];
-    VtdDomain *d;
     Sm t;
 
     sm_start(&t, NULL);
     g_assert_false(vtd_readq(t.g, VTD_ECAP) & (1ULL << 7));   /* no ECAP.SC */
-    d = vtd_domain_new(t.g, DID, 4);
-    vt_map_rings(&t.e, d, 0);
-    vtd_map(d, BUF_IOVA, t.src, 4096, VTD_PTE_RW | snp, VTD_PAGE_4K);
-    vtd_map(d, BUF_IOVA + 0x10000, t.dst, 4096, VTD_PTE_RW | snp,
-            VTD_PAGE_4K);
-    vtd_sm_pe_second_stage(qw, DID, d);
-    vtd_sm_set_pasid_entry(t.g, vt_sid(0), 0, qw);
-    sm_flush_entry(&t, 0, false);
+    sm_rid_pasid(&t, VTD_PGTT_SS, 1ULL << 11, NULL);           /* SNP */
     vtd_enable_translation(t.g);
     sm_copy_check(&t, BUF_IOVA, BUF_IOVA + 0x10000, 0x3c);
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
-    g_free(d);
     sm_stop(&t);
 }
 
