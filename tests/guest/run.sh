@@ -5,7 +5,7 @@
 #
 #   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Seven boots by default, nine known (about 40-80 s each under TCG):
+# Nine boots by default, eleven known (about 40-80 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -40,6 +40,20 @@
 #   vhost-ats   the same with ats=on NICs and viommu-vtd device-iotlb=on: the
 #               guest enables ATS, and the backend's IOTLB is invalidated by
 #               device-IOTLB descriptors (DEVIOTLB_UNMAP notifications).
+#   hotplug     a virtio-blk disk (iommu_platform=on) hot-added to an empty
+#               PCIe root port while the guest runs, used (the host's payload
+#               read, the guest's written and read back, O_DIRECT, checksums
+#               compared with the host's file), removed with device_del, then
+#               a second disk added to the same slot and used the same way;
+#               iommu.strict=1 and interrupt remapping on, so each disk gets a
+#               domain, IRTEs and a context entry, and gives them back at
+#               removal (tests/guest/hotplug.py drives QMP on the guest's cue);
+#               for viommu-vtd the statistics must show a device-selective
+#               context-cache invalidation per removal.
+#   hotplug-sm  the same with the unit in scalable mode (both stages offered,
+#               6.1 maps DMA with first-stage tables) and the lazy policy:
+#               each removal also tears down the disk's RID_PASID entry (a
+#               PASID-cache invalidation).
 # VHOST_NIC_OPTS, VHOST_EAL_ARGS and VHOST_QEMU_ARGS add NIC properties,
 # dpdk-testpmd EAL arguments and QEMU arguments to the vhost boots.
 # Console logs and artefacts are kept in build/guest-tests/<iommu>/.
@@ -50,14 +64,14 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats"
-DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats"
+ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm"
+DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
@@ -101,6 +115,14 @@ FAULT_STATS_CHECKS="stats_schema stats_fault_recorded"
 VHOST_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy vhost_nics iommu_group_net0 iommu_group_net1 ats_net0 ats_net1 vhost_ping vhost_transfer_1to0 vhost_transfer_0to1 no_dmar_faults"
 VHOST_HOST_CHECKS="scenario_completed backend_forwarded qemu_exit_clean"
 VHOST_STATS_CHECKS="stats_schema stats_no_faults stats_vhost_translations stats_vhost_notifications"
+HOTPLUG_ROUNDS=2
+hotplug_round_checks() {  # the guest's checks of round $1
+    echo "hp$1_present iommu_group_hp$1 hp$1_read hp$1_readback hp$1_removed"
+}
+HOTPLUG_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy $(hotplug_round_checks 1) $(hotplug_round_checks 2) no_dmar_faults"
+HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS"
+HOTPLUG_HOST_CHECKS="scenario_completed device_add1 hp1_read_matches_host hp1_write_matches_host device_del1 device_add2 hp2_read_matches_host hp2_write_matches_host device_del2 qemu_exit_clean"
+HOTPLUG_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_hotplug_context"
 
 plan=0
 count_words() { set -- $1; echo $#; }
@@ -124,6 +146,15 @@ for b in vhost vhost-ats; do
     plan=$((plan + $(count_words "$VHOST_GUEST_CHECKS $VHOST_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$VHOST_STATS_CHECKS")))
 done
+
+if wants hotplug; then
+    plan=$((plan + $(count_words "$HOTPLUG_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
+fi
+if wants hotplug-sm; then
+    plan=$((plan + $(count_words "$HOTPLUG_SM_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
+fi
 
 bail() { echo "Bail out! $*"; exit 1; }
 [ -x "$qemu" ] || bail "no QEMU at $qemu (run scripts/fetch-qemu.sh and scripts/build-qemu.sh)."
@@ -421,8 +452,68 @@ wants sm-fs-strict && dma_boot sm-fs-strict strict none first
 wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second
 wants sm-ss-strict && dma_boot sm-ss-strict strict none second
 wants fault && fault_boot
+# The hotplug scenario (see the header): the disks' block nodes exist from
+# the start; hotplug.py adds and removes the devices on the guest's cue.
+hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)
+    local name=$1 sm=${2:-} d=$work/$1 r drv line got want mode=strict kind=hotplug append
+    local -a blockdevs=() disk_sha=() sm_args=()
+    append="viommu.rounds=$HOTPLUG_ROUNDS"
+    if [ -n "$sm" ]; then
+        mode=lazy kind=hotplug-sm
+        sm_args=(--iommu-opts "$(sm_iommu_opts "$sm")")
+        append+=" viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed"
+    fi
+    mkdir -p "$d"
+    for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
+        truncate -s $((4 * MIB))M "$d/disk$r.img"
+        head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk$r.img" conv=notrunc status=none
+        disk_sha[r]=$(head -c $((MIB << 20)) "$d/disk$r.img" | sha256sum | cut -d' ' -f1)
+        blockdevs+=(-blockdev "driver=file,node-name=hpf$r,filename=$d/disk$r.img,cache.direct=on"
+                    -blockdev "driver=raw,node-name=hp$r,file=hpf$r")
+    done
+    python3 "$TOP/tests/guest/hotplug.py" "$work/$name.qmp" "$work/$name.console" \
+        "$HOTPLUG_ROUNDS" $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
+    drv=$!
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo "$kind" || echo none)" \
+        --mode "$mode" --test hotplug --intremap on "${sm_args[@]}" --append "$append" -- \
+        -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 "${blockdevs[@]}"
+    wait "$drv" || true
+    sed 's/^/# hotplug.py: /' "$d/driver.out"
+    if [ -n "$sm" ]; then
+        guest_checks "$name" $HOTPLUG_SM_GUEST_CHECKS
+    else
+        guest_checks "$name" $HOTPLUG_GUEST_CHECKS
+    fi
+    completed_check "$name"
+    for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
+        for a in add del; do
+            line=$(grep -m1 -E "^(ok|fail) device_$a$r - " "$d/driver.out" || true)
+            case $line in
+                "ok "*) tap ok "$name: device_$a$r" "${line#ok device_$a$r - }" ;;
+                "fail "*) tap fail "$name: device_$a$r" "${line#fail device_$a$r - }" ;;
+                *) tap fail "$name: device_$a$r" "hotplug.py did not get there ($(tail -1 "$d/driver.out" 2>/dev/null))" ;;
+            esac
+            [ "$a" = del ] && continue
+            got=$(datum "$work/$name.log" "hp${r}_read_sha256")
+            [ -n "$got" ] && [ "$got" = "${disk_sha[r]}" ] \
+                && tap ok "$name: hp${r}_read_matches_host" "guest read disk $r's $MIB MiB: $got" \
+                || tap fail "$name: hp${r}_read_matches_host" "guest sha256 '${got:-none}', host wrote ${disk_sha[r]}"
+            got=$(datum "$work/$name.log" "hp${r}_write_sha256")
+            want=$(dd if="$d/disk$r.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
+            [ -n "$got" ] && [ "$got" = "$want" ] \
+                && tap ok "$name: hp${r}_write_matches_host" "disk $r holds what the guest wrote: $want" \
+                || tap fail "$name: hp${r}_write_matches_host" "guest wrote sha256 '${got:-none}', disk $r holds $want"
+        done
+    done
+    exit_check "$name"
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" "$kind" $HOTPLUG_STATS_CHECKS
+    return 0
+}
+
 wants vhost && vhost_boot vhost 0
 wants vhost-ats && vhost_boot vhost-ats 1
+wants hotplug && hotplug_boot hotplug
+wants hotplug-sm && hotplug_boot hotplug-sm first
 
 [ "$n" = "$plan" ] || { echo "# internal error: planned $plan checks, ran $n"; failures=$((failures + 1)); }
 echo "# $((n - failures)) of $n checks passed on $iommu; logs in ${work#$TOP/}/"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|dma-xapic|dma-x2apic|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1 STATS.json [GUEST.log]
+  stats_check.py dma|dma-xapic|dma-x2apic|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1|hotplug|hotplug-sm STATS.json [GUEST.log]
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
@@ -25,6 +25,14 @@ dma-sm-first, dma-sm-second: dma in scalable mode, the guest mapping DMA
        show that stage alone; first-stage walks happened with first-stage
        tables only.
 fault: at least one fault was recorded, with reason "read" (0x6).
+hotplug: dma, and stats_hotplug_context: the guest removed a hot-added
+       device once per round (VIOMMU-DATA hpN_read_sha256 lines in GUEST.log)
+       and, each time, cleared its context entry and told the unit with a
+       device-selective context-cache invalidation; the context cache missed
+       for each new device.
+hotplug-sm: the same in scalable mode with first-stage tables (invalidations
+       as for dma-sm-first), and each removal also invalidated the PASID
+       cache for the device's RID_PASID entry.
 vhost-ats0, vhost-ats1: the vhost-user scenario without / with ATS: page
        walks for the backend's IOTLB misses, no fault, and the backend's
        IOTLB invalidated through UNMAP notifications (without ATS) or through
@@ -167,14 +175,15 @@ def main():
 
     schema = s.get("schema")
     check("stats_schema", schema == "viommu-vtd-stats/1", "schema %r" % schema)
-    if kind in ("dma", "dma-xapic", "dma-x2apic", "dma-sm-first", "dma-sm-second"):
+    if kind in ("dma", "dma-xapic", "dma-x2apic", "dma-sm-first", "dma-sm-second", "hotplug",
+                "hotplug-sm"):
         req = get(s, "translate.requests") or 0
         walks = get(s, "translate.page_walks") or 0
         hits = get(s, "iotlb.hits") or 0
         check("stats_translations", req > 0 and walks > 0,
               "translate.requests %d, page_walks %d, iotlb.hits %d" % (req, walks, hits))
         waits = get(s, "queue.waits.total") or 0
-        if kind == "dma-sm-first":
+        if kind in ("dma-sm-first", "hotplug-sm"):
             # 6.1 invalidates first-stage domains with P_IOTLB descriptors
             # (PASID RID_PASID), by page or the whole PASID.
             inv = sum(get(s, "invalidations.pasid_iotlb.%s" % g) or 0 for g in ("pasid", "page"))
@@ -203,6 +212,20 @@ def main():
         check("stats_no_faults", rec == 0, "faults.recorded %s" % rec)
         if kind in ("dma-sm-first", "dma-sm-second"):
             sm_checks(s, kind[len("dma-sm-"):], check)
+        elif kind in ("hotplug", "hotplug-sm"):
+            rounds = sum(1 for k in gdata if k.startswith("hp") and k.endswith("_read_sha256"))
+            dev = get(s, "invalidations.context.device") or 0
+            misses = get(s, "context_cache.misses") or 0
+            pc = sum(get(s, "invalidations.pasid_cache.%s" % g) or 0
+                     for g in ("domain", "pasid", "global"))
+            ok = rounds > 0 and dev >= rounds and misses >= rounds
+            if kind == "hotplug-sm":
+                ok = ok and pc >= rounds
+            check("stats_hotplug_context", ok,
+                  "%d hot-added disks used; context-cache invalidations: device %d, domain %d, "
+                  "global %d; context-cache misses %d; PASID-cache invalidations %d"
+                  % (rounds, dev, get(s, "invalidations.context.domain") or 0,
+                     get(s, "invalidations.context.global") or 0, misses, pc))
         elif kind != "dma":
             ir_checks(s, kind == "dma-x2apic", gdata, check)
     elif kind == "fault":

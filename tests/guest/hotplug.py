@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The host's half of the guest suite's hotplug boot (tests/guest/run.sh).
+
+  hotplug.py QMP-SOCKET CONSOLE-LOG ROUNDS TIMEOUT-S
+
+Follows the guest's console log.  On "VIOMMU-HOTPLUG: want N" it adds
+virtio-blk-pci hpblkN (iommu_platform=on, block node hpN) to root port rp1;
+on "VIOMMU-HOTPLUG: done N" it asks QEMU to remove it (device_del: the guest
+sees the attention button, pciehp powers the slot off) and waits until QEMU
+has deleted it.  It stops at the guest's "VIOMMU-TEST: end" line, after
+TIMEOUT-S seconds, or on QEMU's exit.  One line per action on stdout:
+"ok ACTION - detail" or "fail ACTION - detail".  Each command opens its own
+QMP connection: the suite asks QMP too once the guest ends.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from qmp import QMP, QMPError  # noqa: E402
+
+
+def qmp(sock, name, **args):
+    q = QMP(sock, timeout=10, wait=5)
+    try:
+        return q.cmd(name, **args)
+    finally:
+        q.sock.close()
+
+
+def present(sock, dev_id):
+    """Whether QEMU still has the device (query-pci below every bridge)."""
+    def walk(devices):
+        for d in devices:
+            if d.get("qdev_id") == dev_id:
+                return True
+            bridge = d.get("pci_bridge", {})
+            if walk(bridge.get("devices", [])):
+                return True
+        return False
+    return any(walk(bus.get("devices", [])) for bus in qmp(sock, "query-pci"))
+
+
+def report(ok, action, detail):
+    print("%s %s - %s" % ("ok" if ok else "fail", action, detail), flush=True)
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__.strip().splitlines()[2].strip())
+    sock, log, rounds, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    deadline = time.monotonic() + timeout
+    seen = 0  # console lines handled so far
+    while time.monotonic() < deadline:
+        try:
+            with open(log, errors="replace") as f:
+                lines = [line.rstrip("\r\n") for line in f]
+        except OSError:
+            lines = []
+        for line in lines[seen:]:
+            seen += 1
+            if line.startswith("VIOMMU-TEST: end"):
+                return
+            if not line.startswith("VIOMMU-HOTPLUG: "):
+                continue
+            what, n = line.split()[1:3]
+            dev = "hpblk" + n
+            if int(n) > rounds:
+                report(False, "device_" + what + n, "the guest asked for round %s of %d" % (n, rounds))
+                continue
+            try:
+                if what == "want":
+                    qmp(sock, "device_add", driver="virtio-blk-pci", id=dev, bus="rp1",
+                        drive="hp" + n, iommu_platform=True, **{"disable-legacy": "on"})
+                    report(True, "device_add" + n, "%s on rp1, drive hp%s" % (dev, n))
+                elif what == "done":
+                    qmp(sock, "device_del", id=dev)
+                    t0 = time.monotonic()
+                    while present(sock, dev) and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                    gone = not present(sock, dev)
+                    report(gone, "device_del" + n, "%s %s after %.1f s" % (
+                        dev, "deleted" if gone else "still present", time.monotonic() - t0))
+            except QMPError as e:
+                report(False, "device_%s%s" % (what, n), str(e))
+        if lines and not os.path.exists(sock):
+            return
+        time.sleep(0.2)
+    report(False, "timeout", "no end line in %s after %.0f s" % (log, timeout))
+
+
+if __name__ == "__main__":
+    main()
