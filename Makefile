@@ -6,8 +6,8 @@
 #   make check   all tests; last line "N passed, N failed"
 #   make bench   benchmarks (reports, not pass/fail)
 #   make report  contention simulation report: build/report/report.md + SVG plots
-#   make fuzz    every fuzz target (engine, iova, QEMU generic-fuzz), FUZZ_TIME s each (docs/fuzzing.rst)
-#   make check-sanitize  qtest and glue suites against an ASan+UBSan QEMU (build/qemu-fuzz)
+#   make fuzz    every fuzz target (engine, iova, trace, QEMU generic-fuzz in legacy and scalable mode), FUZZ_TIME s each (docs/fuzzing.rst)
+#   make check-sanitize  qtest and glue suites and guest boots against an ASan+UBSan QEMU (build/qemu-fuzz)
 #   make qemu    only build build/qemu-system-x86_64
 #
 # Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
@@ -62,11 +62,13 @@ fuzz:
 	@if [[ " $${FUZZ_TARGETS:-qemu} " == *" qemu "* ]]; then bash scripts/setup-host.sh qemu; fi
 	@FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
 
-# The qtest and glue suites against an ASan+UBSan build of QEMU with our
-# overlay (build/qemu-fuzz, clang); not part of check (a second QEMU build).
+# The qtest and glue suites and four guest boots against an ASan+UBSan build
+# of QEMU with our overlay (build/qemu-fuzz, clang); not part of check (a
+# second QEMU build).
 check-sanitize:
 	@bash scripts/setup-host.sh fuzz
 	@bash scripts/setup-host.sh qemu
+	@bash scripts/setup-host.sh guest
 	@bash scripts/check-sanitize.sh
 
 clean:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make check-sanitize: the viommu qtest suite and the glue suite against QEMU
-# built with AddressSanitizer and UndefinedBehaviorSanitizer (build/qemu-fuzz,
-# clang; scripts/build-qemu-fuzz.sh).  Any sanitizer report fails the case it
+# make check-sanitize: the viommu qtest suite, the glue suite and four guest
+# boots (SANITIZE_GUEST_BOOTS) against QEMU built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (build/qemu-fuzz, clang; scripts/build-qemu-fuzz.sh).  Any sanitizer report fails the case it
 # happened in: UBSan halts, ASan aborts.  Leak detection is off: QEMU itself
 # leaves allocations behind at exit.  Logs: build/check-logs/sanitize-*.
 set -euo pipefail
@@ -19,6 +19,9 @@ bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-system-x86_64 $qtests
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+# Linux guests behind the unit: DMA through virtio rings, MSIs through
+# interrupt remapping, devices removed while the guest runs.
+SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,sm-fs-lazy,hotplug,hotplug-sm}
 status=0
 say "sanitize: qtest suite viommu (ASan+UBSan)"
 "$obj/pyvenv/bin/meson" test -C "$obj" --no-rebuild --print-errorlogs --suite viommu \
@@ -27,7 +30,11 @@ grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout):' "$logs/sanit
 say "sanitize: glue suite (ASan+UBSan)"
 QEMU=$obj/qemu-system-x86_64 bash "$TOP/tests/glue/run.sh" > "$logs/sanitize-glue.tap" 2>&1 || status=1
 echo "    $(grep -c '^ok' "$logs/sanitize-glue.tap") ok, $(grep -c '^not ok' "$logs/sanitize-glue.tap") not ok"
+say "sanitize: guest boots $SANITIZE_GUEST_BOOTS (ASan+UBSan QEMU, TCG)"
+QEMU=$obj/qemu-system-x86_64 bash "$TOP/tests/guest/run.sh" --only "$SANITIZE_GUEST_BOOTS" \
+    > "$logs/sanitize-guest.tap" 2>&1 || status=1
+echo "    $(grep -c '^ok' "$logs/sanitize-guest.tap") ok, $(grep -c '^not ok' "$logs/sanitize-guest.tap") not ok"
 grep -h -m5 -E 'runtime error|AddressSanitizer' "$logs/sanitize-qtest.log" "$logs/sanitize-glue.tap" \
-    "$obj"/meson-logs/testlog.txt 2>/dev/null | sed 's/^/    /' || true
+    "$obj"/meson-logs/testlog.txt "$BUILD"/guest-tests/viommu-vtd/*.stderr 2>/dev/null | sed 's/^/    /' || true
 [ $status = 0 ] || die "a sanitizer run failed; logs in build/check-logs/sanitize-*."
-say "sanitize: qtest and glue suites passed under ASan+UBSan"
+say "sanitize: qtest and glue suites and the guest boots passed under ASan+UBSan"

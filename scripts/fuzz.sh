@@ -9,9 +9,12 @@
 #           on a q35 machine with viommu-vtd, viommu-dma and a virtio-net NIC
 #           (iommu_platform=on) behind it: MMIO/PIO, PCI config, DMA and guest
 #           memory together
+#   qemu-sm the same harness with viommu-vtd in scalable mode: first- and
+#           second-stage tables, nested translation, requests with PASID,
+#           interrupt remapping, device-IOTLB invalidations, caching mode
 #
 #   FUZZ_TIME=60                seconds per target
-#   FUZZ_TARGETS="engine iova trace qemu"
+#   FUZZ_TARGETS="engine iova trace qemu qemu-sm"
 #   FUZZ_OPTS=""                more libFuzzer options for engine, iova, trace
 # New inputs go to build/fuzz/corpus/<target>/, crashes and failed oracles to
 # build/fuzz/artifacts/<target>/; the script fails if a target left one.
@@ -20,11 +23,15 @@ set -euo pipefail
 
 time=${FUZZ_TIME:-60}
 FUZZ_OPTS=${FUZZ_OPTS:-}
-targets=${FUZZ_TARGETS:-engine iova trace qemu}
+targets=${FUZZ_TARGETS:-engine iova trace qemu qemu-sm}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-# The generic-fuzz configuration (docs/fuzzing.rst).
-QEMU_FUZZ_ARGS=${QEMU_FUZZ_ARGS:-"-M q35,kernel-irqchip=split -m 64M -nodefaults -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu -device viommu-vtd -device viommu-dma,addr=04.0 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,iommu_platform=on,disable-legacy=on,addr=05.0"}
+# The generic-fuzz configurations (docs/fuzzing.rst): the machine, then
+# viommu-vtd's options for qemu and for qemu-sm.
+qemu_machine="-M q35,kernel-irqchip=split -m 64M -nodefaults -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu"
+qemu_devices="-device viommu-dma,addr=04.0 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,iommu_platform=on,disable-legacy=on,addr=05.0"
+QEMU_FUZZ_ARGS=${QEMU_FUZZ_ARGS:-"$qemu_machine -device viommu-vtd $qemu_devices"}
+QEMU_FUZZ_SM_ARGS=${QEMU_FUZZ_SM_ARGS:-"$qemu_machine -device viommu-vtd,x-scalable-mode=on,x-flts=on,second-stage=on,x-pasid-mode=on,intremap=on,device-iotlb=on,caching-mode=on $qemu_devices,ats=on"}
 QEMU_FUZZ_OBJECTS=${QEMU_FUZZ_OBJECTS:-"viommu-vtd viommu-dma* virtio*"}
 export QEMU_FUZZ_ARGS QEMU_FUZZ_OBJECTS
 
@@ -72,12 +79,15 @@ for t in $targets; do
         [ "$t" = trace ] || opts+=(-entropic=0)
         run_libfuzzer "$t" "$BUILD/fuzz/tests/fuzz/$t-fuzz" "" "$TOP/tests/fuzz/corpus/$t" "${opts[@]}" $FUZZ_OPTS
         ;;
-    qemu)
+    qemu|qemu-sm)
         bash "$TOP/scripts/fetch-qemu.sh"
         bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-fuzz-x86_64
-        run_libfuzzer qemu "$BUILD/qemu-fuzz/qemu-fuzz-x86_64" --fuzz-target=generic-fuzz ""
+        args=$QEMU_FUZZ_ARGS
+        [ "$t" = qemu ] || args=$QEMU_FUZZ_SM_ARGS
+        QEMU_FUZZ_ARGS=$args run_libfuzzer "$t" "$BUILD/qemu-fuzz/qemu-fuzz-x86_64" \
+            --fuzz-target=generic-fuzz ""
         ;;
-    *) die "unknown fuzz target '$t' (engine, iova, qemu)" ;;
+    *) die "unknown fuzz target '$t' (engine, iova, trace, qemu, qemu-sm)" ;;
     esac
 done
 [ $failed = 0 ] || die "a fuzz target found something; see build/fuzz/artifacts/."
