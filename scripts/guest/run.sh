@@ -5,12 +5,13 @@
 #   run.sh [options] [-- extra QEMU arguments]
 #     --iommu none|intel-iommu|viommu-vtd   the IOMMU in front of PCI (default intel-iommu)
 #     --mode lazy|strict      guest TLB invalidation policy (strict adds iommu.strict=1)
-#     --test NAME             guest scenario: boot, dma, fault, vhost, hotplug, shell (default boot)
+#     --test NAME             guest scenario: boot, dma, fault, vhost, hotplug, reboot, shell (default boot)
 #     --smp N                 vCPUs (default 2)       --mem MIB  guest RAM (default 1024)
 #     --timeout S             kill QEMU after S seconds (default 300)
 #     --qmp PATH              QMP server on the unix socket PATH
 #     --hold                  keep QEMU up after the guest powers off, until a QMP
 #                             'quit' (needs --qmp; the timeout still applies)
+#     --reboot                a guest reboot resets the machine (without it QEMU exits)
 #     --disk FILE             virtio-blk disk (raw) behind the IOMMU
 #     --net                   virtio-net NIC (QEMU user networking) behind the IOMMU
 #     --port N                host TCP port the guest reaches as 10.0.2.2:N
@@ -29,7 +30,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-iommu=intel-iommu mode=lazy test=boot smp=2 mem=1024 timeout_s=300 qmp= hold=0
+iommu=intel-iommu mode=lazy test=boot smp=2 mem=1024 timeout_s=300 qmp= hold=0 reboot=0
 disk= net=0 port= mib=4 edu=0 intremap= x2apic=0 iommu_opts= append= log= quiet=0
 usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || die "run.sh: option $1 needs a value."; }
@@ -43,6 +44,7 @@ while [ $# -gt 0 ]; do
         --timeout) need "$@"; timeout_s=$2; shift 2 ;;
         --qmp) need "$@"; qmp=$2; shift 2 ;;
         --hold) hold=1; shift ;;
+        --reboot) reboot=1; shift ;;
         --disk) need "$@"; disk=$2; shift 2 ;;
         --net) net=1; shift ;;
         --port) need "$@"; port=$2; shift 2 ;;
@@ -116,7 +118,7 @@ else
     smp_args=(-smp "$smp")
 fi
 args=(-accel "$accel" -M q35,kernel-irqchip=split -m "$mem" "${smp_args[@]}"
-      -nodefaults -display none -no-reboot
+      -nodefaults -display none
       -L /usr/share/seabios -L /usr/lib/ipxe/qemu -L /usr/share/qemu
       -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$cmdline")
 if [ "$test" = shell ]; then
@@ -129,6 +131,7 @@ if [ -n "$qmp" ]; then
     args+=(-qmp "unix:$qmp,server=on,wait=off")
 fi
 [ "$hold" = 1 ] && args+=(-no-shutdown)
+[ "$reboot" = 1 ] || args+=(-no-reboot)
 # The IOMMU comes first, before any PCI device it translates for.
 # viommu-vtd's own default (intremap=off) is left alone unless IR is wanted.
 ir_opts=

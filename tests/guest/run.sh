@@ -5,7 +5,7 @@
 #
 #   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Nine boots by default, eleven known (about 40-80 s each under TCG):
+# Ten boots by default, twelve known (about 40-80 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -54,6 +54,11 @@
 #               6.1 maps DMA with first-stage tables) and the lazy policy:
 #               each removal also tears down the disk's RID_PASID entry (a
 #               PASID-cache invalidation).
+#   reboot      the virtio-blk half of dma-lazy (strict, interrupt remapping
+#               on), then the guest reboots with the IOMMU translating and
+#               remapping: the warm reset must leave nothing behind, and the
+#               second boot runs the same checks (boot2_*) on a unit it
+#               finds as at power-on.
 # VHOST_NIC_OPTS, VHOST_EAL_ARGS and VHOST_QEMU_ARGS add NIC properties,
 # dpdk-testpmd EAL arguments and QEMU arguments to the vhost boots.
 # Console logs and artefacts are kept in build/guest-tests/<iommu>/.
@@ -64,14 +69,14 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm"
-DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm"
+ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot"
+DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,65p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
@@ -123,6 +128,10 @@ HOTPLUG_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy $(hotplug_roun
 HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS"
 HOTPLUG_HOST_CHECKS="scenario_completed device_add1 hp1_read_matches_host hp1_write_matches_host device_del1 device_add2 hp2_read_matches_host hp2_write_matches_host device_del2 qemu_exit_clean"
 HOTPLUG_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_hotplug_context"
+REBOOT_BOOT_CHECKS="dmar_enabled queued_invalidation tlb_policy unit_found_reset ir_enabled ir_ioapic blk_present iommu_group_blk blk_read blk_write blk_readback ir_msix_blk no_dmar_faults"
+REBOOT_GUEST_CHECKS="$REBOOT_BOOT_CHECKS reboot_mark $(for c in $REBOOT_BOOT_CHECKS; do printf 'boot2_%s ' "$c"; done)"
+REBOOT_HOST_CHECKS="rebooted scenario_completed blk_read_matches_host boot2_blk_read_matches_host boot2_blk_write_matches_host qemu_exit_clean"
+REBOOT_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_reboot"
 
 plan=0
 count_words() { set -- $1; echo $#; }
@@ -150,6 +159,10 @@ done
 if wants hotplug; then
     plan=$((plan + $(count_words "$HOTPLUG_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
+fi
+if wants reboot; then
+    plan=$((plan + $(count_words "$REBOOT_GUEST_CHECKS $REBOOT_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$REBOOT_STATS_CHECKS")))
 fi
 if wants hotplug-sm; then
     plan=$((plan + $(count_words "$HOTPLUG_SM_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
@@ -510,10 +523,44 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
     return 0
 }
 
+# The reboot scenario (see the header): one QEMU, two boots, one disk.
+reboot_boot() {
+    local name=reboot d=$work/reboot got want log
+    mkdir -p "$d"
+    truncate -s $((4 * MIB))M "$d/disk.img"
+    head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk.img" conv=notrunc status=none
+    local disk_sha; disk_sha=$(head -c $((MIB << 20)) "$d/disk.img" | sha256sum | cut -d' ' -f1 || true)
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reboot || echo none)" \
+        --mode strict --test reboot --reboot --intremap on --disk "$d/disk.img" --append "viommu.ir=xapic"
+    log=$work/$name.log
+    guest_checks "$name" $REBOOT_GUEST_CHECKS
+    # the second boot began after the first one's reset
+    if grep -q '^VIOMMU-REBOOT: resetting' "$log" && [ "$(grep -c '^VIOMMU-TEST: begin' "$log")" = 2 ] \
+        && grep -q '^VIOMMU-REBOOT: second boot' "$log"; then
+        tap ok "$name: rebooted" "the guest reset the machine with the IOMMU on and booted again behind it"
+    else
+        tap fail "$name: rebooted" "$(grep -c '^VIOMMU-TEST: begin' "$log") boots seen in ${log#$TOP/}"
+    fi
+    completed_check "$name"
+    for p in "" boot2_; do
+        got=$(datum "$log" "${p}blk_read_sha256")
+        [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: ${p}blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
+            || tap fail "$name: ${p}blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $disk_sha"
+    done
+    got=$(datum "$log" boot2_blk_write_sha256)
+    want=$(dd if="$d/disk.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
+    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: boot2_blk_write_matches_host" "disk holds what the second boot wrote: $want" \
+        || tap fail "$name: boot2_blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
+    exit_check "$name"
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" reboot $REBOOT_STATS_CHECKS
+    return 0
+}
+
 wants vhost && vhost_boot vhost 0
 wants vhost-ats && vhost_boot vhost-ats 1
 wants hotplug && hotplug_boot hotplug
 wants hotplug-sm && hotplug_boot hotplug-sm first
+wants reboot && reboot_boot
 
 [ "$n" = "$plan" ] || { echo "# internal error: planned $plan checks, ran $n"; failures=$((failures + 1)); }
 echo "# $((n - failures)) of $n checks passed on $iommu; logs in ${work#$TOP/}/"
