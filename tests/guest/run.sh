@@ -5,7 +5,7 @@
 #
 #   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Ten boots by default, twelve known (about 40-80 s each under TCG):
+# Eleven boots by default, thirteen known (about 40-80 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -47,7 +47,7 @@
 #               a second disk added to the same slot and used the same way;
 #               iommu.strict=1 and interrupt remapping on, so each disk gets a
 #               domain, IRTEs and a context entry, and gives them back at
-#               removal (tests/guest/hotplug.py drives QMP on the guest's cue);
+#               removal (tests/guest/cues.py drives QMP on the guest's cue);
 #               for viommu-vtd the statistics must show a device-selective
 #               context-cache invalidation per removal.
 #   hotplug-sm  the same with the unit in scalable mode (both stages offered,
@@ -59,6 +59,11 @@
 #               remapping: the warm reset must leave nothing behind, and the
 #               second boot runs the same checks (boot2_*) on a unit it
 #               finds as at power-on.
+#   suspend     the same virtio-blk checks, then suspend to RAM (S3) with the
+#               IOMMU translating and remapping; the host wakes the guest over
+#               QMP (tests/guest/cues.py) and the checks run again (s3_*):
+#               QEMU resets the unit on wake-up and the guest's driver must
+#               find it usable again after restoring it.
 # VHOST_NIC_OPTS, VHOST_EAL_ARGS and VHOST_QEMU_ARGS add NIC properties,
 # dpdk-testpmd EAL arguments and QEMU arguments to the vhost boots.
 # Console logs and artefacts are kept in build/guest-tests/<iommu>/.
@@ -69,14 +74,14 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot"
-DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot"
+ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,65p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,70p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
@@ -131,7 +136,11 @@ HOTPLUG_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_
 REBOOT_BOOT_CHECKS="dmar_enabled queued_invalidation tlb_policy unit_found_reset ir_enabled ir_ioapic blk_present iommu_group_blk blk_read blk_write blk_readback ir_msix_blk no_dmar_faults"
 REBOOT_GUEST_CHECKS="$REBOOT_BOOT_CHECKS reboot_mark $(for c in $REBOOT_BOOT_CHECKS; do printf 'boot2_%s ' "$c"; done)"
 REBOOT_HOST_CHECKS="rebooted scenario_completed blk_read_matches_host boot2_blk_read_matches_host boot2_blk_write_matches_host qemu_exit_clean"
-REBOOT_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_reboot"
+REBOOT_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_reinit"
+SUSPEND_BLK_CHECKS="blk_present iommu_group_blk blk_read blk_write blk_readback ir_msix_blk"
+SUSPEND_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy ir_enabled ir_ioapic $SUSPEND_BLK_CHECKS suspended resumed $(for c in $SUSPEND_BLK_CHECKS no_dmar_faults; do printf 's3_%s ' "$c"; done)"
+SUSPEND_HOST_CHECKS="system_wakeup scenario_completed blk_read_matches_host s3_blk_read_matches_host s3_blk_write_matches_host qemu_exit_clean"
+SUSPEND_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_reinit"
 
 plan=0
 count_words() { set -- $1; echo $#; }
@@ -163,6 +172,10 @@ fi
 if wants reboot; then
     plan=$((plan + $(count_words "$REBOOT_GUEST_CHECKS $REBOOT_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$REBOOT_STATS_CHECKS")))
+fi
+if wants suspend; then
+    plan=$((plan + $(count_words "$SUSPEND_GUEST_CHECKS $SUSPEND_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$SUSPEND_STATS_CHECKS")))
 fi
 if wants hotplug-sm; then
     plan=$((plan + $(count_words "$HOTPLUG_SM_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
@@ -466,7 +479,7 @@ wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second
 wants sm-ss-strict && dma_boot sm-ss-strict strict none second
 wants fault && fault_boot
 # The hotplug scenario (see the header): the disks' block nodes exist from
-# the start; hotplug.py adds and removes the devices on the guest's cue.
+# the start; cues.py adds and removes the devices on the guest's cue.
 hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)
     local name=$1 sm=${2:-} d=$work/$1 r drv line got want mode=strict kind=hotplug append
     local -a blockdevs=() disk_sha=() sm_args=()
@@ -484,14 +497,14 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
         blockdevs+=(-blockdev "driver=file,node-name=hpf$r,filename=$d/disk$r.img,cache.direct=on"
                     -blockdev "driver=raw,node-name=hp$r,file=hpf$r")
     done
-    python3 "$TOP/tests/guest/hotplug.py" "$work/$name.qmp" "$work/$name.console" \
+    python3 "$TOP/tests/guest/cues.py" "$work/$name.qmp" "$work/$name.console" \
         "$HOTPLUG_ROUNDS" $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
     drv=$!
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo "$kind" || echo none)" \
         --mode "$mode" --test hotplug --intremap on "${sm_args[@]}" --append "$append" -- \
         -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 "${blockdevs[@]}"
     wait "$drv" || true
-    sed 's/^/# hotplug.py: /' "$d/driver.out"
+    sed 's/^/# cues.py: /' "$d/driver.out"
     if [ -n "$sm" ]; then
         guest_checks "$name" $HOTPLUG_SM_GUEST_CHECKS
     else
@@ -504,7 +517,7 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
             case $line in
                 "ok "*) tap ok "$name: device_$a$r" "${line#ok device_$a$r - }" ;;
                 "fail "*) tap fail "$name: device_$a$r" "${line#fail device_$a$r - }" ;;
-                *) tap fail "$name: device_$a$r" "hotplug.py did not get there ($(tail -1 "$d/driver.out" 2>/dev/null))" ;;
+                *) tap fail "$name: device_$a$r" "cues.py did not get there ($(tail -1 "$d/driver.out" 2>/dev/null))" ;;
             esac
             [ "$a" = del ] && continue
             got=$(datum "$work/$name.log" "hp${r}_read_sha256")
@@ -556,11 +569,51 @@ reboot_boot() {
     return 0
 }
 
+# The suspend scenario (see the header): S3 enabled in the firmware
+# (ICH9-LPC.disable_s3=0), cues.py wakes the guest.
+suspend_boot() {
+    local name=suspend d=$work/suspend got want log line drv
+    mkdir -p "$d"
+    truncate -s $((4 * MIB))M "$d/disk.img"
+    head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk.img" conv=notrunc status=none
+    local disk_sha; disk_sha=$(head -c $((MIB << 20)) "$d/disk.img" | sha256sum | cut -d' ' -f1 || true)
+    python3 "$TOP/tests/guest/cues.py" "$work/$name.qmp" "$work/$name.console" 0 \
+        $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
+    drv=$!
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reboot || echo none)" \
+        --mode strict --test suspend --intremap on --disk "$d/disk.img" --append "viommu.ir=xapic" -- \
+        -global ICH9-LPC.disable_s3=0
+    wait "$drv" || true
+    sed 's/^/# cues.py: /' "$d/driver.out"
+    log=$work/$name.log
+    guest_checks "$name" $SUSPEND_GUEST_CHECKS
+    line=$(grep -m1 -E "^(ok|fail) system_wakeup - " "$d/driver.out" || true)
+    case $line in
+        "ok "*) tap ok "$name: system_wakeup" "${line#ok system_wakeup - }" ;;
+        "fail "*) tap fail "$name: system_wakeup" "${line#fail system_wakeup - }" ;;
+        *) tap fail "$name: system_wakeup" "cues.py did not get there ($(tail -1 "$d/driver.out" 2>/dev/null))" ;;
+    esac
+    completed_check "$name"
+    for p in "" s3_; do
+        got=$(datum "$log" "${p}blk_read_sha256")
+        [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: ${p}blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
+            || tap fail "$name: ${p}blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $disk_sha"
+    done
+    got=$(datum "$log" s3_blk_write_sha256)
+    want=$(dd if="$d/disk.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
+    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: s3_blk_write_matches_host" "disk holds what the guest wrote after resuming: $want" \
+        || tap fail "$name: s3_blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
+    exit_check "$name"
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" reboot $SUSPEND_STATS_CHECKS
+    return 0
+}
+
 wants vhost && vhost_boot vhost 0
 wants vhost-ats && vhost_boot vhost-ats 1
 wants hotplug && hotplug_boot hotplug
 wants hotplug-sm && hotplug_boot hotplug-sm first
 wants reboot && reboot_boot
+wants suspend && suspend_boot
 
 [ "$n" = "$plan" ] || { echo "# internal error: planned $plan checks, ran $n"; failures=$((failures + 1)); }
 echo "# $((n - failures)) of $n checks passed on $iommu; logs in ${work#$TOP/}/"

@@ -30,9 +30,10 @@ hotplug: dma, and stats_hotplug_context: the guest removed a hot-added
        and, each time, cleared its context entry and told the unit with a
        device-selective context-cache invalidation; the context cache missed
        for each new device.
-reboot: dma, and stats_reboot: at least two global context-cache
-       invalidations (each boot's driver sets the root table and invalidates
-       every context; counters survive the reset).
+reboot: dma, and stats_reinit: at least two global context-cache
+       invalidations (each boot's driver, and the driver resuming from S3,
+       sets the root table and invalidates every context; counters survive a
+       reset).  The suspend boot uses this kind too.
 hotplug-sm: the same in scalable mode with first-stage tables (invalidations
        as for dma-sm-first), and each removal also invalidated the PASID
        cache for the device's RID_PASID entry.
@@ -217,8 +218,8 @@ def main():
             sm_checks(s, kind[len("dma-sm-"):], check)
         elif kind == "reboot":
             glob = get(s, "invalidations.context.global") or 0
-            check("stats_reboot", glob >= 2,
-                  "%d global context-cache invalidations (want one per boot, 2 at least); "
+            check("stats_reinit", glob >= 2,
+                  "%d global context-cache invalidations (want one per boot or resume, 2 at least); "
                   "translate.requests %d" % (glob, get(s, "translate.requests") or 0))
         elif kind in ("hotplug", "hotplug-sm"):
             rounds = sum(1 for k in gdata if k.startswith("hp") and k.endswith("_read_sha256"))

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The host's half of the guest suite's hotplug boot (tests/guest/run.sh).
+"""The host's half of the guest suite's boots that need QMP on the guest's cue
+(tests/guest/run.sh: hotplug, hotplug-sm, suspend).
 
-  hotplug.py QMP-SOCKET CONSOLE-LOG ROUNDS TIMEOUT-S
+  cues.py QMP-SOCKET CONSOLE-LOG ROUNDS TIMEOUT-S
 
-Follows the guest's console log.  On "VIOMMU-HOTPLUG: want N" it adds
-virtio-blk-pci hpblkN (iommu_platform=on, block node hpN) to root port rp1;
-on "VIOMMU-HOTPLUG: done N" it asks QEMU to remove it (device_del: the guest
-sees the attention button, pciehp powers the slot off) and waits until QEMU
-has deleted it.  It stops at the guest's "VIOMMU-TEST: end" line, after
-TIMEOUT-S seconds, or on QEMU's exit.  One line per action on stdout:
-"ok ACTION - detail" or "fail ACTION - detail".  Each command opens its own
-QMP connection: the suite asks QMP too once the guest ends.
+Follows the guest's console log:
+- "VIOMMU-HOTPLUG: want N": adds virtio-blk-pci hpblkN (iommu_platform=on,
+  block node hpN) to root port rp1;
+- "VIOMMU-HOTPLUG: done N": removes it (device_del: the guest's hotplug
+  driver ejects it) and waits until QEMU has deleted it;
+- "VIOMMU-SUSPEND: sleeping": waits until QEMU reports the guest suspended,
+  then wakes it (system_wakeup).
+It stops at the guest's "VIOMMU-TEST: end" line, after TIMEOUT-S seconds, or
+on QEMU's exit.  One line per action on stdout: "ok ACTION - detail" or
+"fail ACTION - detail".  Each command opens its own QMP connection: the
+suite asks QMP too once the guest ends.
 """
 import os
 import sys
@@ -42,13 +46,33 @@ def present(sock, dev_id):
     return any(walk(bus.get("devices", [])) for bus in qmp(sock, "query-pci"))
 
 
+def wake(sock, deadline):
+    """system_wakeup once QEMU says the guest is suspended (S3)."""
+    t0 = time.monotonic()
+    try:
+        status = None
+        while time.monotonic() < deadline:
+            status = qmp(sock, "query-status").get("status")
+            if status == "suspended":
+                break
+            time.sleep(0.2)
+        if status != "suspended":
+            report(False, "system_wakeup", "QEMU status %r, never 'suspended'" % status)
+            return
+        qmp(sock, "system_wakeup")
+        report(True, "system_wakeup", "suspended %.1f s after the guest's cue, woken"
+               % (time.monotonic() - t0))
+    except QMPError as e:
+        report(False, "system_wakeup", str(e))
+
+
 def report(ok, action, detail):
     print("%s %s - %s" % ("ok" if ok else "fail", action, detail), flush=True)
 
 
 def main():
     if len(sys.argv) != 5:
-        sys.exit(__doc__.strip().splitlines()[2].strip())
+        sys.exit(__doc__.strip().splitlines()[3].strip())
     sock, log, rounds, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     deadline = time.monotonic() + timeout
     seen = 0  # console lines handled so far
@@ -62,6 +86,9 @@ def main():
             seen += 1
             if line.startswith("VIOMMU-TEST: end"):
                 return
+            if line.startswith("VIOMMU-SUSPEND: sleeping"):
+                wake(sock, deadline)
+                continue
             if not line.startswith("VIOMMU-HOTPLUG: "):
                 continue
             what, n = line.split()[1:3]
