@@ -478,10 +478,44 @@ wants sm-fs-strict && dma_boot sm-fs-strict strict none first
 wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second
 wants sm-ss-strict && dma_boot sm-ss-strict strict none second
 wants fault && fault_boot
+# A raw disk of 4 x MIB MiB with MIB MiB of random payload at 0; prints the
+# payload's sha256.
+new_disk() {  # new_disk FILE
+    truncate -s $((4 * MIB))M "$1"
+    head -c $((MIB << 20)) /dev/urandom | dd of="$1" conv=notrunc status=none
+    head -c $((MIB << 20)) "$1" | sha256sum | cut -d' ' -f1
+}
+
+# The disk checks of a scenario in two halves (before and after a reset or
+# a wake-up): each half read the payload, the second half's write is on the
+# disk after QEMU exited.
+two_half_disk_checks() {  # two_half_disk_checks NAME DISK PAYLOAD-SHA SECOND-PREFIX
+    local name=$1 disk=$2 sha=$3 p2=$4 p got want log=$work/$1.log
+    for p in "" "$p2"; do
+        got=$(datum "$log" "${p}blk_read_sha256")
+        [ -n "$got" ] && [ "$got" = "$sha" ] && tap ok "$name: ${p}blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
+            || tap fail "$name: ${p}blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $sha"
+    done
+    got=$(datum "$log" "${p2}blk_write_sha256")
+    want=$(dd if="$disk" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
+    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: ${p2}blk_write_matches_host" "disk holds what the second half wrote: $want" \
+        || tap fail "$name: ${p2}blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
+}
+
+# What tests/guest/cues.py said of ACTION, as a TAP line.
+cue_check() {  # cue_check NAME ACTION CUES-OUTPUT
+    local line; line=$(grep -m1 -E "^(ok|fail) $2 - " "$3" || true)
+    case $line in
+        "ok "*) tap ok "$1: $2" "${line#ok $2 - }" ;;
+        "fail "*) tap fail "$1: $2" "${line#fail $2 - }" ;;
+        *) tap fail "$1: $2" "cues.py did not get there ($(tail -1 "$3" 2>/dev/null))" ;;
+    esac
+}
+
 # The hotplug scenario (see the header): the disks' block nodes exist from
 # the start; cues.py adds and removes the devices on the guest's cue.
 hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)
-    local name=$1 sm=${2:-} d=$work/$1 r drv line got want mode=strict kind=hotplug append
+    local name=$1 sm=${2:-} d=$work/$1 r drv got want mode=strict kind=hotplug append
     local -a blockdevs=() disk_sha=() sm_args=()
     append="viommu.rounds=$HOTPLUG_ROUNDS"
     if [ -n "$sm" ]; then
@@ -491,9 +525,7 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
     fi
     mkdir -p "$d"
     for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
-        truncate -s $((4 * MIB))M "$d/disk$r.img"
-        head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk$r.img" conv=notrunc status=none
-        disk_sha[r]=$(head -c $((MIB << 20)) "$d/disk$r.img" | sha256sum | cut -d' ' -f1)
+        disk_sha[r]=$(new_disk "$d/disk$r.img")
         blockdevs+=(-blockdev "driver=file,node-name=hpf$r,filename=$d/disk$r.img,cache.direct=on"
                     -blockdev "driver=raw,node-name=hp$r,file=hpf$r")
     done
@@ -513,12 +545,7 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
     completed_check "$name"
     for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
         for a in add del; do
-            line=$(grep -m1 -E "^(ok|fail) device_$a$r - " "$d/driver.out" || true)
-            case $line in
-                "ok "*) tap ok "$name: device_$a$r" "${line#ok device_$a$r - }" ;;
-                "fail "*) tap fail "$name: device_$a$r" "${line#fail device_$a$r - }" ;;
-                *) tap fail "$name: device_$a$r" "cues.py did not get there ($(tail -1 "$d/driver.out" 2>/dev/null))" ;;
-            esac
+            cue_check "$name" "device_$a$r" "$d/driver.out"
             [ "$a" = del ] && continue
             got=$(datum "$work/$name.log" "hp${r}_read_sha256")
             [ -n "$got" ] && [ "$got" = "${disk_sha[r]}" ] \
@@ -538,11 +565,9 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
 
 # The reboot scenario (see the header): one QEMU, two boots, one disk.
 reboot_boot() {
-    local name=reboot d=$work/reboot got want log
+    local name=reboot d=$work/reboot log disk_sha
     mkdir -p "$d"
-    truncate -s $((4 * MIB))M "$d/disk.img"
-    head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk.img" conv=notrunc status=none
-    local disk_sha; disk_sha=$(head -c $((MIB << 20)) "$d/disk.img" | sha256sum | cut -d' ' -f1 || true)
+    disk_sha=$(new_disk "$d/disk.img")
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reboot || echo none)" \
         --mode strict --test reboot --reboot --intremap on --disk "$d/disk.img" --append "viommu.ir=xapic"
     log=$work/$name.log
@@ -555,15 +580,7 @@ reboot_boot() {
         tap fail "$name: rebooted" "$(grep -c '^VIOMMU-TEST: begin' "$log") boots seen in ${log#$TOP/}"
     fi
     completed_check "$name"
-    for p in "" boot2_; do
-        got=$(datum "$log" "${p}blk_read_sha256")
-        [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: ${p}blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
-            || tap fail "$name: ${p}blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $disk_sha"
-    done
-    got=$(datum "$log" boot2_blk_write_sha256)
-    want=$(dd if="$d/disk.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
-    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: boot2_blk_write_matches_host" "disk holds what the second boot wrote: $want" \
-        || tap fail "$name: boot2_blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
+    two_half_disk_checks "$name" "$d/disk.img" "$disk_sha" boot2_
     exit_check "$name"
     [ "$iommu" = viommu-vtd ] && stats_checks "$name" reboot $REBOOT_STATS_CHECKS
     return 0
@@ -572,11 +589,9 @@ reboot_boot() {
 # The suspend scenario (see the header): S3 enabled in the firmware
 # (ICH9-LPC.disable_s3=0), cues.py wakes the guest.
 suspend_boot() {
-    local name=suspend d=$work/suspend got want log line drv
+    local name=suspend d=$work/suspend drv disk_sha
     mkdir -p "$d"
-    truncate -s $((4 * MIB))M "$d/disk.img"
-    head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk.img" conv=notrunc status=none
-    local disk_sha; disk_sha=$(head -c $((MIB << 20)) "$d/disk.img" | sha256sum | cut -d' ' -f1 || true)
+    disk_sha=$(new_disk "$d/disk.img")
     python3 "$TOP/tests/guest/cues.py" "$work/$name.qmp" "$work/$name.console" 0 \
         $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
     drv=$!
@@ -585,24 +600,10 @@ suspend_boot() {
         -global ICH9-LPC.disable_s3=0
     wait "$drv" || true
     sed 's/^/# cues.py: /' "$d/driver.out"
-    log=$work/$name.log
     guest_checks "$name" $SUSPEND_GUEST_CHECKS
-    line=$(grep -m1 -E "^(ok|fail) system_wakeup - " "$d/driver.out" || true)
-    case $line in
-        "ok "*) tap ok "$name: system_wakeup" "${line#ok system_wakeup - }" ;;
-        "fail "*) tap fail "$name: system_wakeup" "${line#fail system_wakeup - }" ;;
-        *) tap fail "$name: system_wakeup" "cues.py did not get there ($(tail -1 "$d/driver.out" 2>/dev/null))" ;;
-    esac
+    cue_check "$name" system_wakeup "$d/driver.out"
     completed_check "$name"
-    for p in "" s3_; do
-        got=$(datum "$log" "${p}blk_read_sha256")
-        [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: ${p}blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
-            || tap fail "$name: ${p}blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $disk_sha"
-    done
-    got=$(datum "$log" s3_blk_write_sha256)
-    want=$(dd if="$d/disk.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
-    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: s3_blk_write_matches_host" "disk holds what the guest wrote after resuming: $want" \
-        || tap fail "$name: s3_blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
+    two_half_disk_checks "$name" "$d/disk.img" "$disk_sha" s3_
     exit_check "$name"
     [ "$iommu" = viommu-vtd ] && stats_checks "$name" reboot $SUSPEND_STATS_CHECKS
     return 0
