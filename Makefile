@@ -62,7 +62,7 @@ fuzz:
 	@if [[ " $${FUZZ_TARGETS:-qemu} " == *" qemu "* ]]; then bash scripts/setup-host.sh qemu; fi
 	@FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
 
-# The qtest and glue suites and four guest boots against an ASan+UBSan build
+# The qtest and glue suites and six guest boots against an ASan+UBSan build
 # of QEMU with our overlay (build/qemu-fuzz, clang); not part of check (a
 # second QEMU build).
 check-sanitize:

@@ -5,7 +5,7 @@
 #
 #   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Eleven boots by default, thirteen known (about 40-80 s each under TCG):
+# Twelve boots by default, fourteen known (about 40-80 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -17,6 +17,10 @@
 #   dma-strict  the same with iommu.strict=1 (DMA domains), and interrupt
 #               remapping in x2APIC mode (eim=on): the second vCPU has APIC
 #               ID 256, takes eth0's RX interrupt during the fetch.
+#   dma-cm      dma-strict's checks with the unit in caching mode
+#               (caching-mode=on, as for VFIO) and xAPIC interrupt remapping:
+#               6.1 then also invalidates after every map, and the statistics
+#               must tell those invalidations from the unmaps' ones.
 #   sm-fs-lazy, sm-fs-strict, sm-ss-lazy, sm-ss-strict
 #               the dma data checks (no interrupt remapping) with the unit in
 #               scalable mode (x-scalable-mode=on), lazy or strict: sm-fs-*
@@ -74,14 +78,14 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
-DEFAULT_BOOTS="dma-lazy,dma-strict,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+ALL_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-ss-strict,fault,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,70p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
@@ -121,6 +125,7 @@ FAULT_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy edu_present iomm
 FAULT_HOST_CHECKS="scenario_completed qemu_alive_after_fault qemu_exit_clean"
 DMA_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults"
 IR_STATS_CHECKS="stats_ir_config stats_ir_remapped stats_ir_sources stats_ir_iec"
+CM_STATS_CHECKS="stats_cm_maps"
 FAULT_STATS_CHECKS="stats_schema stats_fault_recorded"
 VHOST_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy vhost_nics iommu_group_net0 iommu_group_net1 ats_net0 ats_net1 vhost_ping vhost_transfer_1to0 vhost_transfer_0to1 no_dmar_faults"
 VHOST_HOST_CHECKS="scenario_completed backend_forwarded qemu_exit_clean"
@@ -144,12 +149,16 @@ SUSPEND_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_
 
 plan=0
 count_words() { set -- $1; echo $#; }
-ir_guest_checks() { [ "$1" = dma-lazy ] && echo "$IR_XAPIC_GUEST_CHECKS" || echo "$IR_X2APIC_GUEST_CHECKS"; }
-for b in dma-lazy dma-strict; do
-    wants "$b" || continue
-    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks "$b") $DMA_HOST_CHECKS")))
+ir_guest_checks() { [ "$1" = xapic ] && echo "$IR_XAPIC_GUEST_CHECKS" || echo "$IR_X2APIC_GUEST_CHECKS"; }
+for b in dma-lazy:xapic dma-strict:x2apic; do
+    wants "${b%:*}" || continue
+    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks "${b#*:}") $DMA_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $IR_STATS_CHECKS")))
 done
+if wants dma-cm; then
+    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks xapic) cm_cap $DMA_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $IR_STATS_CHECKS $CM_STATS_CHECKS")))
+fi
 for b in sm-fs-lazy sm-fs-strict sm-ss-lazy sm-ss-strict; do
     wants "$b" || continue
     plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $SM_GUEST_CHECKS $DMA_HOST_CHECKS")))
@@ -327,8 +336,8 @@ sm_offer() {  # the stages the unit offers with sm_iommu_opts
     case $iommu/$1 in viommu-vtd/first) echo both ;; *) echo "$1" ;; esac
 }
 
-dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second)]
-    local name=$1 mode=$2 ir=$3 sm=${4:-} d=$work/$1 port i want got ir_args sm_args
+dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [CM(0|1)]
+    local name=$1 mode=$2 ir=$3 sm=${4:-} cm=${5:-0} d=$work/$1 port i want got ir_args sm_args
     mkdir -p "$d/srv"
     head -c $((MIB << 20)) /dev/urandom > "$d/srv/payload.bin"
     truncate -s $((4 * MIB))M "$d/disk.img"
@@ -351,6 +360,9 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second)]
     if [ -n "$sm" ]; then
         sm_args=(--iommu-opts "$(sm_iommu_opts "$sm")")
         append+="${append:+ }viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed"
+    elif [ "$cm" = 1 ]; then
+        sm_args=(--iommu-opts caching-mode=on)
+        append+="${append:+ }viommu.cm=1"
     fi
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo dma || echo none)" \
         --mode "$mode" --test dma --disk "$d/disk.img" --net --port "$port" \
@@ -360,7 +372,8 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second)]
     if [ -n "$sm" ]; then
         guest_checks "$name" $DMA_GUEST_CHECKS $SM_GUEST_CHECKS
     else
-        guest_checks "$name" $DMA_GUEST_CHECKS $(ir_guest_checks "$name")
+        guest_checks "$name" $DMA_GUEST_CHECKS $(ir_guest_checks "$ir")
+        [ "$cm" = 0 ] || guest_checks "$name" cm_cap
     fi
     completed_check "$name"
     got=$(datum "$log" blk_read_sha256)
@@ -381,6 +394,8 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second)]
     if [ "$iommu" = viommu-vtd ]; then
         if [ -n "$sm" ]; then
             stats_checks "$name" "dma-sm-$sm" $DMA_STATS_CHECKS $SM_STATS_CHECKS
+        elif [ "$cm" = 1 ]; then
+            stats_checks "$name" "dma-cm" $DMA_STATS_CHECKS $IR_STATS_CHECKS $CM_STATS_CHECKS
         else
             stats_checks "$name" "dma-$ir" $DMA_STATS_CHECKS $IR_STATS_CHECKS
         fi
@@ -473,6 +488,7 @@ vhost_boot() {
 
 wants dma-lazy && dma_boot dma-lazy lazy xapic
 wants dma-strict && dma_boot dma-strict strict x2apic
+wants dma-cm && dma_boot dma-cm strict xapic "" 1
 wants sm-fs-lazy && dma_boot sm-fs-lazy lazy none first
 wants sm-fs-strict && dma_boot sm-fs-strict strict none first
 wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second

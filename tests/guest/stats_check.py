@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|dma-xapic|dma-x2apic|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1|hotplug|hotplug-sm|reboot STATS.json [GUEST.log]
+  stats_check.py dma|dma-xapic|dma-x2apic|dma-cm|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1|hotplug|hotplug-sm|reboot STATS.json [GUEST.log]
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
@@ -16,6 +16,10 @@ dma-xapic, dma-x2apic: dma, and the guest ran with interrupt remapping
        one remapped request; the engine may count more, those that came
        after the guest looked or that the APIC merged); interrupt-entry-cache
        invalidations arrived through the queue and the cache was used.
+dma-cm: dma-xapic, and stats_cm_maps: the unit in caching mode (config
+       caching_mode true) classified page invalidations of the guest's
+       domains both as following a map (pages_mapped: only a caching-mode
+       guest invalidates after mapping) and as following an unmap.
 dma-sm-first, dma-sm-second: dma in scalable mode, the guest mapping DMA
        with first-stage or second-stage tables: its invalidations arrived as
        PASID-based-IOTLB descriptors (first) or IOTLB descriptors and no
@@ -179,7 +183,7 @@ def main():
 
     schema = s.get("schema")
     check("stats_schema", schema == "viommu-vtd-stats/1", "schema %r" % schema)
-    if kind in ("dma", "dma-xapic", "dma-x2apic", "dma-sm-first", "dma-sm-second", "hotplug",
+    if kind in ("dma", "dma-xapic", "dma-x2apic", "dma-cm", "dma-sm-first", "dma-sm-second", "hotplug",
                 "hotplug-sm", "reboot"):
         req = get(s, "translate.requests") or 0
         walks = get(s, "translate.page_walks") or 0
@@ -235,6 +239,15 @@ def main():
                   "global %d; context-cache misses %d; PASID-cache invalidations %d"
                   % (rounds, dev, get(s, "invalidations.context.domain") or 0,
                      get(s, "invalidations.context.global") or 0, misses, pc))
+        elif kind == "dma-cm":
+            ir_checks(s, False, gdata, check)
+            doms = s.get("domains") or []
+            mapped = sum(d.get("pages_mapped") or 0 for d in doms)
+            unmapped = sum(d.get("pages_unmapped") or 0 for d in doms)
+            cm = get(s, "config.caching_mode")
+            check("stats_cm_maps", cm is True and mapped > 0 and unmapped > 0,
+                  "config.caching_mode %s; page invalidations of %d domains: %d pages after a map, "
+                  "%d after an unmap" % (cm, len(doms), mapped, unmapped))
         elif kind != "dma":
             ir_checks(s, kind == "dma-x2apic", gdata, check)
     elif kind == "fault":
