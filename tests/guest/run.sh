@@ -70,7 +70,7 @@
 #               find it usable again after restoring it.
 # VHOST_NIC_OPTS, VHOST_EAL_ARGS and VHOST_QEMU_ARGS add NIC properties,
 # dpdk-testpmd EAL arguments and QEMU arguments to the vhost boots.
-# Console logs and artefacts are kept in build/guest-tests/<iommu>/.
+# Console logs and artefacts are kept in build/guest-tests/<iommu>/ (or GUEST_TESTS_WORK).
 # Exit status non-zero when any check failed.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
@@ -98,7 +98,7 @@ wants() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 runsh=$TOP/scripts/guest/run.sh
 qmppy=$TOP/scripts/qmp.py
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
-work=$BUILD/guest-tests/$iommu
+work=${GUEST_TESTS_WORK:-$BUILD/guest-tests/$iommu}  # GUEST_TESTS_WORK: another directory for a second run beside this one
 MIB=4
 VHOST_KIB=${VHOST_KIB:-128}   # vhost payload each way (see docs/guest.rst, known problems)
 # Diagnostics for the vhost boots (docs/guest.rst, known problems), all empty
