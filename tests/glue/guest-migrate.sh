@@ -5,11 +5,15 @@
 # unit), migrate it to a file as soon as its scenario starts, restore it in a
 # new QEMU and check that the DMA the guest does afterwards still translates:
 # block reads and writes with read-back, network transfers, no DMAR faults.
-# Takes a few minutes under TCG.  QEMU=path overrides the binary.
+# Two configurations, five cases each: legacy mode as the unit defaults to;
+# scalable mode (first-stage tables, both stages offered) with interrupt
+# remapping (xAPIC), so that the PASID-table and interrupt-remapping state
+# cross too.  About 20 s each under TCG.  QEMU=path overrides the binary;
+# MIGRATE_CONFIGS="legacy sm-ir" picks configurations.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 export QEMU=${QEMU:-$TOP/build/qemu-system-x86_64}
-work=$(mktemp -d "${TMPDIR:-/tmp}/viommu-guest-migrate.XXXXXX")
+top_work=$(mktemp -d "${TMPDIR:-/tmp}/viommu-guest-migrate.XXXXXX")
 srv_pid=
 cleanup() { [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; }
 trap cleanup EXIT
@@ -25,7 +29,14 @@ qmp() {  # qmp SOCKET COMMAND [JSON-ARGS]: prints the return value
     python3 "$TOP/scripts/qmp.py" --wait 5 "$@"
 }
 
-echo "1..5"
+migrate_config() {  # migrate_config legacy|sm-ir: five cases
+local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before missing post c
+local -a common opts=()
+case $cfg in
+    legacy) ;;
+    sm-ir) opts=(--intremap on --iommu-opts "x-scalable-mode=on,x-flts=on,second-stage=on"
+                 --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=both iomem=relaxed") ;;
+esac
 mkdir -p "$work/srv"
 truncate -s 64M "$work/disk.img"
 head -c 4M /dev/urandom > "$work/srv/payload.bin"
@@ -33,7 +44,7 @@ python3 "$TOP/scripts/guest/hostserver.py" --dir "$work/srv" --port-file "$work/
 srv_pid=$!
 for ((i = 0; i < 100; i++)); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port" 2>/dev/null || echo 0)
-common=(--iommu "${IOMMU:-viommu-vtd}" --test dma --disk "$work/disk.img" --net --port "$port" --quiet)
+common=(--iommu "${IOMMU:-viommu-vtd}" --test dma --disk "$work/disk.img" --net --port "$port" --quiet "${opts[@]}")
 
 # Source: runs until the guest starts its scenario, then migrates while running
 # (a source stopped first would leave the destination paused).
@@ -46,11 +57,12 @@ for ((i = 0; i < 3600; i++)); do
     sleep 0.1
 done
 if ! grep -q '^VIOMMU-TEST: begin' "$work/src.log" 2>/dev/null; then
-    tap fail "source guest boots behind ${IOMMU:-viommu-vtd}" "no scenario start; log $work/src.log"
-    echo "# remaining cases not run"; for c in 2 3 4 5; do tap fail "case $c (source did not boot)"; done
-    exit 1
+    tap fail "$cfg: source guest boots behind ${IOMMU:-viommu-vtd}" "no scenario start; log $work/src.log"
+    echo "# remaining cases not run"; for c in 2 3 4 5; do tap fail "$cfg: case $c (source did not boot)"; done
+    kill "$srv_pid" 2>/dev/null; srv_pid=
+    return
 fi
-tap ok "source guest boots behind ${IOMMU:-viommu-vtd}"
+tap ok "$cfg: source guest boots behind ${IOMMU:-viommu-vtd}"
 
 ok=1
 qmp "$work/src.qmp" migrate "{\"uri\": \"exec:cat > $work/state\"}" >/dev/null || ok=0
@@ -64,9 +76,9 @@ done
 qmp "$work/src.qmp" quit >/dev/null 2>&1
 wait "$src" 2>/dev/null
 if [ "$ok" = 1 ] && [ -s "$work/state" ]; then
-    tap ok "migration of the running guest to a file completes"
+    tap ok "$cfg: migration of the running guest to a file completes"
 else
-    tap fail "migration of the running guest to a file completes" "status ${st:-none}; $(tail -3 "$work/src.out" | tr '\n' ' ')"
+    tap fail "$cfg: migration of the running guest to a file completes" "status ${st:-none}; $(tail -3 "$work/src.out" | tr '\n' ' ')"
 fi
 
 # Destination: restores the state and lets the guest finish its DMA.
@@ -83,9 +95,9 @@ wait "$dst"
 rc=$?
 after=$(grep -aE '^VIOMMU-(CHECK|DATA|TEST)' "$work/dst.log" 2>/dev/null | tr -d '\r')
 if grep -q '^VIOMMU-TEST: end' <<<"$after"; then
-    tap ok "restored guest resumes and finishes its scenario"
+    tap ok "$cfg: restored guest resumes and finishes its scenario"
 else
-    tap fail "restored guest resumes and finishes its scenario" "exit $rc; log $work/dst.log"
+    tap fail "$cfg: restored guest resumes and finishes its scenario" "exit $rc; log $work/dst.log"
 fi
 # Which DMA checks fall after the switch-over depends on timing: all must pass
 # across both halves, and the restored guest must have done some of them.
@@ -96,15 +108,22 @@ for c in blk_read blk_write blk_readback net_fetch net_upload; do
     elif ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
 done
 if [ -z "$missing" ] && [ -n "$post" ] && ! grep -q '^VIOMMU-CHECK: fail' <<<"$after"; then
-    tap ok "DMA after migration translates (block and network I/O; after switch-over:$post)"
+    tap ok "$cfg: DMA after migration translates (block and network I/O; after switch-over:$post)"
 else
-    tap fail "DMA after migration translates (block and network I/O)" \
+    tap fail "$cfg: DMA after migration translates (block and network I/O)" \
         "not ok:${missing:- none}; after switch-over:${post:- none}; failed: $(grep '^VIOMMU-CHECK: fail' <<<"$after" | tr '\n' ' ')"
 fi
 if grep -q '^VIOMMU-DATA: dmar_faults=0$' <<<"$after" && grep -q '^VIOMMU-TEST: end dma pass' <<<"$after"; then
-    tap ok "no DMAR faults after migration; the guest's scenario passes"
+    tap ok "$cfg: no DMAR faults after migration; the guest's scenario passes"
 else
-    tap fail "no DMAR faults after migration; the guest's scenario passes" "$(grep -E 'dmar_faults|TEST: end' <<<"$after" | tr '\n' ' ')"
+    tap fail "$cfg: no DMAR faults after migration; the guest's scenario passes" "$(grep -E 'dmar_faults|TEST: end' <<<"$after" | tr '\n' ' ')"
 fi
-[ "$failed" = 0 ] && rm -rf "$work"
+kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; srv_pid=
+}
+
+configs=${MIGRATE_CONFIGS:-legacy sm-ir}
+set -- $configs
+echo "1..$((5 * $#))"
+for cfg in $configs; do migrate_config "$cfg"; done
+[ "$failed" = 0 ] && rm -rf "$top_work"
 [ "$failed" = 0 ]
