@@ -55,7 +55,8 @@
 #               for viommu-vtd the statistics must show a device-selective
 #               context-cache invalidation per removal.
 #   hotplug-sm  the same with the unit in scalable mode (both stages offered,
-#               6.1 maps DMA with first-stage tables) and the lazy policy:
+#               6.1 maps DMA with first-stage tables), the lazy policy and
+#               x2APIC interrupt remapping (eim=on, a vCPU at APIC ID 256):
 #               each removal also tears down the disk's RID_PASID entry (a
 #               PASID-cache invalidation).
 #   reboot      the virtio-blk half of dma-lazy (strict, interrupt remapping
@@ -135,7 +136,7 @@ hotplug_round_checks() {  # the guest's checks of round $1
     echo "hp$1_present iommu_group_hp$1 hp$1_read hp$1_readback hp$1_removed"
 }
 HOTPLUG_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy $(hotplug_round_checks 1) $(hotplug_round_checks 2) no_dmar_faults"
-HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS"
+HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS ir_enabled ir_ioapic x2apic_enabled cpu_high_apic"
 HOTPLUG_HOST_CHECKS="scenario_completed device_add1 hp1_read_matches_host hp1_write_matches_host device_del1 device_add2 hp2_read_matches_host hp2_write_matches_host device_del2 qemu_exit_clean"
 HOTPLUG_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_hotplug_context"
 REBOOT_BOOT_CHECKS="dmar_enabled queued_invalidation tlb_policy unit_found_reset ir_enabled ir_ioapic blk_present iommu_group_blk blk_read blk_write blk_readback ir_msix_blk no_dmar_faults"
@@ -533,11 +534,13 @@ cue_check() {  # cue_check NAME ACTION CUES-OUTPUT
 hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)
     local name=$1 sm=${2:-} d=$work/$1 r drv got want mode=strict kind=hotplug append
     local -a blockdevs=() disk_sha=() sm_args=()
+    local -a ir_args=(--intremap on)
     append="viommu.rounds=$HOTPLUG_ROUNDS"
     if [ -n "$sm" ]; then
-        mode=lazy kind=hotplug-sm
+        # scalable mode with x2APIC interrupt remapping (a vCPU at APIC ID 256)
+        mode=lazy kind=hotplug-sm ir_args=(--x2apic)
         sm_args=(--iommu-opts "$(sm_iommu_opts "$sm")")
-        append+=" viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed"
+        append+=" viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed viommu.ir=x2apic"
     fi
     mkdir -p "$d"
     for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
@@ -549,7 +552,7 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
         "$HOTPLUG_ROUNDS" $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
     drv=$!
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo "$kind" || echo none)" \
-        --mode "$mode" --test hotplug --intremap on "${sm_args[@]}" --append "$append" -- \
+        --mode "$mode" --test hotplug "${ir_args[@]}" "${sm_args[@]}" --append "$append" -- \
         -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 "${blockdevs[@]}"
     wait "$drv" || true
     sed 's/^/# cues.py: /' "$d/driver.out"
