@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # make check-sanitize: the viommu qtest suite, the glue suite and six guest
 # boots (SANITIZE_GUEST_BOOTS) against QEMU built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (build/qemu-fuzz, clang; scripts/build-qemu-fuzz.sh).  Any sanitizer report fails the case it
-# happened in: UBSan halts, ASan aborts.  Leak detection is off: QEMU itself
+# UndefinedBehaviorSanitizer (build/qemu-fuzz, clang; scripts/build-qemu-fuzz.sh).
+# Any sanitizer report fails the case it happened in: UBSan halts, ASan aborts.  Leak detection is off: QEMU itself
 # leaves allocations behind at exit.  Logs: build/check-logs/sanitize-*.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

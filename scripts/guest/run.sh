@@ -5,7 +5,7 @@
 #   run.sh [options] [-- extra QEMU arguments]
 #     --iommu none|intel-iommu|viommu-vtd   the IOMMU in front of PCI (default intel-iommu)
 #     --mode lazy|strict      guest TLB invalidation policy (strict adds iommu.strict=1)
-#     --test NAME             guest scenario: boot, dma, fault, vhost, hotplug, reboot, shell (default boot)
+#     --test NAME             guest scenario: boot, dma, fault, vhost, hotplug, reboot, suspend, shell (default boot)
 #     --smp N                 vCPUs (default 2)       --mem MIB  guest RAM (default 1024)
 #     --timeout S             kill QEMU after S seconds (default 300)
 #     --qmp PATH              QMP server on the unix socket PATH

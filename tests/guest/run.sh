@@ -99,7 +99,7 @@ wants() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
 runsh=$TOP/scripts/guest/run.sh
 qmppy=$TOP/scripts/qmp.py
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
-work=${GUEST_TESTS_WORK:-$BUILD/guest-tests/$iommu}  # GUEST_TESTS_WORK: another directory for a second run beside this one
+work=${GUEST_TESTS_WORK:-$BUILD/guest-tests/$iommu}
 MIB=4
 VHOST_KIB=${VHOST_KIB:-128}   # vhost payload each way (see docs/guest.rst, known problems)
 # Diagnostics for the vhost boots (docs/guest.rst, known problems), all empty
@@ -132,19 +132,22 @@ VHOST_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy vhost_nics iommu
 VHOST_HOST_CHECKS="scenario_completed backend_forwarded qemu_exit_clean"
 VHOST_STATS_CHECKS="stats_schema stats_no_faults stats_vhost_translations stats_vhost_notifications"
 HOTPLUG_ROUNDS=2
-hotplug_round_checks() {  # the guest's checks of round $1
-    echo "hp$1_present iommu_group_hp$1 hp$1_read hp$1_readback hp$1_removed"
+prefixed() {  # prefixed PREFIX WORD...: each word with the prefix
+    local p=$1 w; shift
+    for w in "$@"; do printf '%s%s ' "$p" "$w"; done
 }
-HOTPLUG_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy $(hotplug_round_checks 1) $(hotplug_round_checks 2) no_dmar_faults"
-HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS ir_enabled ir_ioapic x2apic_enabled cpu_high_apic"
-HOTPLUG_HOST_CHECKS="scenario_completed device_add1 hp1_read_matches_host hp1_write_matches_host device_del1 device_add2 hp2_read_matches_host hp2_write_matches_host device_del2 qemu_exit_clean"
+BLK_GUEST_CHECKS="blk_present iommu_group_blk blk_read blk_write blk_readback"
+HOTPLUG_ROUND_CHECKS="$BLK_GUEST_CHECKS removed"
+HOTPLUG_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy $(prefixed hp1_ $HOTPLUG_ROUND_CHECKS) $(prefixed hp2_ $HOTPLUG_ROUND_CHECKS) no_dmar_faults"
+HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS ir_enabled ir_ioapic x2apic_enabled cpu_high_apic hp1_ir_msix_blk hp2_ir_msix_blk"
+HOTPLUG_HOST_CHECKS="scenario_completed device_add1 hp1_blk_read_matches_host hp1_blk_write_matches_host device_del1 device_add2 hp2_blk_read_matches_host hp2_blk_write_matches_host device_del2 qemu_exit_clean"
 HOTPLUG_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_hotplug_context"
-REBOOT_BOOT_CHECKS="dmar_enabled queued_invalidation tlb_policy unit_found_reset ir_enabled ir_ioapic blk_present iommu_group_blk blk_read blk_write blk_readback ir_msix_blk no_dmar_faults"
-REBOOT_GUEST_CHECKS="$REBOOT_BOOT_CHECKS reboot_mark $(for c in $REBOOT_BOOT_CHECKS; do printf 'boot2_%s ' "$c"; done)"
+REBOOT_BOOT_CHECKS="dmar_enabled queued_invalidation tlb_policy unit_found_reset ir_enabled ir_ioapic $BLK_GUEST_CHECKS ir_msix_blk no_dmar_faults"
+REBOOT_GUEST_CHECKS="$REBOOT_BOOT_CHECKS reboot_mark $(prefixed boot2_ $REBOOT_BOOT_CHECKS)"
 REBOOT_HOST_CHECKS="rebooted scenario_completed blk_read_matches_host boot2_blk_read_matches_host boot2_blk_write_matches_host qemu_exit_clean"
 REBOOT_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_reinit"
-SUSPEND_BLK_CHECKS="blk_present iommu_group_blk blk_read blk_write blk_readback ir_msix_blk"
-SUSPEND_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy ir_enabled ir_ioapic $SUSPEND_BLK_CHECKS suspended resumed $(for c in $SUSPEND_BLK_CHECKS no_dmar_faults; do printf 's3_%s ' "$c"; done)"
+SUSPEND_BLK_CHECKS="$BLK_GUEST_CHECKS ir_msix_blk"
+SUSPEND_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy ir_enabled ir_ioapic $SUSPEND_BLK_CHECKS suspended resumed $(prefixed s3_ $SUSPEND_BLK_CHECKS no_dmar_faults)"
 SUSPEND_HOST_CHECKS="system_wakeup scenario_completed blk_read_matches_host s3_blk_read_matches_host s3_blk_write_matches_host qemu_exit_clean"
 SUSPEND_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_reinit"
 
@@ -179,6 +182,10 @@ if wants hotplug; then
     plan=$((plan + $(count_words "$HOTPLUG_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
 fi
+if wants hotplug-sm; then
+    plan=$((plan + $(count_words "$HOTPLUG_SM_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
+fi
 if wants reboot; then
     plan=$((plan + $(count_words "$REBOOT_GUEST_CHECKS $REBOOT_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$REBOOT_STATS_CHECKS")))
@@ -186,10 +193,6 @@ fi
 if wants suspend; then
     plan=$((plan + $(count_words "$SUSPEND_GUEST_CHECKS $SUSPEND_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$SUSPEND_STATS_CHECKS")))
-fi
-if wants hotplug-sm; then
-    plan=$((plan + $(count_words "$HOTPLUG_SM_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
-    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
 fi
 
 bail() { echo "Bail out! $*"; exit 1; }
@@ -325,6 +328,41 @@ stats_checks() {  # stats_checks NAME KIND CHECKS...
     done
 }
 
+# A raw disk of 4 x MIB MiB with MIB MiB of random payload at 0; prints the
+# payload's sha256.
+new_disk() {  # new_disk FILE
+    truncate -s $((4 * MIB))M "$1"
+    head -c $((MIB << 20)) /dev/urandom | dd of="$1" conv=notrunc status=none
+    head -c $((MIB << 20)) "$1" | sha256sum | cut -d' ' -f1
+}
+
+# The sha256 of [2 MIB, 3 MIB) MiB of a disk image: what test_blk wrote.
+written_sha() { dd if="$1" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1; }
+
+# A checksum the guest reported (VIOMMU-DATA KEY) against the host's.
+sha_check() {  # sha_check NAME CHECK KEY HOST-SHA WHAT
+    local got; got=$(datum "$work/$1.log" "$3")
+    [ -n "$got" ] && [ "$got" = "$4" ] && tap ok "$1: $2" "$5: $got" \
+        || tap fail "$1: $2" "$5: guest '${got:-none}', host $4"
+}
+
+# The disk checks of test_blk's data under PREFIX: the guest read the
+# host's payload; what it wrote is on the image after QEMU exited.
+disk_checks() {  # disk_checks NAME PREFIX IMAGE PAYLOAD-SHA
+    sha_check "$1" "${2}blk_read_matches_host" "${2}blk_read_sha256" "$4" "${2}read of the host's $MIB MiB"
+    sha_check "$1" "${2}blk_write_matches_host" "${2}blk_write_sha256" "$(written_sha "$3")" "${2}write, on the image"
+}
+
+# What tests/guest/cues.py said of ACTION, as a TAP line.
+cue_check() {  # cue_check NAME ACTION CUES-OUTPUT
+    local line; line=$(grep -m1 -E "^(ok|fail) $2 - " "$3" || true)
+    case $line in
+        "ok "*) tap ok "$1: $2" "${line#ok $2 - }" ;;
+        "fail "*) tap fail "$1: $2" "${line#fail $2 - }" ;;
+        *) tap fail "$1: $2" "cues.py did not get there ($(tail -1 "$3" 2>/dev/null))" ;;
+    esac
+}
+
 # scalable-mode options per stage: what the unit offers, and its properties.
 sm_iommu_opts() {  # sm_iommu_opts first|second
     case $iommu/$1 in
@@ -338,12 +376,10 @@ sm_offer() {  # the stages the unit offers with sm_iommu_opts
 }
 
 dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [CM(0|1)]
-    local name=$1 mode=$2 ir=$3 sm=${4:-} cm=${5:-0} d=$work/$1 port i want got ir_args sm_args
+    local name=$1 mode=$2 ir=$3 sm=${4:-} cm=${5:-0} d=$work/$1 port i want ir_args sm_args
     mkdir -p "$d/srv"
     head -c $((MIB << 20)) /dev/urandom > "$d/srv/payload.bin"
-    truncate -s $((4 * MIB))M "$d/disk.img"
-    head -c $((MIB << 20)) /dev/urandom | dd of="$d/disk.img" conv=notrunc status=none
-    local disk_sha; disk_sha=$(head -c $((MIB << 20)) "$d/disk.img" | sha256sum | cut -d' ' -f1 || true)
+    local disk_sha; disk_sha=$(new_disk "$d/disk.img")
     python3 "$TOP/scripts/guest/hostserver.py" --dir "$d/srv" --port-file "$d/port" --timeout $((BOOT_TIMEOUT + 60)) &
     server_pid=$!
     for ((i = 0; i < 100; i++)); do [ -s "$d/port" ] && break; sleep 0.1; done
@@ -369,7 +405,6 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [
         --mode "$mode" --test dma --disk "$d/disk.img" --net --port "$port" \
         "${ir_args[@]}" "${sm_args[@]}" ${append:+--append "$append"}
     stop_server
-    local log=$work/$name.log
     if [ -n "$sm" ]; then
         guest_checks "$name" $DMA_GUEST_CHECKS $SM_GUEST_CHECKS
     else
@@ -377,20 +412,12 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [
         [ "$cm" = 0 ] || guest_checks "$name" cm_cap
     fi
     completed_check "$name"
-    got=$(datum "$log" blk_read_sha256)
-    [ -n "$got" ] && [ "$got" = "$disk_sha" ] && tap ok "$name: blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
-        || tap fail "$name: blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $disk_sha"
-    got=$(datum "$log" blk_write_sha256)
-    want=$(dd if="$d/disk.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
-    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: blk_write_matches_host" "disk holds what the guest wrote: $want" \
-        || tap fail "$name: blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
-    got=$(datum "$log" net_fetch_sha256); want=$(sha_of "$d/srv/payload.bin")
-    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: net_fetch_matches_host" "guest fetched the host's $MIB MiB: $want" \
-        || tap fail "$name: net_fetch_matches_host" "guest sha256 '${got:-none}', host served $want"
-    got=$(datum "$log" net_upload_sha256)
+    disk_checks "$name" "" "$d/disk.img" "$disk_sha"
+    sha_check "$name" net_fetch_matches_host net_fetch_sha256 "$(sha_of "$d/srv/payload.bin")" \
+        "fetch of the host's $MIB MiB"
     want=$(cat "$d/srv"/upload-*.sha256 2>/dev/null | tail -1 | cut -d' ' -f1 || true)
-    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: net_upload_matches_host" "host received what the guest sent: $want" \
-        || tap fail "$name: net_upload_matches_host" "guest sent sha256 '${got:-none}', host received '${want:-nothing}'"
+    sha_check "$name" net_upload_matches_host net_upload_sha256 "${want:-nothing received}" \
+        "upload, as the host received it"
     exit_check "$name"
     if [ "$iommu" = viommu-vtd ]; then
         if [ -n "$sm" ]; then
@@ -495,44 +522,10 @@ wants sm-fs-strict && dma_boot sm-fs-strict strict none first
 wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second
 wants sm-ss-strict && dma_boot sm-ss-strict strict none second
 wants fault && fault_boot
-# A raw disk of 4 x MIB MiB with MIB MiB of random payload at 0; prints the
-# payload's sha256.
-new_disk() {  # new_disk FILE
-    truncate -s $((4 * MIB))M "$1"
-    head -c $((MIB << 20)) /dev/urandom | dd of="$1" conv=notrunc status=none
-    head -c $((MIB << 20)) "$1" | sha256sum | cut -d' ' -f1
-}
-
-# The disk checks of a scenario in two halves (before and after a reset or
-# a wake-up): each half read the payload, the second half's write is on the
-# disk after QEMU exited.
-two_half_disk_checks() {  # two_half_disk_checks NAME DISK PAYLOAD-SHA SECOND-PREFIX
-    local name=$1 disk=$2 sha=$3 p2=$4 p got want log=$work/$1.log
-    for p in "" "$p2"; do
-        got=$(datum "$log" "${p}blk_read_sha256")
-        [ -n "$got" ] && [ "$got" = "$sha" ] && tap ok "$name: ${p}blk_read_matches_host" "guest read the host's $MIB MiB: $got" \
-            || tap fail "$name: ${p}blk_read_matches_host" "guest sha256 '${got:-none}', host wrote $sha"
-    done
-    got=$(datum "$log" "${p2}blk_write_sha256")
-    want=$(dd if="$disk" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
-    [ -n "$got" ] && [ "$got" = "$want" ] && tap ok "$name: ${p2}blk_write_matches_host" "disk holds what the second half wrote: $want" \
-        || tap fail "$name: ${p2}blk_write_matches_host" "guest wrote sha256 '${got:-none}', the disk holds $want"
-}
-
-# What tests/guest/cues.py said of ACTION, as a TAP line.
-cue_check() {  # cue_check NAME ACTION CUES-OUTPUT
-    local line; line=$(grep -m1 -E "^(ok|fail) $2 - " "$3" || true)
-    case $line in
-        "ok "*) tap ok "$1: $2" "${line#ok $2 - }" ;;
-        "fail "*) tap fail "$1: $2" "${line#fail $2 - }" ;;
-        *) tap fail "$1: $2" "cues.py did not get there ($(tail -1 "$3" 2>/dev/null))" ;;
-    esac
-}
-
 # The hotplug scenario (see the header): the disks' block nodes exist from
 # the start; cues.py adds and removes the devices on the guest's cue.
 hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)
-    local name=$1 sm=${2:-} d=$work/$1 r drv got want mode=strict kind=hotplug append
+    local name=$1 sm=${2:-} d=$work/$1 r a drv mode=strict kind=hotplug append
     local -a blockdevs=() disk_sha=() sm_args=()
     local -a ir_args=(--intremap on)
     append="viommu.rounds=$HOTPLUG_ROUNDS"
@@ -565,16 +558,7 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
     for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
         for a in add del; do
             cue_check "$name" "device_$a$r" "$d/driver.out"
-            [ "$a" = del ] && continue
-            got=$(datum "$work/$name.log" "hp${r}_read_sha256")
-            [ -n "$got" ] && [ "$got" = "${disk_sha[r]}" ] \
-                && tap ok "$name: hp${r}_read_matches_host" "guest read disk $r's $MIB MiB: $got" \
-                || tap fail "$name: hp${r}_read_matches_host" "guest sha256 '${got:-none}', host wrote ${disk_sha[r]}"
-            got=$(datum "$work/$name.log" "hp${r}_write_sha256")
-            want=$(dd if="$d/disk$r.img" bs=1M skip=$((2 * MIB)) count="$MIB" status=none | sha256sum | cut -d' ' -f1)
-            [ -n "$got" ] && [ "$got" = "$want" ] \
-                && tap ok "$name: hp${r}_write_matches_host" "disk $r holds what the guest wrote: $want" \
-                || tap fail "$name: hp${r}_write_matches_host" "guest wrote sha256 '${got:-none}', disk $r holds $want"
+            [ "$a" = del ] || disk_checks "$name" "hp${r}_" "$d/disk$r.img" "${disk_sha[r]}"
         done
     done
     exit_check "$name"
@@ -587,7 +571,7 @@ reboot_boot() {
     local name=reboot d=$work/reboot log disk_sha
     mkdir -p "$d"
     disk_sha=$(new_disk "$d/disk.img")
-    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reboot || echo none)" \
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reinit || echo none)" \
         --mode strict --test reboot --reboot --intremap on --disk "$d/disk.img" --append "viommu.ir=xapic"
     log=$work/$name.log
     guest_checks "$name" $REBOOT_GUEST_CHECKS
@@ -599,9 +583,10 @@ reboot_boot() {
         tap fail "$name: rebooted" "$(grep -c '^VIOMMU-TEST: begin' "$log") boots seen in ${log#$TOP/}"
     fi
     completed_check "$name"
-    two_half_disk_checks "$name" "$d/disk.img" "$disk_sha" boot2_
+    sha_check "$name" blk_read_matches_host blk_read_sha256 "$disk_sha" "first boot's read of the host's $MIB MiB"
+    disk_checks "$name" boot2_ "$d/disk.img" "$disk_sha"
     exit_check "$name"
-    [ "$iommu" = viommu-vtd ] && stats_checks "$name" reboot $REBOOT_STATS_CHECKS
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" reinit $REBOOT_STATS_CHECKS
     return 0
 }
 
@@ -614,7 +599,7 @@ suspend_boot() {
     python3 "$TOP/tests/guest/cues.py" "$work/$name.qmp" "$work/$name.console" 0 \
         $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
     drv=$!
-    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reboot || echo none)" \
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo reinit || echo none)" \
         --mode strict --test suspend --intremap on --disk "$d/disk.img" --append "viommu.ir=xapic" -- \
         -global ICH9-LPC.disable_s3=0
     wait "$drv" || true
@@ -622,9 +607,10 @@ suspend_boot() {
     guest_checks "$name" $SUSPEND_GUEST_CHECKS
     cue_check "$name" system_wakeup "$d/driver.out"
     completed_check "$name"
-    two_half_disk_checks "$name" "$d/disk.img" "$disk_sha" s3_
+    sha_check "$name" blk_read_matches_host blk_read_sha256 "$disk_sha" "read of the host's $MIB MiB before S3"
+    disk_checks "$name" s3_ "$d/disk.img" "$disk_sha"
     exit_check "$name"
-    [ "$iommu" = viommu-vtd ] && stats_checks "$name" reboot $SUSPEND_STATS_CHECKS
+    [ "$iommu" = viommu-vtd ] && stats_checks "$name" reinit $SUSPEND_STATS_CHECKS
     return 0
 }
 

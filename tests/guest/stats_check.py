@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|dma-xapic|dma-x2apic|dma-cm|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1|hotplug|hotplug-sm|reboot STATS.json [GUEST.log]
+  stats_check.py dma|dma-xapic|dma-x2apic|dma-cm|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1|hotplug|hotplug-sm|reinit STATS.json [GUEST.log]
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
@@ -34,10 +34,10 @@ hotplug: dma, and stats_hotplug_context: the guest removed a hot-added
        and, each time, cleared its context entry and told the unit with a
        device-selective context-cache invalidation; the context cache missed
        for each new device.
-reboot: dma, and stats_reinit: at least two global context-cache
+reinit: dma, and stats_reinit: at least two global context-cache
        invalidations (each boot's driver, and the driver resuming from S3,
        sets the root table and invalidates every context; counters survive a
-       reset).  The suspend boot uses this kind too.
+       reset).  For the reboot and suspend boots.
 hotplug-sm: the same in scalable mode with first-stage tables (invalidations
        as for dma-sm-first), and each removal also invalidated the PASID
        cache for the device's RID_PASID entry.
@@ -184,7 +184,7 @@ def main():
     schema = s.get("schema")
     check("stats_schema", schema == "viommu-vtd-stats/1", "schema %r" % schema)
     if kind in ("dma", "dma-xapic", "dma-x2apic", "dma-cm", "dma-sm-first", "dma-sm-second", "hotplug",
-                "hotplug-sm", "reboot"):
+                "hotplug-sm", "reinit"):
         req = get(s, "translate.requests") or 0
         walks = get(s, "translate.page_walks") or 0
         hits = get(s, "iotlb.hits") or 0
@@ -220,7 +220,7 @@ def main():
         check("stats_no_faults", rec == 0, "faults.recorded %s" % rec)
         if kind in ("dma-sm-first", "dma-sm-second"):
             sm_checks(s, kind[len("dma-sm-"):], check)
-        elif kind == "reboot":
+        elif kind == "reinit":
             glob = get(s, "invalidations.context.global") or 0
             check("stats_reinit", glob >= 2,
                   "%d global context-cache invalidations (want one per boot or resume, 2 at least); "
