@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Build the viommu-lab guest from Debian packages only: the kernel of
 # linux-image-amd64 and a busybox (busybox-static) initramfs that carries the
-# virtio modules and scripts/guest/init.  Nothing is installed on the host:
+# virtio and VFIO modules, scripts/guest/init and vfio-edu (scripts/guest/
+# vfio-edu.c, linked statically with the host's C compiler).  Nothing is installed on the host:
 # packages are fetched with `apt-get download` and unpacked with `dpkg-deb -x`.
 #
 #   build-image.sh            build if needed; progress on stderr
@@ -18,7 +19,8 @@
 #   GUEST_KERNEL_PKG   kernel package: a meta package (default linux-image-amd64)
 #                      or a versioned one (e.g. linux-image-6.12.NN+bpo-amd64)
 #   GUEST_MODULES      modules to carry, with their dependencies
-#                      (default: virtio_pci virtio_blk virtio_net)
+#                      (default: virtio_pci virtio_blk virtio_net vfio_pci
+#                      vfio_iommu_type1)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -28,11 +30,11 @@ say() { printf '[viommu-lab] guest image: %s\n' "$*" >&2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 GUEST_KERNEL_PKG=${GUEST_KERNEL_PKG:-linux-image-amd64}
-GUEST_MODULES=${GUEST_MODULES:-virtio_pci virtio_blk virtio_net}
+GUEST_MODULES=${GUEST_MODULES:-virtio_pci virtio_blk virtio_net vfio_pci vfio_iommu_type1}
 gcache=$CACHE/guest
 debs=$gcache/debs
 
-for t in apt-get apt-cache dpkg-deb cpio gzip depmod modprobe sha256sum flock; do
+for t in apt-get apt-cache dpkg-deb cpio gzip depmod modprobe sha256sum flock cc; do
     command -v "$t" >/dev/null || die "guest image: '$t' is missing; run 'bash scripts/setup-host.sh guest' first."
 done
 
@@ -62,7 +64,7 @@ key=$( {
     echo "kernel $kpkg $kpkg_ver"
     echo "busybox-static $bb_ver"
     echo "modules $GUEST_MODULES"
-    sha256sum "$here/build-image.sh" "$here/init" | awk '{print $1}'
+    sha256sum "$here/build-image.sh" "$here/init" "$here/vfio-edu.c" | awk '{print $1}'
 } | sha256sum | cut -c1-16)
 out=$gcache/$key
 
@@ -141,6 +143,8 @@ done < "$work/modlist"
 [ -s "$root/lib/modules/load-order" ] || die "guest image: no module selected (GUEST_MODULES='$GUEST_MODULES')."
 
 install -m 0755 "$here/init" "$root/init"
+cc -static -O2 -Wall -Wextra -Werror -o "$root/bin/vfio-edu" "$here/vfio-edu.c" \
+    || die "guest image: compiling vfio-edu.c failed (static linking needs libc6-dev)."
 echo "viommu-guest" > "$root/etc/hostname"
 {
     echo "key $key"

@@ -5,7 +5,7 @@
 #   run.sh [options] [-- extra QEMU arguments]
 #     --iommu none|intel-iommu|viommu-vtd   the IOMMU in front of PCI (default intel-iommu)
 #     --mode lazy|strict      guest TLB invalidation policy (strict adds iommu.strict=1)
-#     --test NAME             guest scenario: boot, dma, fault, vhost, hotplug, reboot, suspend, shell (default boot)
+#     --test NAME             guest scenario: boot, dma, fault, vfio, vhost, hotplug, reboot, suspend, shell (default boot)
 #     --smp N                 vCPUs (default 2)       --mem MIB  guest RAM (default 1024)
 #     --timeout S             kill QEMU after S seconds (default 300)
 #     --qmp PATH              QMP server on the unix socket PATH
@@ -16,7 +16,8 @@
 #     --net                   virtio-net NIC (QEMU user networking) behind the IOMMU
 #     --port N                host TCP port the guest reaches as 10.0.2.2:N
 #     --mib N                 payload size in MiB for the dma scenario (default 4)
-#     --edu                   QEMU's edu device (DMA target of the fault scenario)
+#     --edu                   QEMU's edu device (the fault and vfio scenarios' DMA
+#                             engine), with a 64-bit DMA mask (edu clamps to 28 bits)
 #     --intremap on|off       interrupt remapping (default on for intel-iommu, off for viommu-vtd)
 #     --x2apic                x2APIC guest: two vCPUs, the second placed with -device at
 #                             APIC ID 256, both with x2apic; the IOMMU gets intremap=on,eim=on
@@ -145,7 +146,7 @@ esac
                          -device "virtio-blk-pci,drive=disk0,iommu_platform=on,disable-legacy=on")
 [ "$net" = 1 ] && args+=(-netdev "user,id=net0,restrict=off"
                          -device "virtio-net-pci,netdev=net0,iommu_platform=on,disable-legacy=on,romfile=")
-[ "$edu" = 1 ] && args+=(-device edu)
+[ "$edu" = 1 ] && args+=(-device edu,dma_mask=0xffffffffffffffff)
 args+=("$@")
 
 progress "booting the guest: test=$test iommu=$iommu mode=$mode smp=$smp (TCG, about 40-60 s per boot; timeout ${timeout_s}s)"
