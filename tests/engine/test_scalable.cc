@@ -616,6 +616,30 @@ TEST_F(Scalable, FirstStageRequestsWithPasidUseTheIotlb)
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
 }
 
+// P_IOTLB descriptors count for their domain in the statistics, as the
+// legacy IOTLB descriptors do: PASID-selective as domain_invalidations,
+// page-selective as page_invalidations; another domain's count nothing.
+TEST_F(Scalable, PasidIotlbInvalidationsCountForTheirDomain)
+{
+    const uint32_t PASID = 22;
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0x5000, FS_RW | FS_US | FS_A | FS_D);
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 2, 1));
+    h.enable_qi(0, true);
+    ASSERT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    h.submit(FakeHost::piotlb_desc(3, DID + 2, PASID), 0x1000);
+    h.submit(FakeHost::piotlb_desc(3, DID + 2, PASID), 0x2000);
+    h.submit(FakeHost::piotlb_desc(2, DID + 2, PASID), 0);
+    h.submit(FakeHost::piotlb_desc(3, DID + 3, PASID), 0x1000);
+    const std::string s = h.stats();
+    const size_t d = s.find("{\"id\":" + std::to_string(DID + 2) + ",");
+    ASSERT_NE(d, std::string::npos);
+    EXPECT_EQ(json_counter(s.substr(d), "", "page_invalidations"), 2u);
+    EXPECT_EQ(json_counter(s.substr(d), "", "domain_invalidations"), 1u);
+    EXPECT_EQ(s.find("{\"id\":" + std::to_string(DID + 3) + ","), std::string::npos)
+        << "a domain never translated in is not listed";
+}
+
 // A supervisor request and a user-level one to the same page get their own
 // answers from the IOTLB: with WPE clear, supervisor requests write a
 // read-only page and reach a supervisor page, user-level ones do neither,

@@ -10,13 +10,20 @@ uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
 {
     uint64_t probes = 0;
     uint64_t addr = 0, size = uint64_t{1} << f_.aw_bits;
+    // Counted for the domain as the legacy descriptors are: a whole
+    // address space of it, or pages.
+    DomainStats *ds = stats_.find_domain(req.did);
     if (!req.page_selective) {
         stats_.add(Counter::PasidIotlbPasid);
+        if (ds)
+            ds->inv_domain.fetch_add(1, std::memory_order_relaxed);
         iotlb_.invalidate_pasid(req.did, req.pasid);
     } else {
         const uint64_t pages = uint64_t{1} << req.am;
         stats_.add(Counter::PasidIotlbPage);
         stats_.add(Counter::PasidIotlbPages, pages);
+        if (ds)
+            ds->inv_page.fetch_add(1, std::memory_order_relaxed);
         bool as_pasid = false;
         iotlb_.prefetch_pages(req.did, req.addr);
         size_t dropped = iotlb_.invalidate_pasid_pages(req.did, req.pasid, req.addr, pages, req.ih,
