@@ -5,7 +5,7 @@
 #
 #   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Thirteen boots by default, fifteen known (about 40-80 s each under TCG):
+# Fourteen boots by default, sixteen known (about 40-80 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -42,6 +42,10 @@
 #               both fault and change nothing, then a fresh mapping; for
 #               viommu-vtd the statistics must show that domain's translations,
 #               faults and page invalidations, and the MSI remapped.
+#   vfio-sm     the same with the unit in scalable mode offering first-stage
+#               tables only, so that both the DMA domain and VFIO's
+#               unmanaged one are first-stage (the top usable page is then
+#               0x7ffffffff000, the canonical lower half's last).
 #   vhost       two virtio-net NICs (iommu_platform=on) with vhost-user backends
 #               served by dpdk-testpmd, which forwards each one's frames to
 #               the other; the NICs sit in separate guest network namespaces
@@ -88,8 +92,8 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vfio,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
-DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-ss-strict,fault,vfio,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+ALL_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
@@ -188,6 +192,10 @@ if wants vfio; then
     plan=$((plan + $(count_words "$VFIO_GUEST_CHECKS $VFIO_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$VFIO_STATS_CHECKS")))
 fi
+if wants vfio-sm; then
+    plan=$((plan + $(count_words "$VFIO_GUEST_CHECKS $SM_GUEST_CHECKS $VFIO_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$VFIO_STATS_CHECKS $SM_STATS_CHECKS")))
+fi
 for b in vhost vhost-ats; do
     wants "$b" || continue
     plan=$((plan + $(count_words "$VHOST_GUEST_CHECKS $VHOST_HOST_CHECKS")))
@@ -215,7 +223,7 @@ bail() { echo "Bail out! $*"; exit 1; }
 [ -x "$qemu" ] || bail "no QEMU at $qemu (run scripts/fetch-qemu.sh and scripts/build-qemu.sh)."
 devices=$("$qemu" -device help 2>/dev/null || true)
 grep -q "name \"$iommu\"" <<< "$devices" || bail "$qemu has no -device $iommu."
-if wants fault || wants vfio; then
+if wants fault || wants vfio || wants vfio-sm; then
     grep -q 'name "edu"' <<< "$devices" || bail "$qemu has no -device edu (CONFIG_EDU)."
 fi
 if wants vhost || wants vhost-ats; then
@@ -475,21 +483,41 @@ fault_boot() {
     return 0
 }
 
-vfio_boot() {
-    local name=vfio
+vfio_boot() {  # vfio_boot NAME [SM(first)]
+    local name=$1 sm=${2:-} sm_args=() append=viommu.ir=xapic checks=$VFIO_GUEST_CHECKS
+    if [ -n "$sm" ]; then
+        sm_args=(--iommu-opts "$(vfio_sm_opts)")
+        append+=" viommu.sm=$sm viommu.sm_offer=$sm iomem=relaxed"
+        checks+=" $SM_GUEST_CHECKS"
+    fi
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vfio || echo none)" --mode strict --test vfio --edu \
-        --intremap on --append viommu.ir=xapic
+        --intremap on "${sm_args[@]}" --append "$append"
     if [ "$iommu" = intel-iommu ]; then
-        guest_checks "$name" ${VFIO_GUEST_CHECKS/ vfio_fault_ro/}
+        guest_checks "$name" ${checks/ vfio_fault_ro/}
         deviation_check "$name" vfio_fault_ro D1 "no fault recorded for edu's write to the read-only IOVA, \
 whose translation edu's earlier read had put in intel-iommu's IOTLB"
     else
-        guest_checks "$name" $VFIO_GUEST_CHECKS
+        guest_checks "$name" $checks
     fi
     completed_check "$name"
     exit_check "$name"
-    [ "$iommu" = viommu-vtd ] && stats_checks "$name" vfio $VFIO_STATS_CHECKS
+    if [ "$iommu" = viommu-vtd ]; then
+        if [ -n "$sm" ]; then
+            stats_checks "$name" vfio-sm-$sm $VFIO_STATS_CHECKS $SM_STATS_CHECKS
+        else
+            stats_checks "$name" vfio $VFIO_STATS_CHECKS
+        fi
+    fi
     return 0
+}
+# The vfio-sm boot's unit: first-stage tables only, so that 6.1 gives the
+# unmanaged domain first-stage tables too (with both stages offered,
+# first_level_by_default() gives it second-stage ones).
+vfio_sm_opts() {
+    case $iommu in
+        viommu-vtd) echo "x-scalable-mode=on,x-flts=on" ;;
+        intel-iommu) echo "x-scalable-mode=on,x-flts=on,aw-bits=48" ;;
+    esac
 }
 
 # vhost_boot NAME ATS(0|1): the vhost-user scenario (see the header).
@@ -568,7 +596,8 @@ wants sm-fs-strict && dma_boot sm-fs-strict strict none first
 wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second
 wants sm-ss-strict && dma_boot sm-ss-strict strict none second
 wants fault && fault_boot
-wants vfio && vfio_boot
+wants vfio && vfio_boot vfio
+wants vfio-sm && vfio_boot vfio-sm first
 # The hotplug scenario (see the header): the disks' block nodes exist from
 # the start; cues.py adds and removes the devices on the guest's cue.
 hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)

@@ -255,23 +255,27 @@ def main():
         read = get(s, "faults.by_reason.read") or 0
         check("stats_fault_recorded", rec > 0 and read > 0,
               "faults.recorded %d, faults.by_reason.read %d" % (rec, read))
-    elif kind == "vfio":
+    elif kind in ("vfio", "vfio-sm-first"):
         # The unmanaged domain VFIO attached edu to: the only one that both
         # translated and faulted (a write to the read-only IOVA, one after
-        # the unmap); its unmap is a page-selective invalidation.
+        # the unmap, two fault records); its unmap is a page-selective
+        # invalidation (IOTLB, or PASID-based IOTLB with first-stage tables).
         doms = [d for d in s.get("domains") or []
                 if (d.get("translations") or 0) > 0 and (d.get("faults") or 0) >= 2]
         high = get(s, "iova.walks_above_4g") or 0
-        writes = get(s, "faults.by_reason.write") or 0
+        recorded = get(s, "faults.recorded") or 0
         d = doms[0] if doms else {}
         check("stats_vfio_domain",
-              len(doms) == 1 and (d.get("page_invalidations") or 0) >= 1 and high > 0 and writes >= 2,
+              len(doms) == 1 and (d.get("page_invalidations") or 0) >= 1 and high > 0
+              and recorded >= 2,
               "%d domain(s) with translations and faults%s; walks above 4 GiB %d, "
-              "write faults %d" % (len(doms), " (id %s: %d translations, %d faults, %d page "
-                                   "invalidations)" % (d.get("id"), d.get("translations") or 0,
-                                                       d.get("faults") or 0,
-                                                       d.get("page_invalidations") or 0)
-                                   if d else "", high, writes))
+              "fault records %d" % (len(doms), " (id %s: %d translations, %d faults, %d page "
+                                    "invalidations)" % (d.get("id"), d.get("translations") or 0,
+                                                        d.get("faults") or 0,
+                                                        d.get("page_invalidations") or 0)
+                                    if d else "", high, recorded))
+        if kind == "vfio-sm-first":
+            sm_checks(s, "first", check)
         sid = sid_of_bdf(gdata.get("edu_bdf"))
         n = 0
         for e in get(s, "interrupt_remapping.sources") or []:
