@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make check-sanitize: the viommu qtest suite, the glue suite and six guest
+# make check-sanitize: the viommu qtest suite, the glue suite and eight guest
 # boots (SANITIZE_GUEST_BOOTS) against QEMU built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (build/qemu-fuzz, clang; scripts/build-qemu-fuzz.sh).
 # Any sanitizer report fails the case it happened in: UBSan halts, ASan aborts.  Leak detection is off: QEMU itself
@@ -20,9 +20,10 @@ bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-system-x86_64 $qtests
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # Linux guests behind the unit: DMA through virtio rings, MSIs through
-# interrupt remapping, devices removed while the guest runs, a warm reset
-# and a wake-up from S3 with the unit on.
-SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,sm-fs-lazy,hotplug,hotplug-sm,reboot,suspend}
+# interrupt remapping, a user-space driver's mappings and faults through
+# VFIO, devices removed while the guest runs, a warm reset and a wake-up
+# from S3 with the unit on.
+SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,sm-fs-lazy,vfio,vfio-sm,hotplug,hotplug-sm,reboot,suspend}
 status=0
 say "sanitize: qtest suite viommu (ASan+UBSan)"
 "$obj/pyvenv/bin/meson" test -C "$obj" --no-rebuild --print-errorlogs --suite viommu \
