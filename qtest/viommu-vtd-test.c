@@ -23,11 +23,12 @@ typedef struct Fx {
 static uint8_t next_vector = 0x40;
 
 /* machine with translation on: dev 0 in domain 1, rings mapped, QI on */
-static void fx_start(Fx *f, int ndma, int levels, bool qi, uint64_t ram_mb)
+static void fx_start_opts(Fx *f, int ndma, int levels, bool qi,
+                          uint64_t ram_mb, const char *iommu_opts)
 {
     VtEnv *e = &f->e;
 
-    vt_start(e, vt_iommu_name(), NULL, ndma, ram_mb, NULL);
+    vt_start(e, vt_iommu_name(), iommu_opts, ndma, ram_mb, NULL);
     vtd_set_root_table(&e->g);
     if (qi) {
         vtd_qi_enable(&e->g, 0);
@@ -39,6 +40,11 @@ static void fx_start(Fx *f, int ndma, int levels, bool qi, uint64_t ram_mb)
     f->dst = vtd_alloc(&e->g, 4 * 4096, 4096);
     vtd_flush_all(&e->g);
     vtd_enable_translation(&e->g);
+}
+
+static void fx_start(Fx *f, int ndma, int levels, bool qi, uint64_t ram_mb)
+{
+    fx_start_opts(f, ndma, levels, qi, ram_mb, NULL);
 }
 
 static void fx_stop(Fx *f)
@@ -207,6 +213,49 @@ static void check_fault(VtdGuest *g, uint64_t addr, uint16_t sid,
     g_assert_cmpint(fr.is_read, ==, is_read);
     g_assert_false(vtd_fault_pop(g, &fr));
     g_assert_false(vtd_readl(g, VTD_FSTS) & VTD_FSTS_PPF);
+}
+
+/*
+ * aw-bits=57 (viommu-vtd only): CAP offers 3-, 4- and 5-level tables with a
+ * 57-bit MGAW; a 5-level domain translates above 2^48 up to its last page,
+ * faults at 2^57, and a 4-level context on the same unit stops at 2^48.
+ */
+static void test_map_dma_5level(void)
+{
+    Fx f;
+    VtdGuest *g;
+    VtdDomain *d4;
+    uint64_t top = (1ULL << 57) - 4096, mid = 0x123456789a000ULL;
+
+    fx_start_opts(&f, 1, 5, true, 256, ",aw-bits=57");
+    g = &f.e.g;
+    g_assert_cmphex(VTD_CAP_SAGAW(g->cap), ==, 0xe);
+    g_assert_cmpint(VTD_CAP_MGAW(g->cap), ==, 57);
+    map_probe_target(&f);
+    vtd_map(f.dom, top, f.src, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_map(f.dom, mid, f.src + 4096, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    fill_page(f.e.qts, f.src, 0x57);
+    fill_page(f.e.qts, f.src + 4096, 0x48);
+    vtd_flush_all(g);
+    g_assert_cmpint(probe(&f, top + 0xff8), ==, 0x57);
+    g_assert_cmpint(probe(&f, mid), ==, 0x48);
+    g_assert_cmpint(probe(&f, 1ULL << 57), ==, -VIOMMU_DMA_ST_READ_FAULT);
+    check_fault(g, 1ULL << 57, vt_sid(0), VTD_FR_BEYOND_MGAW, true);
+
+    /* the same device in a 4-level domain: nothing above 2^48 */
+    d4 = vtd_domain_new(g, 2, 4);
+    vt_map_rings(&f.e, d4, 0);
+    vtd_map(d4, BUF_IOVA + 0x100000, f.dst + 3 * 4096, 4096, VTD_PTE_RW,
+            VTD_PAGE_4K);
+    vtd_map(d4, BUF_IOVA, f.src + 4096, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_attach(d4, vt_sid(0));
+    vtd_flush_all(g);
+    g_assert_cmpint(probe(&f, BUF_IOVA), ==, 0x48);
+    g_assert_cmpint(probe(&f, mid), ==, -VIOMMU_DMA_ST_READ_FAULT);
+    check_fault(g, mid, vt_sid(0), VTD_FR_BEYOND_MGAW, true);
+    g_assert_cmpuint(vtd_fault_count(g), ==, 0);
+    g_free(d4);
+    fx_stop(&f);
 }
 
 static void test_fault_reasons(void)
@@ -985,6 +1034,9 @@ int main(int argc, char **argv)
                         cases[i].intel_aborts, cases[i].intel_deviation,
                         false);
         }
+        /* intel-iommu accepts aw-bits 39 and 48 only */
+        vt_add_case("/viommu", "dma/map-5level", test_map_dma_5level, NULL,
+                    NULL, true);
     }
     return g_test_run();
 }

@@ -130,7 +130,7 @@ VtdDomain *vtd_domain_new(VtdGuest *g, uint16_t did, int levels)
 {
     VtdDomain *d = g_new0(VtdDomain, 1);
 
-    g_assert(levels == 3 || levels == 4);
+    g_assert(levels >= 3 && levels <= 5);
     d->g = g;
     d->did = did;
     d->levels = levels;

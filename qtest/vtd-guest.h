@@ -237,7 +237,7 @@ typedef struct VtdGuest {
 typedef struct VtdDomain {
     VtdGuest *g;
     uint16_t did;
-    int levels;                 /* 3 (39-bit) or 4 (48-bit) */
+    int levels;                 /* 3 (39-bit), 4 (48-bit) or 5 (57-bit) */
     uint64_t pgd;               /* GPA of the top-level table */
 } VtdDomain;
 

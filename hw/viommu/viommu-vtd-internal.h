@@ -119,6 +119,12 @@ struct ViommuVtdClass {
 /* ECAP.PSS + 1 with x-pasid-mode=on: the PCIe PASID width. */
 #define VIOMMU_VTD_PASID_BITS 20
 
+/*
+ * aw-bits=57: 5-level tables (SAGAW 57-bit, MGAW 57), beside intel-iommu's
+ * 39 and 48.
+ */
+#define VIOMMU_VTD_AW_57BIT 57
+
 struct ViommuVtdState {
     IntelIOMMUState parent_obj;
 

@@ -187,10 +187,11 @@ static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
                    ": the engine reports its own VER_REG", is->version);
         return false;
     }
-    if (is->aw_bits != VTD_HOST_AW_39BIT && is->aw_bits != VTD_HOST_AW_48BIT) {
+    if (is->aw_bits != VTD_HOST_AW_39BIT && is->aw_bits != VTD_HOST_AW_48BIT &&
+        is->aw_bits != VIOMMU_VTD_AW_57BIT) {
         error_setg(errp, "viommu-vtd does not support aw-bits=%u: "
-                   "supported values are %d and %d", is->aw_bits,
-                   VTD_HOST_AW_39BIT, VTD_HOST_AW_48BIT);
+                   "supported values are %d, %d and %d", is->aw_bits,
+                   VTD_HOST_AW_39BIT, VTD_HOST_AW_48BIT, VIOMMU_VTD_AW_57BIT);
         return false;
     }
     return true;

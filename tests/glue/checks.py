@@ -217,7 +217,7 @@ REJECTED = [
     ("dma-drain=off", "draining"),
     ("dma-translation=off", "DMA translation"),
     ("version=1", "VER_REG"),
-    ("aw-bits=57", "supported values are 39 and 48"),
+    ("aw-bits=52", "supported values are 39, 48 and 57"),
 ]
 
 
@@ -323,13 +323,15 @@ def t_bad_engine_config():
 def t_cap_reflects_config():
     for devargs, aw, cm, dt, pt in (("viommu-vtd", 48, False, False, True),
                                     ("viommu-vtd,aw-bits=39,caching-mode=on,"
-                                     "device-iotlb=on,pt=off", 39, True, True, False)):
+                                     "device-iotlb=on,pt=off", 39, True, True, False),
+                                    ("viommu-vtd,aw-bits=57", 57, False, False, True)):
         with running(devargs) as vm:
             cap, ecap = vm.readq(CAP), vm.readq(ECAP)
             check(cap_mgaw(cap) == aw, "%s: CAP.MGAW %d, want %d" % (devargs, cap_mgaw(cap), aw))
-            want_sagaw = 0x4 if aw == 48 else 0x2
-            check(cap_sagaw(cap) & want_sagaw, "%s: CAP.SAGAW 0x%x lacks %d-bit"
-                  % (devargs, cap_sagaw(cap), aw))
+            # SAGAW bit 1: 3 levels (39 bits), bit 2: 4 (48), bit 3: 5 (57)
+            want_sagaw = {39: 0x2, 48: 0x6, 57: 0xe}[aw]
+            check(cap_sagaw(cap) == want_sagaw, "%s: CAP.SAGAW 0x%x, want 0x%x"
+                  % (devargs, cap_sagaw(cap), want_sagaw))
             check(bool(cap & CAP_CM) == cm, "%s: CAP.CM %d" % (devargs, bool(cap & CAP_CM)))
             check(bool(ecap & ECAP_DT) == dt, "%s: ECAP.DT %d" % (devargs, bool(ecap & ECAP_DT)))
             check(bool(ecap & ECAP_PT) == pt, "%s: ECAP.PT %d" % (devargs, bool(ecap & ECAP_PT)))

@@ -36,7 +36,8 @@
 #   vfio        edu bound to vfio-pci and driven from user space
 #               (scripts/guest/vfio-edu.c), as DPDK or SPDK in a VM are: its
 #               own IOVAs in an unmanaged domain (one read-only, one the top
-#               page of the usable range), a copy through the device, its MSI
+#               page of the usable range; viommu-vtd runs with aw-bits=57, so
+#               that is 0x1fffffffffff000 through 5-level tables), a copy through the device, its MSI
 #               through an eventfd (xAPIC interrupt remapping), a write to the
 #               read-only IOVA and one after VFIO_IOMMU_UNMAP_DMA that must
 #               both fault and change nothing, then a fresh mapping; for
@@ -44,8 +45,10 @@
 #               faults and page invalidations, and the MSI remapped.
 #   vfio-sm     the same with the unit in scalable mode offering first-stage
 #               tables only, so that both the DMA domain and VFIO's
-#               unmanaged one are first-stage (the top usable page is then
-#               0x7ffffffff000, the canonical lower half's last).
+#               unmanaged one are first-stage; viommu-vtd with aw-bits=57
+#               and a guest CPU with LA57, so 5-level first-stage tables
+#               (the top usable page is the canonical lower half's last,
+#               0xfffffffffff000; 0x7ffffffff000 behind intel-iommu).
 #   vhost       two virtio-net NICs (iommu_platform=on) with vhost-user backends
 #               served by dpdk-testpmd, which forwards each one's frames to
 #               the other; the NICs sit in separate guest network namespaces
@@ -190,11 +193,11 @@ if wants fault; then
 fi
 if wants vfio; then
     plan=$((plan + $(count_words "$VFIO_GUEST_CHECKS $VFIO_HOST_CHECKS")))
-    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$VFIO_STATS_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "aw_cap $VFIO_STATS_CHECKS")))
 fi
 if wants vfio-sm; then
     plan=$((plan + $(count_words "$VFIO_GUEST_CHECKS $SM_GUEST_CHECKS $VFIO_HOST_CHECKS")))
-    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$VFIO_STATS_CHECKS $SM_STATS_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "aw_cap $VFIO_STATS_CHECKS $SM_STATS_CHECKS")))
 fi
 for b in vhost vhost-ats; do
     wants "$b" || continue
@@ -484,14 +487,22 @@ fault_boot() {
 }
 
 vfio_boot() {  # vfio_boot NAME [SM(first)]
-    local name=$1 sm=${2:-} sm_args=() append=viommu.ir=xapic checks=$VFIO_GUEST_CHECKS
+    local name=$1 sm=${2:-} opts= qemu_args=() append=viommu.ir=xapic checks=$VFIO_GUEST_CHECKS
     if [ -n "$sm" ]; then
-        sm_args=(--iommu-opts "$(vfio_sm_opts)")
+        opts=$(vfio_sm_opts)
         append+=" viommu.sm=$sm viommu.sm_offer=$sm iomem=relaxed"
         checks+=" $SM_GUEST_CHECKS"
     fi
+    if [ "$iommu" = viommu-vtd ]; then
+        # 5-level tables for every domain (intel-iommu offers 39 and 48
+        # bits); 5-level first-stage tables need a CPU with LA57.
+        opts+="${opts:+,}aw-bits=57"
+        append+=" viommu.aw=57"
+        checks+=" aw_cap"
+        [ -z "$sm" ] || qemu_args=(-- -cpu qemu64,+la57)
+    fi
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vfio || echo none)" --mode strict --test vfio --edu \
-        --intremap on "${sm_args[@]}" --append "$append"
+        --intremap on ${opts:+--iommu-opts "$opts"} --append "$append" "${qemu_args[@]}"
     if [ "$iommu" = intel-iommu ]; then
         guest_checks "$name" ${checks/ vfio_fault_ro/}
         deviation_check "$name" vfio_fault_ro D1 "no fault recorded for edu's write to the read-only IOVA, \
@@ -503,9 +514,9 @@ whose translation edu's earlier read had put in intel-iommu's IOTLB"
     exit_check "$name"
     if [ "$iommu" = viommu-vtd ]; then
         if [ -n "$sm" ]; then
-            stats_checks "$name" vfio-sm-$sm $VFIO_STATS_CHECKS $SM_STATS_CHECKS
+            stats_checks "$name" vfio-sm-$sm-aw57 $VFIO_STATS_CHECKS $SM_STATS_CHECKS
         else
-            stats_checks "$name" vfio $VFIO_STATS_CHECKS
+            stats_checks "$name" vfio-aw57 $VFIO_STATS_CHECKS
         fi
     fi
     return 0

@@ -255,7 +255,7 @@ def main():
         read = get(s, "faults.by_reason.read") or 0
         check("stats_fault_recorded", rec > 0 and read > 0,
               "faults.recorded %d, faults.by_reason.read %d" % (rec, read))
-    elif kind in ("vfio", "vfio-sm-first"):
+    elif kind in ("vfio-aw57", "vfio-sm-first-aw57"):
         # The unmanaged domain VFIO attached edu to: the only one that both
         # translated and faulted (a write to the read-only IOVA, one after
         # the unmap, two fault records); its unmap is a page-selective
@@ -265,16 +265,17 @@ def main():
         high = get(s, "iova.walks_above_4g") or 0
         recorded = get(s, "faults.recorded") or 0
         d = doms[0] if doms else {}
+        aw, want_aw = get(s, "config.aw_bits"), 57
         check("stats_vfio_domain",
               len(doms) == 1 and (d.get("page_invalidations") or 0) >= 1 and high > 0
-              and recorded >= 2,
-              "%d domain(s) with translations and faults%s; walks above 4 GiB %d, "
-              "fault records %d" % (len(doms), " (id %s: %d translations, %d faults, %d page "
+              and recorded >= 2 and aw == want_aw,
+              "config.aw_bits %s (want %d); %d domain(s) with translations and faults%s; "
+              "walks above 4 GiB %d, fault records %d" % (aw, want_aw, len(doms), " (id %s: %d translations, %d faults, %d page "
                                     "invalidations)" % (d.get("id"), d.get("translations") or 0,
                                                         d.get("faults") or 0,
                                                         d.get("page_invalidations") or 0)
                                     if d else "", high, recorded))
-        if kind == "vfio-sm-first":
+        if kind == "vfio-sm-first-aw57":
             sm_checks(s, "first", check)
         sid = sid_of_bdf(gdata.get("edu_bdf"))
         n = 0
