@@ -20,7 +20,9 @@
 #   dma-cm      dma-strict's checks with the unit in caching mode
 #               (caching-mode=on, as for VFIO) and xAPIC interrupt remapping:
 #               6.1 then also invalidates after every map, and the statistics
-#               must tell those invalidations from the unmaps' ones.
+#               must tell those invalidations from the unmaps' ones;
+#               viommu-vtd also offers 57 bits (aw-bits=57), so the DMA
+#               domains have 5-level tables.
 #   sm-fs-lazy, sm-fs-strict, sm-ss-lazy, sm-ss-strict
 #               the dma data checks (no interrupt remapping) with the unit in
 #               scalable mode (x-scalable-mode=on), lazy or strict: sm-fs-*
@@ -180,7 +182,7 @@ for b in dma-lazy:xapic dma-strict:x2apic; do
 done
 if wants dma-cm; then
     plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks xapic) cm_cap $DMA_HOST_CHECKS")))
-    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $IR_STATS_CHECKS $CM_STATS_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "aw_cap $DMA_STATS_CHECKS $IR_STATS_CHECKS $CM_STATS_CHECKS")))
 fi
 for b in sm-fs-lazy sm-fs-strict sm-ss-lazy sm-ss-strict; do
     wants "$b" || continue
@@ -437,6 +439,10 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [
     if [ -n "$sm" ]; then
         sm_args=(--iommu-opts "$(sm_iommu_opts "$sm")")
         append+="${append:+ }viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed"
+    elif [ "$cm" = 1 ] && [ "$iommu" = viommu-vtd ]; then
+        # and 5-level tables for the DMA API's domains (intel-iommu: 48 bits)
+        sm_args=(--iommu-opts caching-mode=on,aw-bits=57)
+        append+="${append:+ }viommu.cm=1 viommu.aw=57"
     elif [ "$cm" = 1 ]; then
         sm_args=(--iommu-opts caching-mode=on)
         append+="${append:+ }viommu.cm=1"
@@ -450,6 +456,7 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [
     else
         guest_checks "$name" $DMA_GUEST_CHECKS $(ir_guest_checks "$ir")
         [ "$cm" = 0 ] || guest_checks "$name" cm_cap
+        [ "$cm" = 0 ] || [ "$iommu" != viommu-vtd ] || guest_checks "$name" aw_cap
     fi
     completed_check "$name"
     disk_checks "$name" "" "$d/disk.img" "$disk_sha"
