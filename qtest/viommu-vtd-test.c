@@ -76,6 +76,23 @@ static void map_probe_target(Fx *f)
             VTD_PAGE_4K);
 }
 
+/*
+ * Move device 0 to a new domain with its rings, the probe target and one
+ * page, iova -> gpa (the caller invalidates).
+ */
+static VtdDomain *move_to_new_domain(Fx *f, uint16_t did, int levels,
+                                     uint64_t iova, uint64_t gpa)
+{
+    VtdDomain *d = vtd_domain_new(&f->e.g, did, levels);
+
+    vt_map_rings(&f->e, d, 0);
+    vtd_map(d, BUF_IOVA + 0x100000, f->dst + 3 * 4096, 4096, VTD_PTE_RW,
+            VTD_PAGE_4K);
+    vtd_map(d, iova, gpa, 4096, VTD_PTE_RW, VTD_PAGE_4K);
+    vtd_attach(d, vt_sid(0));
+    return d;
+}
+
 /* ---------------------------------------------------------------------- */
 
 static void test_reset_values(void)
@@ -243,12 +260,7 @@ static void test_map_dma_5level(void)
     check_fault(g, 1ULL << 57, vt_sid(0), VTD_FR_BEYOND_MGAW, true);
 
     /* the same device in a 4-level domain: nothing above 2^48 */
-    d4 = vtd_domain_new(g, 2, 4);
-    vt_map_rings(&f.e, d4, 0);
-    vtd_map(d4, BUF_IOVA + 0x100000, f.dst + 3 * 4096, 4096, VTD_PTE_RW,
-            VTD_PAGE_4K);
-    vtd_map(d4, BUF_IOVA, f.src + 4096, 4096, VTD_PTE_RW, VTD_PAGE_4K);
-    vtd_attach(d4, vt_sid(0));
+    d4 = move_to_new_domain(&f, 2, 4, BUF_IOVA, f.src + 4096);
     vtd_flush_all(g);
     g_assert_cmpint(probe(&f, BUF_IOVA), ==, 0x48);
     g_assert_cmpint(probe(&f, mid), ==, -VIOMMU_DMA_ST_READ_FAULT);
@@ -469,12 +481,7 @@ static void do_iotlb(int kind, bool qi)
 
     if (kind == INV_CONTEXT) {
         /* move the device to domain 2 where iova maps to the other page */
-        d2 = vtd_domain_new(g, 2, 4);
-        vt_map_rings(&f.e, d2, 0);
-        vtd_map(d2, BUF_IOVA + 0x100000, f.dst + 3 * 4096, 4096, VTD_PTE_RW,
-                VTD_PAGE_4K);
-        vtd_map(d2, iova, f.src + 4096, 4096, VTD_PTE_RW, VTD_PAGE_4K);
-        vtd_attach(d2, vt_sid(0));
+        d2 = move_to_new_domain(&f, 2, 4, iova, f.src + 4096);
     } else {
         vtd_set_leaf(f.dom, iova, (f.src + 4096) | VTD_PTE_RW);
     }
