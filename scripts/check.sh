@@ -111,6 +111,8 @@ run_tap_suite() {  # run_tap_suite NAME SCRIPT
 }
 wants glue && run_tap_suite glue "$TOP/tests/glue/run.sh"
 wants guest && run_tap_suite guest "$TOP/tests/guest/run.sh"
+# Four of those boots against a second guest kernel (6.12 on bookworm).
+wants guest && run_tap_suite kernel2 "$TOP/tests/guest/second-kernel.sh"
 # Live migration of a guest behind viommu-vtd (about a minute under TCG).
 wants guest && run_tap_suite migrate "$TOP/tests/glue/guest-migrate.sh"
 wants profile && run_tap_suite profile "$TOP/tests/profile/smoke.sh"
