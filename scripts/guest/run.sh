@@ -4,7 +4,8 @@
 #
 #   run.sh [options] [-- extra QEMU arguments]
 #     --iommu none|intel-iommu|viommu-vtd   the IOMMU in front of PCI (default intel-iommu)
-#     --mode lazy|strict      guest TLB invalidation policy (strict adds iommu.strict=1)
+#     --mode lazy|strict|pt   guest TLB invalidation policy (strict adds iommu.strict=1);
+#                             pt: pass-through default domains (iommu.passthrough=1)
 #     --test NAME             guest scenario: boot, dma, fault, vfio, vhost, hotplug, reboot, suspend, shell (default boot)
 #     --smp N                 vCPUs (default 2)       --mem MIB  guest RAM (default 1024)
 #     --timeout S             kill QEMU after S seconds (default 300)
@@ -63,7 +64,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $iommu in none|intel-iommu|viommu-vtd) ;; *) die "run.sh: --iommu must be none, intel-iommu or viommu-vtd, not '$iommu'." ;; esac
-case $mode in lazy|strict) ;; *) die "run.sh: --mode must be lazy or strict, not '$mode'." ;; esac
+case $mode in lazy|strict|pt) ;; *) die "run.sh: --mode must be lazy, strict or pt, not '$mode'." ;; esac
 case $intremap in
     on|off) ;;
     "") if [ "$iommu" = intel-iommu ] || [ "$x2apic" = 1 ]; then intremap=on; else intremap=off; fi ;;
@@ -103,6 +104,7 @@ cmdline="console=ttyS0 panic=-1 no_timer_check viommu.test=$test viommu.mode=$mo
 [ -n "$port" ] && cmdline+=" viommu.port=$port"
 [ "$iommu" != none ] && cmdline+=" intel_iommu=on"
 [ "$mode" = strict ] && cmdline+=" iommu.strict=1"
+[ "$mode" = pt ] && cmdline+=" iommu.passthrough=1"
 [ -n "$append" ] && cmdline+=" $append"
 
 accel=$(bash "$TOP/scripts/accel.sh")

@@ -5,7 +5,7 @@
 #
 #   tests/guest/run.sh [--iommu viommu-vtd|intel-iommu] [--only BOOT,...]
 #
-# Fourteen boots by default, sixteen known (about 40-80 s each under TCG):
+# Fifteen boots by default, seventeen known (about 40-80 s each under TCG):
 #   dma-lazy    virtio-blk + virtio-net (iommu_platform=on) move random payloads
 #               both ways, checksums compared host <-> guest; DMAR with queued
 #               invalidation, lazy TLB policy, devices in DMA-FQ domains, no
@@ -23,6 +23,12 @@
 #               must tell those invalidations from the unmaps' ones;
 #               viommu-vtd also offers 57 bits (aw-bits=57), so the DMA
 #               domains have 5-level tables.
+#   dma-pt      dma-lazy's checks with pass-through default domains
+#               (iommu.passthrough=1, as iommu=pt servers run): the devices'
+#               groups are identity domains, their DMA bypasses translation
+#               and their interrupts are still remapped; for viommu-vtd the
+#               statistics must show context entries read and nothing
+#               translated.
 #   sm-fs-lazy, sm-fs-strict, sm-ss-lazy, sm-ss-strict
 #               the dma data checks (no interrupt remapping) with the unit in
 #               scalable mode (x-scalable-mode=on), lazy or strict: sm-fs-*
@@ -36,16 +42,18 @@
 #   fault       QEMU's edu device DMAs from an unmapped IOVA: the guest's DMAR
 #               fault handler reports it, edu and QEMU keep working.
 #   vfio        edu bound to vfio-pci and driven from user space
-#               (scripts/guest/vfio-edu.c), as DPDK or SPDK in a VM are: its
-#               own IOVAs in an unmanaged domain (one read-only, one the top
-#               page of the usable range; viommu-vtd runs with aw-bits=57, so
-#               that is 0x1fffffffffff000 through 5-level tables), a copy through the device, its MSI
-#               through an eventfd (xAPIC interrupt remapping), a write to the
-#               read-only IOVA and one after VFIO_IOMMU_UNMAP_DMA that must
-#               both fault and change nothing, then a fresh mapping; for
-#               viommu-vtd the statistics must show that domain's translations,
-#               faults and page invalidations, and the MSI remapped.
-#   vfio-sm     the same with the unit in scalable mode offering first-stage
+#               (scripts/guest/vfio-edu.c), as DPDK or SPDK in a VM are, with
+#               pass-through default domains (iommu.passthrough=1): its own
+#               IOVAs in an unmanaged domain (one read-only, one the top page
+#               of the usable range; viommu-vtd runs with aw-bits=57, so that
+#               is 0x1fffffffffff000 through 5-level tables), a copy through
+#               the device, its MSI through an eventfd (xAPIC interrupt
+#               remapping), a write to the read-only IOVA and one after
+#               VFIO_IOMMU_UNMAP_DMA that must both fault and change nothing,
+#               then a fresh mapping; for viommu-vtd the statistics must show
+#               that domain's translations, faults and page invalidations,
+#               and the MSI remapped.
+#   vfio-sm     the same, strict, with the unit in scalable mode offering first-stage
 #               tables only, so that both the DMA domain and VFIO's
 #               unmanaged one are first-stage; viommu-vtd with aw-bits=57
 #               and a guest CPU with LA57, so 5-level first-stage tables
@@ -97,8 +105,8 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
-DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,sm-fs-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+ALL_BOOTS="dma-lazy,dma-strict,dma-cm,dma-pt,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,dma-pt,sm-fs-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
@@ -145,6 +153,7 @@ FAULT_HOST_CHECKS="scenario_completed qemu_alive_after_fault qemu_exit_clean"
 DMA_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults"
 IR_STATS_CHECKS="stats_ir_config stats_ir_remapped stats_ir_sources stats_ir_iec"
 CM_STATS_CHECKS="stats_cm_maps"
+PT_STATS_CHECKS="stats_schema stats_pt_bypass"
 FAULT_STATS_CHECKS="stats_schema stats_fault_recorded"
 VFIO_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy ir_enabled ir_ioapic edu_present iommu_group_edu vfio_bound vfio_container vfio_group vfio_iova_ranges vfio_device vfio_map vfio_dma_roundtrip vfio_msi vfio_readonly_blocked vfio_unmap vfio_no_dma_after_unmap vfio_remap vfio_fault_ro vfio_fault_unmapped"
 VFIO_HOST_CHECKS="scenario_completed qemu_exit_clean"
@@ -180,6 +189,10 @@ for b in dma-lazy:xapic dma-strict:x2apic; do
     plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks "${b#*:}") $DMA_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$DMA_STATS_CHECKS $IR_STATS_CHECKS")))
 done
+if wants dma-pt; then
+    plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks xapic) $DMA_HOST_CHECKS")))
+    [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$PT_STATS_CHECKS $IR_STATS_CHECKS")))
+fi
 if wants dma-cm; then
     plan=$((plan + $(count_words "$DMA_GUEST_CHECKS $(ir_guest_checks xapic) cm_cap $DMA_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "aw_cap $DMA_STATS_CHECKS $IR_STATS_CHECKS $CM_STATS_CHECKS")))
@@ -471,6 +484,8 @@ dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [
             stats_checks "$name" "dma-sm-$sm" $DMA_STATS_CHECKS $SM_STATS_CHECKS
         elif [ "$cm" = 1 ]; then
             stats_checks "$name" "dma-cm" $DMA_STATS_CHECKS $IR_STATS_CHECKS $CM_STATS_CHECKS
+        elif [ "$mode" = pt ]; then
+            stats_checks "$name" "dma-pt" $PT_STATS_CHECKS $IR_STATS_CHECKS
         else
             stats_checks "$name" "dma-$ir" $DMA_STATS_CHECKS $IR_STATS_CHECKS
         fi
@@ -508,7 +523,10 @@ vfio_boot() {  # vfio_boot NAME [SM(first)]
         checks+=" aw_cap"
         [ -z "$sm" ] || qemu_args=(-- -cpu qemu64,+la57)
     fi
-    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vfio || echo none)" --mode strict --test vfio --edu \
+    # vfio: pass-through default domains, as iommu=pt hosts of DPDK VMs run,
+    # so edu's context goes from pass-through to VFIO's domain and back.
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vfio || echo none)" \
+        --mode "$([ -n "$sm" ] && echo strict || echo pt)" --test vfio --edu \
         --intremap on ${opts:+--iommu-opts "$opts"} --append "$append" "${qemu_args[@]}"
     if [ "$iommu" = intel-iommu ]; then
         guest_checks "$name" ${checks/ vfio_fault_ro/}
@@ -609,6 +627,7 @@ vhost_boot() {
 wants dma-lazy && dma_boot dma-lazy lazy xapic
 wants dma-strict && dma_boot dma-strict strict x2apic
 wants dma-cm && dma_boot dma-cm strict xapic "" 1
+wants dma-pt && dma_boot dma-pt pt xapic
 wants sm-fs-lazy && dma_boot sm-fs-lazy lazy none first
 wants sm-fs-strict && dma_boot sm-fs-strict strict none first
 wants sm-ss-lazy && dma_boot sm-ss-lazy lazy none second

@@ -250,6 +250,20 @@ def main():
                   "%d after an unmap" % (cm, len(doms), mapped, unmapped))
         elif kind != "dma":
             ir_checks(s, kind == "dma-x2apic", gdata, check)
+    elif kind == "dma-pt":
+        # Pass-through contexts: DMA bypasses translation (the glue maps
+        # such a device's address space straight to memory once it has read
+        # the context entry), so nothing is walked or faulted.
+        req = get(s, "translate.requests") or 0
+        bypass = (get(s, "translate.pass_through") or 0) + \
+            (get(s, "translate.translation_disabled") or 0)
+        walks = get(s, "translate.page_walks") or 0
+        ctx = get(s, "translate.context_entries_read") or 0
+        rec = get(s, "faults.recorded")
+        check("stats_pt_bypass", req == bypass and walks == 0 and ctx > 0 and rec == 0,
+              "translate.requests %d (pass-through or disabled %d), page_walks %d, context "
+              "entries read %d, faults.recorded %s" % (req, bypass, walks, ctx, rec))
+        ir_checks(s, False, gdata, check)
     elif kind == "fault":
         rec = get(s, "faults.recorded") or 0
         read = get(s, "faults.by_reason.read") or 0
