@@ -508,10 +508,18 @@ fault_boot() {
     return 0
 }
 
-vfio_boot() {  # vfio_boot NAME [SM(first)]
-    local name=$1 sm=${2:-} opts= qemu_args=() append=viommu.ir=xapic checks=$VFIO_GUEST_CHECKS
+# vfio_boot NAME [SM(first)]: the vfio scenario (see the header).
+vfio_boot() {
+    local name=$1 sm=${2:-} mode=pt opts= qemu_args=() append=viommu.ir=xapic
+    local checks=$VFIO_GUEST_CHECKS
+    # Legacy mode: pass-through default domains, as iommu=pt hosts of DPDK
+    # VMs run, so edu's context goes from pass-through to VFIO's domain and
+    # back.  Scalable mode: first-stage tables only, so that 6.1 gives the
+    # unmanaged domain first-stage tables too (with both stages offered,
+    # first_level_by_default() gives it second-stage ones).
     if [ -n "$sm" ]; then
-        opts=$(vfio_sm_opts)
+        mode=strict opts="x-scalable-mode=on,x-flts=on"
+        [ "$iommu" = intel-iommu ] && opts+=",aw-bits=48"
         append+=" viommu.sm=$sm viommu.sm_offer=$sm iomem=relaxed"
         checks+=" $SM_GUEST_CHECKS"
     fi
@@ -523,11 +531,8 @@ vfio_boot() {  # vfio_boot NAME [SM(first)]
         checks+=" aw_cap"
         [ -z "$sm" ] || qemu_args=(-- -cpu qemu64,+la57)
     fi
-    # vfio: pass-through default domains, as iommu=pt hosts of DPDK VMs run,
-    # so edu's context goes from pass-through to VFIO's domain and back.
-    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vfio || echo none)" \
-        --mode "$([ -n "$sm" ] && echo strict || echo pt)" --test vfio --edu \
-        --intremap on ${opts:+--iommu-opts "$opts"} --append "$append" "${qemu_args[@]}"
+    boot "$name" "$([ "$iommu" = viommu-vtd ] && echo vfio || echo none)" --mode "$mode" --test vfio \
+        --edu --intremap on ${opts:+--iommu-opts "$opts"} --append "$append" "${qemu_args[@]}"
     if [ "$iommu" = intel-iommu ]; then
         guest_checks "$name" ${checks/ vfio_fault_ro/}
         deviation_check "$name" vfio_fault_ro D1 "no fault recorded for edu's write to the read-only IOVA, \
@@ -545,15 +550,6 @@ whose translation edu's earlier read had put in intel-iommu's IOTLB"
         fi
     fi
     return 0
-}
-# The vfio-sm boot's unit: first-stage tables only, so that 6.1 gives the
-# unmanaged domain first-stage tables too (with both stages offered,
-# first_level_by_default() gives it second-stage ones).
-vfio_sm_opts() {
-    case $iommu in
-        viommu-vtd) echo "x-scalable-mode=on,x-flts=on" ;;
-        intel-iommu) echo "x-scalable-mode=on,x-flts=on,aw-bits=48" ;;
-    esac
 }
 
 # vhost_boot NAME ATS(0|1): the vhost-user scenario (see the header).
