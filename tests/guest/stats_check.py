@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Judge viommu-vtd's statistics (docs/statistics.rst) after a guest boot.
 
-  stats_check.py dma|dma-xapic|dma-x2apic|dma-cm|dma-sm-first|dma-sm-second|fault|vhost-ats0|vhost-ats1|hotplug|hotplug-sm|reinit STATS.json [GUEST.log]
+  stats_check.py KIND STATS.json [GUEST.log]
+
+KIND: dma, dma-xapic, dma-x2apic, dma-cm, dma-pt, dma-sm-first,
+dma-sm-second, fault, vfio-aw57, vfio-sm-first-aw57, vhost-ats0, vhost-ats1,
+hotplug, hotplug-sm or reinit.
 
 Prints one line per check, "ok NAME - detail" or "fail NAME - detail".
 dma:   translations went through page walks, invalidations arrived (through
@@ -28,7 +32,16 @@ dma-sm-first, dma-sm-second: dma in scalable mode, the guest mapping DMA
        entry (requests without PASID, none with one) and the PGTT counters
        show that stage alone; first-stage walks happened with first-stage
        tables only.
+dma-pt: pass-through default domains: stats_pt_bypass (context entries
+       read, nothing walked, translated or faulted) and the checks of
+       dma-xapic's interrupt remapping.
 fault: at least one fault was recorded, with reason "read" (0x6).
+vfio-aw57, vfio-sm-first-aw57: a user-space driver through VFIO on a
+       57-bit unit (legacy, or scalable mode with first-stage tables, then
+       also stats_sm_stage): stats_vfio_domain (exactly one domain both
+       translated and faulted, with a page invalidation; two fault records;
+       walks above 4 GiB) and stats_vfio_msi (edu's source-id, VIOMMU-DATA
+       edu_bdf, had interrupts remapped).
 hotplug: dma, and stats_hotplug_context: the guest removed a hot-added
        device once per round (VIOMMU-DATA hpN_read_sha256 lines in GUEST.log)
        and, each time, cleared its context entry and told the unit with a
@@ -96,6 +109,16 @@ def as_int(v):
         return None
 
 
+def ir_sources(s):
+    """interrupt_remapping.sources by source-id."""
+    sources = {}
+    for e in get(s, "interrupt_remapping.sources") or []:
+        sid = as_int(e.get("sid"))
+        if sid is not None:
+            sources[sid] = e
+    return sources
+
+
 def ir_checks(s, eim, gdata, check):
     cfg_ir, cfg_eim = get(s, "config.intremap"), get(s, "config.eim")
     check("stats_ir_config", cfg_ir is True and cfg_eim is eim,
@@ -112,11 +135,7 @@ def ir_checks(s, eim, gdata, check):
           % (get(ir, "requests") or 0, remapped, blocked,
              " %s" % reasons if reasons else "", compat,
              get(ir, "disabled_pass_through") or 0))
-    sources = {}
-    for e in ir.get("sources") or []:
-        sid = as_int(e.get("sid"))
-        if sid is not None:
-            sources[sid] = e
+    sources = ir_sources(s)
     ok, parts = True, []
     for label, sid, key in (("virtio-blk", sid_of_bdf(gdata.get("blk_bdf")), "blk_irqs"),
                             ("virtio-net", sid_of_bdf(gdata.get("net_bdf")), "net_irqs"),
@@ -279,23 +298,19 @@ def main():
         high = get(s, "iova.walks_above_4g") or 0
         recorded = get(s, "faults.recorded") or 0
         d = doms[0] if doms else {}
-        aw, want_aw = get(s, "config.aw_bits"), 57
+        aw = get(s, "config.aw_bits")
+        dom = (" (id %s: %d translations, %d faults, %d page invalidations)"
+               % (d.get("id"), d.get("translations") or 0, d.get("faults") or 0,
+                  d.get("page_invalidations") or 0)) if d else ""
         check("stats_vfio_domain",
               len(doms) == 1 and (d.get("page_invalidations") or 0) >= 1 and high > 0
-              and recorded >= 2 and aw == want_aw,
-              "config.aw_bits %s (want %d); %d domain(s) with translations and faults%s; "
-              "walks above 4 GiB %d, fault records %d" % (aw, want_aw, len(doms), " (id %s: %d translations, %d faults, %d page "
-                                    "invalidations)" % (d.get("id"), d.get("translations") or 0,
-                                                        d.get("faults") or 0,
-                                                        d.get("page_invalidations") or 0)
-                                    if d else "", high, recorded))
+              and recorded >= 2 and aw == 57,
+              "config.aw_bits %s (want 57); %d domain(s) with translations and faults%s; "
+              "walks above 4 GiB %d, fault records %d" % (aw, len(doms), dom, high, recorded))
         if kind == "vfio-sm-first-aw57":
             sm_checks(s, "first", check)
         sid = sid_of_bdf(gdata.get("edu_bdf"))
-        n = 0
-        for e in get(s, "interrupt_remapping.sources") or []:
-            if sid is not None and as_int(e.get("sid")) == sid:
-                n = as_int(e.get("remapped")) or 0
+        n = as_int(ir_sources(s).get(sid, {}).get("remapped")) or 0
         check("stats_vfio_msi", sid is not None and n > 0,
               "edu (%s) remapped interrupts: %d" % (gdata.get("edu_bdf") or "no bdf reported", n))
     elif kind in ("vhost-ats0", "vhost-ats1"):
