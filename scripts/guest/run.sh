@@ -19,6 +19,8 @@
 #     --mib N                 payload size in MiB for the dma scenario (default 4)
 #     --edu                   QEMU's edu device (the fault and vfio scenarios' DMA
 #                             engine), with a 64-bit DMA mask (edu clamps to 28 bits)
+#     --vdma                  viommu-lab's viommu-dma device (the vfio scenario's
+#                             DMA engine with viommu.vfio=vdma; unlike edu, it migrates)
 #     --intremap on|off       interrupt remapping (default on for intel-iommu, off for viommu-vtd)
 #     --x2apic                x2APIC guest: two vCPUs, the second placed with -device at
 #                             APIC ID 256, both with x2apic; the IOMMU gets intremap=on,eim=on
@@ -33,7 +35,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 iommu=intel-iommu mode=lazy test=boot smp=2 mem=1024 timeout_s=300 qmp= hold=0 reboot=0
-disk= net=0 port= mib=4 edu=0 intremap= x2apic=0 iommu_opts= append= log= quiet=0
+disk= net=0 port= mib=4 edu=0 vdma=0 intremap= x2apic=0 iommu_opts= append= log= quiet=0
 usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || die "run.sh: option $1 needs a value."; }
 while [ $# -gt 0 ]; do
@@ -52,6 +54,7 @@ while [ $# -gt 0 ]; do
         --port) need "$@"; port=$2; shift 2 ;;
         --mib) need "$@"; mib=$2; shift 2 ;;
         --edu) edu=1; shift ;;
+        --vdma) vdma=1; shift ;;
         --intremap) need "$@"; intremap=$2; shift 2 ;;
         --x2apic) x2apic=1; shift ;;
         --iommu-opts) need "$@"; iommu_opts=$2; shift 2 ;;
@@ -90,6 +93,9 @@ if [ "$iommu" != none ]; then
 fi
 if [ "$edu" = 1 ]; then
     grep -q 'name "edu"' <<< "$devices" || die "$qemu has no '-device edu' (CONFIG_EDU)."
+fi
+if [ "$vdma" = 1 ]; then
+    grep -q 'name "viommu-dma"' <<< "$devices" || die "$qemu has no '-device viommu-dma'; rebuild QEMU (scripts/build-qemu.sh)."
 fi
 
 img=$(bash "$TOP/scripts/guest/build-image.sh" --print) || die "building the guest image failed (see above)."
@@ -149,6 +155,7 @@ esac
 [ "$net" = 1 ] && args+=(-netdev "user,id=net0,restrict=off"
                          -device "virtio-net-pci,netdev=net0,iommu_platform=on,disable-legacy=on,romfile=")
 [ "$edu" = 1 ] && args+=(-device edu,dma_mask=0xffffffffffffffff)
+[ "$vdma" = 1 ] && args+=(-device viommu-dma)
 args+=("$@")
 
 progress "booting the guest: test=$test iommu=$iommu mode=$mode smp=$smp (TCG, about 40-60 s per boot; timeout ${timeout_s}s)"

@@ -42,7 +42,7 @@
 #   fault       QEMU's edu device DMAs from an unmapped IOVA: the guest's DMAR
 #               fault handler reports it, edu and QEMU keep working.
 #   vfio        edu bound to vfio-pci and driven from user space
-#               (scripts/guest/vfio-edu.c), as DPDK or SPDK in a VM are, with
+#               (scripts/guest/vfio-user.c), as DPDK or SPDK in a VM are, with
 #               pass-through default domains (iommu.passthrough=1): its own
 #               IOVAs in an unmanaged domain (one read-only, one the top page
 #               of the usable range; viommu-vtd runs with aw-bits=57, so that

@@ -1,22 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * vfio-edu: a user-space driver for QEMU's edu device through VFIO, run in
- * the viommu-lab guest (scripts/guest/init, scenario vfio).  It does what
- * DPDK or SPDK do in a VM behind a vIOMMU: choose its own IOVAs, map them
- * with VFIO_IOMMU_MAP_DMA into the device's unmanaged domain, let the
- * device DMA, take its MSI through an eventfd and unmap.
+ * vfio-user: a user-space driver for a DMA engine through VFIO, run in the
+ * viommu-lab guest (scripts/guest/init, scenario vfio).  It does what DPDK
+ * or SPDK do in a VM behind a vIOMMU: choose its own IOVAs, map them with
+ * VFIO_IOMMU_MAP_DMA into the device's unmanaged domain, let the device
+ * DMA, take its interrupt through an eventfd and unmap.
  *
- *   vfio-edu BDF
+ *   vfio-user BDF [--wait FILE]
+ *
+ * The device is QEMU's edu (1234:11e8) or viommu-lab's viommu-dma
+ * (1234:11e9, include/viommu/viommu-dma.h), told apart by BAR0's identity
+ * register.  --wait FILE: once the pages are mapped and the interrupt is set
+ * up, print "waiting for FILE" and wait (up to 10 minutes) until FILE exists
+ * before the first DMA, so that the host can migrate the guest in between
+ * (tests/glue/guest-migrate.sh; edu has no migration state, viommu-dma has).
  *
  * Prints one line per check, "ok NAME - detail" or "fail NAME - detail",
  * and "data KEY=VALUE" lines; init turns them into VIOMMU-CHECK and
  * VIOMMU-DATA lines.  Exit status 0 when every check passed.
  *
- * edu (hw/misc/edu.c in QEMU) copies up to 4 KiB between its own buffer at
- * 0x40000 and a bus address: BAR0 0x80 source, 0x88 destination, 0x90
- * length, 0x98 command (bit 0 run, bit 1 towards RAM, bit 2 interrupt when
- * done); 0x24 interrupt status, 0x64 acknowledge.  The host gives it
- * dma_mask=0xffffffffffffffff so that no IOVA is clamped.
+ * Both devices are driven as one that loads a page into a buffer of its own
+ * and stores it back somewhere else.  edu (hw/misc/edu.c in QEMU) copies up
+ * to 4 KiB between its own buffer at 0x40000 and a bus address: BAR0 0x80
+ * source, 0x88 destination, 0x90 length, 0x98 command (bit 0 run, bit 1
+ * towards RAM, bit 2 interrupt when done); 0x24 interrupt status, 0x64
+ * acknowledge; MSI.  The host gives it dma_mask=0xffffffffffffffff so that
+ * no IOVA is clamped; it cannot tell whether a transfer faulted.
+ * viommu-dma's "buffer" is a page of ours at IOVA_BUF; each load or store
+ * is one COPY descriptor on queue 0, whose completion status says whether
+ * an access faulted; MSI-X vector 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +46,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "viommu/viommu-dma.h"
+
 #define PAGE 4096u
 #define EDU_BUF 0x40000u
 #define EDU_IDENT 0x010000edu
@@ -44,14 +58,35 @@
 
 /*
  * IOVAs chosen as a user-space driver would: one below 4 GiB (mapped
- * read-only) and one above; the third is the top page of the usable range.
+ * read-only) and one above; another is the top page of the usable range.
+ * viommu-dma's ring and buffer pages sit below 4 GiB too.
  */
 #define IOVA_RO 0x10000000ull
 #define IOVA_REMAP 0x123456000ull
+#define IOVA_RING 0x20000000ull
+#define IOVA_BUF 0x30000000ull
 #define MSI_WINDOW 0xfee00000ull
+#define VDMA_RING_SIZE 64u
+
+enum dev_kind { DEV_EDU, DEV_VDMA };
+
+/* How a transfer ended: edu only tells DONE from TIMEOUT. */
+enum xfer { XFER_DONE, XFER_FAULT, XFER_TIMEOUT, XFER_ERROR };
 
 static int failures;
 static volatile uint8_t *bar0;
+static enum dev_kind kind;
+static uint64_t dev_buf;                /* the device's buffer, as it addresses it */
+static volatile uint8_t *vdma_ring;     /* viommu-dma: our ring page (IOVA_RING) */
+static uint32_t vdma_tail;
+
+static const char *xfer_str(enum xfer x)
+{
+    static const char *const names[] = { "done", "faulted", "timed out",
+                                         "failed" };
+
+    return names[x];
+}
 
 static void result(bool ok, const char *name, const char *fmt, ...)
 {
@@ -115,6 +150,90 @@ static bool edu_dma(uint64_t src, uint64_t dst, uint32_t len, uint32_t cmd)
         usleep(10000);
     }
     return false;
+}
+
+static uint32_t vdma_read(unsigned int off)
+{
+    return *(volatile uint32_t *)(bar0 + off);
+}
+
+static void vdma_write(unsigned int off, uint32_t val)
+{
+    *(volatile uint32_t *)(bar0 + off) = val;
+}
+
+/*
+ * One COPY descriptor of len bytes on queue 0; its completion status, or
+ * TIMEOUT if it has none within 5 s.
+ */
+static enum xfer vdma_copy(uint64_t src, uint64_t dst, uint32_t len, bool irq)
+{
+    volatile uint8_t *d = vdma_ring + (vdma_tail % VDMA_RING_SIZE) *
+                          VIOMMU_DMA_DESC_SIZE;
+    volatile uint32_t *status = (volatile uint32_t *)(d + VIOMMU_DMA_DESC_STATUS);
+
+    memset((void *)d, 0, VIOMMU_DMA_DESC_SIZE);
+    d[VIOMMU_DMA_DESC_OP] = VIOMMU_DMA_OP_COPY;
+    d[VIOMMU_DMA_DESC_FLAGS] = irq ? VIOMMU_DMA_FLAG_IRQ : 0;
+    *(volatile uint32_t *)(d + VIOMMU_DMA_DESC_LEN) = len;
+    *(volatile uint64_t *)(d + VIOMMU_DMA_DESC_SRC) = src;
+    *(volatile uint64_t *)(d + VIOMMU_DMA_DESC_DST) = dst;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    vdma_tail = (vdma_tail + 1) % VDMA_RING_SIZE;
+    vdma_write(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_TAIL, vdma_tail);
+    for (int i = 0; i < 500; i++) {
+        uint32_t st = *status;
+
+        if (st == VIOMMU_DMA_ST_OK) {
+            return XFER_DONE;
+        }
+        if (st == VIOMMU_DMA_ST_READ_FAULT || st == VIOMMU_DMA_ST_WRITE_FAULT) {
+            return XFER_FAULT;
+        }
+        if (st != VIOMMU_DMA_ST_PENDING) {
+            return XFER_ERROR;
+        }
+        usleep(10000);
+    }
+    return XFER_TIMEOUT;
+}
+
+/* A page from @src into the device's buffer (or back out to @dst). */
+static enum xfer dev_load(uint64_t src)
+{
+    if (kind == DEV_VDMA) {
+        return vdma_copy(src, dev_buf, PAGE, false);
+    }
+    return edu_dma(src, dev_buf, PAGE, 0) ? XFER_DONE : XFER_TIMEOUT;
+}
+
+static enum xfer dev_store(uint64_t dst, bool irq)
+{
+    if (kind == DEV_VDMA) {
+        return vdma_copy(dev_buf, dst, PAGE, irq);
+    }
+    return edu_dma(dev_buf, dst, PAGE,
+                   EDU_CMD_TO_RAM | (irq ? EDU_CMD_IRQ : 0)) ?
+           XFER_DONE : XFER_TIMEOUT;
+}
+
+/* What a store to a page the device must not write ends in. */
+static enum xfer blocked_store(void)
+{
+    return kind == DEV_VDMA ? XFER_FAULT : XFER_DONE;
+}
+
+/* Acknowledges the device's interrupt; true if it said it had raised one. */
+static bool dev_irq_ack(uint32_t *irq_status)
+{
+    if (kind == DEV_VDMA) {
+        *irq_status = vdma_read(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR);
+        vdma_write(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR, *irq_status);
+        return *irq_status & 1;
+    }
+    *irq_status = (uint32_t)edu_read(0x24);
+    edu_write(0x64, *irq_status);
+    return *irq_status & EDU_DMA_IRQ_STATUS;
 }
 
 static int dma_map(int container, void *vaddr, uint64_t iova, uint32_t flags)
@@ -268,7 +387,7 @@ static int open_device(int group, const char *bdf)
     };
     uint16_t command = 0;
     uint32_t ident;
-    bool cmd_ok;
+    bool cmd_ok, known;
     void *map;
     int device;
 
@@ -291,37 +410,66 @@ static int open_device(int group, const char *bdf)
     cmd_ok = pread(device, &command, 2, cfg.offset + 4) == 2;
     command |= 0x6;
     cmd_ok = cmd_ok && pwrite(device, &command, 2, cfg.offset + 4) == 2;
-    ident = (uint32_t)edu_read(0x00);
-    result(cmd_ok && ident == EDU_IDENT, "vfio_device",
+    ident = vdma_read(0x00);
+    kind = ident == VIOMMU_DMA_ID_MAGIC ? DEV_VDMA : DEV_EDU;
+    dev_buf = kind == DEV_VDMA ? IOVA_BUF : EDU_BUF;
+    known = ident == EDU_IDENT || (ident == VIOMMU_DMA_ID_MAGIC &&
+                                   vdma_read(VIOMMU_DMA_REG_MAXLEN) >= PAGE);
+    result(cmd_ok && known, "vfio_device",
            "device fd for %s, BAR0 mmapped (%llu bytes), command 0x%x, "
-           "ident 0x%08x (want 0x%08x)", bdf, (unsigned long long)bar.size,
-           command, ident, EDU_IDENT);
-    return cmd_ok && ident == EDU_IDENT ? device : -1;
+           "ident 0x%08x (%s)", bdf, (unsigned long long)bar.size, command,
+           ident, ident == EDU_IDENT ? "edu" :
+           ident == VIOMMU_DMA_ID_MAGIC ? "viommu-dma" : "neither edu nor viommu-dma");
+    return cmd_ok && known ? device : -1;
 }
 
-/* MSI vector 0 into a new eventfd; -1 (and a failed check) if refused. */
+/*
+ * Vector 0 (edu: MSI, viommu-dma: MSI-X) into a new eventfd; -1 (and a
+ * failed check) if refused.
+ */
 static int enable_msi(int device)
 {
-    struct vfio_irq_info irq = {
-        .argsz = sizeof(irq), .index = VFIO_PCI_MSI_IRQ_INDEX,
-    };
+    const uint32_t index = kind == DEV_VDMA ? VFIO_PCI_MSIX_IRQ_INDEX :
+                                              VFIO_PCI_MSI_IRQ_INDEX;
+    struct vfio_irq_info irq = { .argsz = sizeof(irq), .index = index };
     char buf[sizeof(struct vfio_irq_set) + sizeof(int)];
     struct vfio_irq_set *set = (struct vfio_irq_set *)buf;
     int efd = eventfd(0, EFD_NONBLOCK);
 
     set->argsz = sizeof(buf);
     set->flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
-    set->index = VFIO_PCI_MSI_IRQ_INDEX;
+    set->index = index;
     set->start = 0;
     set->count = 1;
     memcpy(set->data, &efd, sizeof(int));
     if (efd < 0 || ioctl(device, VFIO_DEVICE_GET_IRQ_INFO, &irq) ||
         irq.count < 1 || ioctl(device, VFIO_DEVICE_SET_IRQS, set)) {
-        result(false, "vfio_msi", "MSI through VFIO_DEVICE_SET_IRQS: %s "
-               "(%u vectors)", strerror(errno), irq.count);
+        result(false, "vfio_msi", "%s through VFIO_DEVICE_SET_IRQS: %s "
+               "(%u vectors)", kind == DEV_VDMA ? "MSI-X" : "MSI",
+               strerror(errno), irq.count);
         return -1;
     }
     return efd;
+}
+
+/* viommu-dma: queue 0 on our ring page at IOVA_RING, enabled. */
+static bool vdma_setup(uint8_t *ring)
+{
+    const unsigned int q = VIOMMU_DMA_Q_BASE(0);
+    uint32_t st;
+
+    vdma_ring = ring;
+    vdma_tail = 0;
+    vdma_write(VIOMMU_DMA_REG_CTRL, VIOMMU_DMA_CTRL_RESET);
+    vdma_write(q + VIOMMU_DMA_Q_RING_LO, (uint32_t)IOVA_RING);
+    vdma_write(q + VIOMMU_DMA_Q_RING_HI, (uint32_t)(IOVA_RING >> 32));
+    vdma_write(q + VIOMMU_DMA_Q_RING_SIZE, VDMA_RING_SIZE);
+    vdma_write(q + VIOMMU_DMA_Q_CTRL, VIOMMU_DMA_QCTRL_ENABLE);
+    st = vdma_read(q + VIOMMU_DMA_Q_STATUS);
+    result(!(st & (VIOMMU_DMA_QSTS_BADRING | VIOMMU_DMA_QSTS_HALTED)),
+           "vfio_queue", "viommu-dma queue 0: %u descriptors at IOVA 0x%llx, "
+           "status 0x%x", VDMA_RING_SIZE, IOVA_RING, st);
+    return !(st & (VIOMMU_DMA_QSTS_BADRING | VIOMMU_DMA_QSTS_HALTED));
 }
 
 static bool wait_eventfd(int fd, int ms)
@@ -333,6 +481,20 @@ static bool wait_eventfd(int fd, int ms)
         return false;
     }
     return read(fd, &count, sizeof(count)) == sizeof(count) && count > 0;
+}
+
+/* Polls for @path every 100 ms, up to @seconds. */
+static bool wait_for_file(const char *path, unsigned int seconds)
+{
+    printf("waiting for %s\n", path);
+    fflush(stdout);
+    for (unsigned int i = 0; i < seconds * 10; i++) {
+        if (access(path, F_OK) == 0) {
+            return true;
+        }
+        usleep(100000);
+    }
+    return false;
 }
 
 static bool page_is(const uint8_t *page, uint8_t byte)
@@ -349,15 +511,20 @@ int main(int argc, char **argv)
 {
     static uint8_t expect[PAGE];
     struct vfio_iommu_type1_dma_unmap unmap = { .argsz = sizeof(unmap) };
-    uint8_t *mem, *src, *dst, *remap;
+    uint8_t *mem, *src, *dst, *remap, *ring, *buf;
     int container, group = -1, device, efd, err_ro, err_hi, err_re;
-    bool msi_excluded, in, out, same, done, kept, unmapped;
+    bool msi_excluded, same, kept, unmapped;
+    enum xfer in, out, x;
     char ranges[512];
     uint64_t iova_hi;
     uint32_t irq_status;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: vfio-edu BDF (e.g. 0000:00:03.0)\n");
+    const char *wait_file = NULL;
+
+    if (argc == 4 && !strcmp(argv[2], "--wait")) {
+        wait_file = argv[3];
+    } else if (argc != 2) {
+        fprintf(stderr, "usage: vfio-user BDF [--wait FILE] (e.g. 0000:00:03.0)\n");
         return 2;
     }
     container = open_container(argv[1], &group);
@@ -378,7 +545,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    mem = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+    mem = mmap(NULL, 5 * PAGE, PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         result(false, "vfio_map", "mmap: %s", strerror(errno));
@@ -387,6 +554,9 @@ int main(int argc, char **argv)
     src = mem;
     dst = mem + PAGE;
     remap = mem + 2 * PAGE;
+    ring = mem + 3 * PAGE;
+    buf = mem + 4 * PAGE;
+    memset(ring, 0, 2 * PAGE);
     srandom((unsigned int)getpid());
     for (unsigned int i = 0; i < PAGE; i++) {
         src[i] = (uint8_t)random();
@@ -404,40 +574,61 @@ int main(int argc, char **argv)
     if (err_ro || err_hi) {
         return 1;
     }
-    efd = enable_msi(device);
+    if (kind == DEV_VDMA) {
+        int err_ring = dma_map(container, ring, IOVA_RING,
+                               VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+        int err_buf = dma_map(container, buf, IOVA_BUF,
+                              VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
 
-    /* Read the read-only page into edu, write it back at the top page. */
-    in = edu_dma(IOVA_RO, EDU_BUF, PAGE, 0);
-    out = in && edu_dma(EDU_BUF, iova_hi, PAGE,
-                        EDU_CMD_TO_RAM | (efd >= 0 ? EDU_CMD_IRQ : 0));
-    same = out && !memcmp(src, dst, PAGE);
-    result(same, "vfio_dma_roundtrip", "edu read 4 KiB at IOVA 0x%llx (%s) "
-           "and wrote it at IOVA 0x%" PRIx64 " (%s): %s", IOVA_RO,
-           in ? "done" : "timed out", iova_hi, out ? "done" : "timed out",
+        result(!err_ring && !err_buf, "vfio_map_ring",
+               "viommu-dma's ring at IOVA 0x%llx: %s; its buffer at IOVA "
+               "0x%llx: %s", IOVA_RING, err_ring ? strerror(-err_ring) : "mapped",
+               IOVA_BUF, err_buf ? strerror(-err_buf) : "mapped");
+        if (err_ring || err_buf || !vdma_setup(ring)) {
+            return 1;
+        }
+    }
+    efd = enable_msi(device);
+    if (wait_file) {
+        bool came = wait_for_file(wait_file, 600);
+
+        result(came, "vfio_wait", "%s %s", wait_file,
+               came ? "appeared" : "did not appear within 600 s");
+        if (!came) {
+            return 1;
+        }
+    }
+
+    /* Read the read-only page into the device, write it back at the top page. */
+    in = dev_load(IOVA_RO);
+    out = in == XFER_DONE ? dev_store(iova_hi, efd >= 0) : XFER_ERROR;
+    same = out == XFER_DONE && !memcmp(src, dst, PAGE);
+    result(same, "vfio_dma_roundtrip", "the device read 4 KiB at IOVA 0x%llx "
+           "(%s) and wrote it at IOVA 0x%" PRIx64 " (%s): %s", IOVA_RO,
+           xfer_str(in), iova_hi, xfer_str(out),
            same ? "the pages are equal" : "the pages differ");
     if (efd >= 0) {
-        bool fired = out && wait_eventfd(efd, 5000);
+        bool fired = out == XFER_DONE && wait_eventfd(efd, 5000);
+        bool raised = dev_irq_ack(&irq_status);
 
-        irq_status = (uint32_t)edu_read(0x24);
-        edu_write(0x64, irq_status);
-        result(fired && (irq_status & EDU_DMA_IRQ_STATUS), "vfio_msi",
-               "edu's DMA-done MSI %s the eventfd (interrupt status 0x%x)",
-               fired ? "reached" : "did not reach", irq_status);
+        result(fired && raised, "vfio_msi",
+               "the device's DMA-done interrupt %s the eventfd (interrupt "
+               "status 0x%x)", fired ? "reached" : "did not reach", irq_status);
     }
 
     /*
-     * Load edu's buffer with another pattern (read from the read-write
-     * page), then aim it at the read-only IOVA: the write must fault and
-     * leave the page as it was.
+     * Load the device's buffer with another pattern (read from the
+     * read-write page), then aim it at the read-only IOVA: the write must
+     * fault and leave the page as it was.
      */
     memset(dst, 0xa5, PAGE);
-    done = edu_dma(iova_hi, EDU_BUF, PAGE, 0) &&
-           edu_dma(EDU_BUF, IOVA_RO, PAGE, EDU_CMD_TO_RAM);
+    in = dev_load(iova_hi);
+    x = in == XFER_DONE ? dev_store(IOVA_RO, false) : XFER_ERROR;
     kept = !memcmp(src, expect, PAGE);
-    result(done && kept, "vfio_readonly_blocked",
-           "edu's write of another page to read-only IOVA 0x%llx %s the "
-           "page%s", IOVA_RO, kept ? "left" : "changed",
-           done ? "" : " (a transfer timed out)");
+    result(in == XFER_DONE && x == blocked_store() && kept,
+           "vfio_readonly_blocked", "the device's write of another page to "
+           "read-only IOVA 0x%llx %s the page (load %s, store %s)", IOVA_RO,
+           kept ? "left" : "changed", xfer_str(in), xfer_str(x));
 
     /*
      * Once VFIO_IOMMU_UNMAP_DMA has returned the device must not reach the
@@ -451,20 +642,19 @@ int main(int argc, char **argv)
            PRIx64 ": %llu bytes unmapped", iova_hi,
            (unsigned long long)unmap.size);
     memset(dst, 0x5a, PAGE);
-    done = edu_dma(EDU_BUF, iova_hi, PAGE, EDU_CMD_TO_RAM);
+    x = dev_store(iova_hi, false);
     kept = page_is(dst, 0x5a);
-    result(done && kept, "vfio_no_dma_after_unmap",
-           "edu's write to IOVA 0x%" PRIx64 " after its unmap %s the page%s",
-           iova_hi, kept ? "left" : "changed",
-           done ? "" : " (the transfer timed out)");
+    result(x == blocked_store() && kept, "vfio_no_dma_after_unmap",
+           "the device's write to IOVA 0x%" PRIx64 " after its unmap %s the "
+           "page (%s)", iova_hi, kept ? "left" : "changed", xfer_str(x));
 
     err_re = dma_map(container, remap, IOVA_REMAP,
                      VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
-    done = !err_re && edu_dma(EDU_BUF, IOVA_REMAP, PAGE, EDU_CMD_TO_RAM);
+    x = err_re ? XFER_ERROR : dev_store(IOVA_REMAP, false);
     kept = page_is(remap, 0xa5);
-    result(done && kept, "vfio_remap",
-           "a page mapped afterwards at IOVA 0x%llx (%s) %s edu's write",
-           IOVA_REMAP, err_re ? strerror(-err_re) : "mapped",
-           kept ? "received" : "did not receive");
+    result(x == XFER_DONE && kept, "vfio_remap",
+           "a page mapped afterwards at IOVA 0x%llx (%s) %s the device's "
+           "write (%s)", IOVA_REMAP, err_re ? strerror(-err_re) : "mapped",
+           kept ? "received" : "did not receive", xfer_str(x));
     return failures ? 1 : 0;
 }
