@@ -7,7 +7,7 @@
 #   make bench   benchmarks (reports, not pass/fail)
 #   make report  contention simulation report: build/report/report.md + SVG plots
 #   make fuzz    every fuzz target (engine, iova, trace, QEMU generic-fuzz in legacy and scalable mode), FUZZ_TIME s each (docs/fuzzing.rst)
-#   make check-sanitize  qtest and glue suites and guest boots against an ASan+UBSan QEMU (build/qemu-fuzz)
+#   make check-sanitize  qtest and glue suites, guest boots and migrations against an ASan+UBSan QEMU (build/qemu-fuzz)
 #   make qemu    only build build/qemu-system-x86_64
 #
 # Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),

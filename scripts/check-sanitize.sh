@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make check-sanitize: the viommu qtest suite, the glue suite and eight guest
-# boots (SANITIZE_GUEST_BOOTS) against QEMU built with AddressSanitizer and
+# make check-sanitize: the viommu qtest suite, the glue suite, nine guest
+# boots (SANITIZE_GUEST_BOOTS) and the guest migrations (tests/glue/
+# guest-migrate.sh) against QEMU built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (build/qemu-fuzz, clang; scripts/build-qemu-fuzz.sh).
 # Any sanitizer report fails the case it happened in: UBSan halts, ASan aborts.  Leak detection is off: QEMU itself
 # leaves allocations behind at exit.  Logs: build/check-logs/sanitize-*.
@@ -19,11 +20,11 @@ bash "$TOP/scripts/build-qemu-fuzz.sh" qemu-system-x86_64 $qtests
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-# Linux guests behind the unit: DMA through virtio rings, MSIs through
-# interrupt remapping, a user-space driver's mappings and faults through
-# VFIO, devices removed while the guest runs, a warm reset and a wake-up
-# from S3 with the unit on.
-SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,sm-fs-lazy,vfio,vfio-sm,hotplug,hotplug-sm,reboot,suspend}
+# Linux guests behind the unit: DMA through virtio rings, pass-through
+# default domains, MSIs through interrupt remapping, a user-space driver's
+# mappings and faults through VFIO, devices removed while the guest runs, a
+# warm reset and a wake-up from S3 with the unit on.
+SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,dma-pt,sm-fs-lazy,vfio,vfio-sm,hotplug,hotplug-sm,reboot,suspend}
 status=0
 say "sanitize: qtest suite viommu (ASan+UBSan)"
 "$obj/pyvenv/bin/meson" test -C "$obj" --no-rebuild --print-errorlogs --suite viommu \
@@ -36,7 +37,10 @@ say "sanitize: guest boots $SANITIZE_GUEST_BOOTS (ASan+UBSan QEMU, TCG)"
 GUEST_TESTS_WORK=$BUILD/guest-tests/sanitize QEMU=$obj/qemu-system-x86_64 \
     bash "$TOP/tests/guest/run.sh" --only "$SANITIZE_GUEST_BOOTS" > "$logs/sanitize-guest.tap" 2>&1 || status=1
 echo "    $(grep -c '^ok' "$logs/sanitize-guest.tap") ok, $(grep -c '^not ok' "$logs/sanitize-guest.tap") not ok"
+say "sanitize: guest migrations (ASan+UBSan QEMU, TCG)"
+QEMU=$obj/qemu-system-x86_64 bash "$TOP/tests/glue/guest-migrate.sh" > "$logs/sanitize-migrate.tap" 2>&1 || status=1
+echo "    $(grep -c '^ok' "$logs/sanitize-migrate.tap") ok, $(grep -c '^not ok' "$logs/sanitize-migrate.tap") not ok"
 grep -h -m5 -E 'runtime error|AddressSanitizer' "$logs/sanitize-qtest.log" "$logs/sanitize-glue.tap" \
-    "$obj"/meson-logs/testlog.txt "$BUILD"/guest-tests/sanitize/*.stderr 2>/dev/null | sed 's/^/    /' || true
+    "$logs/sanitize-migrate.tap" "$obj"/meson-logs/testlog.txt "$BUILD"/guest-tests/sanitize/*.stderr 2>/dev/null | sed 's/^/    /' || true
 [ $status = 0 ] || die "a sanitizer run failed; logs in build/check-logs/sanitize-*."
-say "sanitize: qtest and glue suites and the guest boots passed under ASan+UBSan"
+say "sanitize: qtest and glue suites, the guest boots and migrations passed under ASan+UBSan"
