@@ -17,9 +17,15 @@
 #           held between its VFIO_IOMMU_MAP_DMA calls and its first DMA
 #           (viommu.hold=1) until the host has migrated it: every transfer,
 #           the MSI-X through its eventfd and the two faults it provokes
-#           happen on the destination, through mappings made on the source.
+#           happen on the destination, through mappings made on the source;
+#   hotplug test "hotplug" (strict, interrupt remapping): a virtio-blk disk
+#           hot-added to a PCIe root port and bound to its driver on the
+#           source, held there (viommu.hold=1); the destination starts with
+#           that disk on its command line, the guest does its I/O on it,
+#           the host removes it, hot-adds a second one to the same slot and
+#           removes that too (tests/guest/cues.py on each side).
 # About 20 s each under TCG.  QEMU=path overrides the binary;
-# MIGRATE_CONFIGS="legacy sm-ir vfio" picks configurations.
+# MIGRATE_CONFIGS="legacy sm-ir vfio hotplug" picks configurations.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 export QEMU=${QEMU:-$TOP/build/qemu-system-x86_64}
@@ -39,10 +45,11 @@ qmp() {  # qmp SOCKET COMMAND [JSON-ARGS]: prints the return value
     python3 "$TOP/scripts/qmp.py" --wait 5 "$@"
 }
 
-migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
-    local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before fails missing post c end
+migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
+    local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before fails missing post c end cues=
     local test=dma marker='VIOMMU-TEST: begin' iommu=${IOMMU:-viommu-vtd} aw=57
     local -a common opts=(--disk "$work/disk.img") dma_checks=(blk_read blk_write blk_readback net_fetch net_upload)
+    local -a qemu_extra=() dst_extra=()
     case $cfg in
         legacy) ;;
         sm-ir) opts+=(--intremap on --iommu-opts "x-scalable-mode=on,x-flts=on,second-stage=on"
@@ -53,10 +60,25 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
             test=vfio marker='VIOMMU-TEST: hold vfio-mapped'
             opts=(--vdma --mode pt --intremap on --iommu-opts "aw-bits=$aw"
                   --append "viommu.ir=xapic viommu.aw=$aw viommu.vfio=vdma viommu.hold=1")
-            dma_checks=(vfio_hold vfio_dma_roundtrip vfio_msi vfio_readonly_blocked vfio_unmap
+            dma_checks=(hold vfio_dma_roundtrip vfio_msi vfio_readonly_blocked vfio_unmap
                         vfio_no_dma_after_unmap vfio_remap vfio_fault_unmapped)
             # intel-iommu records no fault for that write (docs/intel-iommu-deviations.rst, D1)
             [ "$iommu" = intel-iommu ] || dma_checks+=(vfio_fault_ro) ;;
+        hotplug)
+            # as tests/guest/run.sh's hotplug boot, two rounds; the first
+            # disk is added on the source, the destination has it from the start
+            test=hotplug marker='VIOMMU-TEST: hold hotplug-added'
+            opts=(--mode strict --intremap on --append "viommu.rounds=2 viommu.hold=1")
+            dma_checks=(hp1_hold hp1_blk_read hp1_blk_write hp1_blk_readback hp1_removed
+                        hp2_blk_read hp2_blk_write hp2_blk_readback hp2_removed)
+            qemu_extra=(-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1)
+            mkdir -p "$work"
+            for i in 1 2; do
+                truncate -s 64M "$work/hp$i.img"
+                qemu_extra+=(-blockdev "driver=file,node-name=hpf$i,filename=$work/hp$i.img,cache.direct=on"
+                             -blockdev "driver=raw,node-name=hp$i,file=hpf$i")
+            done
+            dst_extra=(-device virtio-blk-pci,id=hpblk1,bus=rp1,drive=hp1,iommu_platform=on,disable-legacy=on) ;;
     esac
     mkdir -p "$work/srv"
     truncate -s 64M "$work/disk.img"
@@ -71,8 +93,12 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
     # mappings), then migrates while running (a source stopped first would
     # leave the destination paused).
     bash "$TOP/scripts/guest/run.sh" "${common[@]}" --timeout 400 --qmp "$work/src.qmp" --hold \
-        --log "$work/src.log" >"$work/src.out" 2>&1 &
+        --log "$work/src.log" -- "${qemu_extra[@]}" >"$work/src.out" 2>&1 &
     src=$!
+    if [ "$cfg" = hotplug ]; then
+        python3 "$TOP/tests/guest/cues.py" "$work/src.qmp" "$work/src.log" 2 400 >"$work/src-cues.out" 2>&1 &
+        cues=$!
+    fi
     for ((i = 0; i < 3600; i++)); do
         grep -q "^$marker" "$work/src.log" 2>/dev/null && break
         kill -0 "$src" 2>/dev/null || break
@@ -97,6 +123,10 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
     [ "${st:-}" = completed ] || ok=0
     qmp "$work/src.qmp" quit >/dev/null 2>&1
     wait "$src" 2>/dev/null
+    if [ -n "$cues" ]; then
+        kill "$cues" 2>/dev/null; wait "$cues" 2>/dev/null
+        sed 's/^/# cues.py (source): /' "$work/src-cues.out"
+    fi
     if [ "$ok" = 1 ] && [ -s "$work/state" ]; then
         tap ok "$cfg: migration of the running guest to a file completes"
     else
@@ -105,28 +135,42 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
 
     # The held guest may go on once the source is gone: only the destination
     # can see /go.
-    [ "$cfg" = vfio ] && touch "$work/srv/go"
+    touch "$work/srv/go"
 
     # Destination: restores the state and lets the guest finish its DMA.
     bash "$TOP/scripts/guest/run.sh" "${common[@]}" --timeout 400 --log "$work/dst.log" \
-        --qmp "$work/dst.qmp" -- -incoming "exec:cat $work/state" >"$work/dst.out" 2>&1 &
+        --qmp "$work/dst.qmp" --hold -- "${qemu_extra[@]}" "${dst_extra[@]}" -incoming "exec:cat $work/state" \
+        >"$work/dst.out" 2>&1 &
     dst=$!
-    # For diagnosis: the unit's statistics, refreshed while the guest runs.
-    while kill -0 "$dst" 2>/dev/null; do
-        python3 "$TOP/scripts/viommu-stats" --qmp "$work/dst.qmp" --timeout 10 \
-            >"$work/dst-stats.tmp" 2>/dev/null && mv "$work/dst-stats.tmp" "$work/dst-stats.txt"
-        sleep 10
+    if [ "$cfg" = hotplug ]; then
+        python3 "$TOP/tests/guest/cues.py" "$work/dst.qmp" "$work/dst.log" 2 400 >"$work/dst-cues.out" 2>&1 &
+        cues=$!
+    fi
+    # For diagnosis: the unit's statistics, every 10 s while the guest runs
+    # and once it has ended (--hold keeps QEMU until the 'quit', so that
+    # cues.py's last device_del also sees the device go).
+    for ((i = 0; ; i++)); do
+        kill -0 "$dst" 2>/dev/null || break
+        end=$(grep -c '^VIOMMU-TEST: end' "$work/dst.log" 2>/dev/null)
+        if [ "${end:-0}" != 0 ] || ((i % 100 == 0)); then
+            [ "${end:-0}" != 0 ] && [ -n "$cues" ] && wait "$cues" 2>/dev/null
+            python3 "$TOP/scripts/viommu-stats" --qmp "$work/dst.qmp" --timeout 10 \
+                >"$work/dst-stats.tmp" 2>/dev/null && mv "$work/dst-stats.tmp" "$work/dst-stats.txt"
+        fi
+        if [ "${end:-0}" != 0 ]; then qmp "$work/dst.qmp" quit >/dev/null 2>&1; break; fi
+        sleep 0.1
     done
     wait "$dst"
     rc=$?
+    [ -n "$cues" ] && { wait "$cues" 2>/dev/null; sed 's/^/# cues.py (destination): /' "$work/dst-cues.out"; }
     after=$(grep -aE '^VIOMMU-(CHECK|DATA|TEST)' "$work/dst.log" 2>/dev/null | tr -d '\r')
     if grep -q '^VIOMMU-TEST: end' <<<"$after"; then
         tap ok "$cfg: restored guest resumes and finishes its scenario"
     else
         tap fail "$cfg: restored guest resumes and finishes its scenario" "exit $rc; log $work/dst.log"
     fi
-    # Which DMA checks fall after the switch-over depends on timing (vfio: all
-    # of them, the guest was held): all must pass across both halves, and
+    # Which DMA checks fall after the switch-over depends on timing (vfio,
+    # hotplug: all of them, the guest was held): all must pass across both halves, and
     # the restored guest must have done some of them.
     before=$(grep -aE '^VIOMMU-CHECK' "$work/src.log" 2>/dev/null | tr -d '\r')
     fails=$(grep '^VIOMMU-CHECK: fail' <<<"$after")
@@ -134,7 +178,7 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
     missing= post=
     for c in "${dma_checks[@]}"; do
         if grep -q "^VIOMMU-CHECK: ok $c " <<<"$after"; then post+=" $c"
-        elif [ "$cfg" = vfio ] || ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
+        elif [[ $cfg = vfio || $cfg = hotplug ]] || ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
     done
     if [ -z "$missing" ] && [ -n "$post" ] && [ -z "$fails" ]; then
         tap ok "$cfg: DMA after migration translates ($test scenario; after switch-over:$post)"
@@ -157,7 +201,7 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
         else
             tap fail "$cfg: $c" "$(grep -E 'vfio_fault|TEST: end' <<<"$after" | tr '\n' ' ')"
         fi
-    elif grep -q '^VIOMMU-DATA: dmar_faults=0$' <<<"$after" && grep -q '^VIOMMU-TEST: end dma pass' <<<"$after"; then
+    elif grep -q '^VIOMMU-DATA: dmar_faults=0$' <<<"$after" && grep -q "^VIOMMU-TEST: end $test pass" <<<"$after"; then
         tap ok "$cfg: no DMAR faults after migration; the guest's scenario passes"
     else
         tap fail "$cfg: no DMAR faults after migration; the guest's scenario passes" "$(grep -E 'dmar_faults|TEST: end' <<<"$after" | tr '\n' ' ')"
@@ -165,9 +209,9 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio: five cases
     kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; srv_pid=
 }
 
-configs=${MIGRATE_CONFIGS:-legacy sm-ir vfio}
+configs=${MIGRATE_CONFIGS:-legacy sm-ir vfio hotplug}
 for cfg in $configs; do
-    case $cfg in legacy|sm-ir|vfio) ;; *) echo "Bail out! MIGRATE_CONFIGS: unknown configuration '$cfg' (legacy, sm-ir, vfio)"; rm -rf "$top_work"; exit 1 ;; esac
+    case $cfg in legacy|sm-ir|vfio|hotplug) ;; *) echo "Bail out! MIGRATE_CONFIGS: unknown configuration '$cfg' (legacy, sm-ir, vfio, hotplug)"; rm -rf "$top_work"; exit 1 ;; esac
 done
 set -- $configs
 echo "1..$((5 * $#))"
