@@ -3,7 +3,7 @@
 # Migration of a live guest behind viommu-vtd, as TAP: boot the viommu-lab
 # guest (scripts/guest/run.sh), migrate it to a file while it runs, restore it
 # in a new QEMU and check that the DMA the guest does afterwards still
-# translates.  Three configurations, five cases each:
+# translates.  Five configurations, five cases each:
 #   legacy  test "dma" (virtio-blk and virtio-net behind the unit) in legacy
 #           mode as the unit defaults to, migrated as soon as its scenario
 #           starts: block reads and writes with read-back, network transfers,
@@ -23,9 +23,12 @@
 #           source, held there (viommu.hold=1); the destination starts with
 #           that disk on its command line, the guest does its I/O on it,
 #           the host removes it, hot-adds a second one to the same slot and
-#           removes that too (tests/guest/cues.py on each side).
+#           removes that too (tests/guest/cues.py on each side);
+#   hotplug-sm  the same in scalable mode (first-stage tables, both stages
+#           offered, lazy) with x2APIC interrupt remapping, so that the
+#           disk's RID_PASID entry is made on the source.
 # About 20 s each under TCG.  QEMU=path overrides the binary;
-# MIGRATE_CONFIGS="legacy sm-ir vfio hotplug" picks configurations.
+# MIGRATE_CONFIGS="legacy sm-ir vfio hotplug hotplug-sm" picks configurations.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 export QEMU=${QEMU:-$TOP/build/qemu-system-x86_64}
@@ -45,7 +48,7 @@ qmp() {  # qmp SOCKET COMMAND [JSON-ARGS]: prints the return value
     python3 "$TOP/scripts/qmp.py" --wait 5 "$@"
 }
 
-migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
+migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five cases
     local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before fails missing post c end cues=
     local test=dma marker='VIOMMU-TEST: begin' iommu=${IOMMU:-viommu-vtd} aw=57
     local -a common opts=(--disk "$work/disk.img") dma_checks=(blk_read blk_write blk_readback net_fetch net_upload)
@@ -64,11 +67,17 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
                         vfio_no_dma_after_unmap vfio_remap vfio_fault_unmapped)
             # intel-iommu records no fault for that write (docs/intel-iommu-deviations.rst, D1)
             [ "$iommu" = intel-iommu ] || dma_checks+=(vfio_fault_ro) ;;
-        hotplug)
-            # as tests/guest/run.sh's hotplug boot, two rounds; the first
+        hotplug|hotplug-sm)
+            # as tests/guest/run.sh's hotplug boots, two rounds; the first
             # disk is added on the source, the destination has it from the start
             test=hotplug marker='VIOMMU-TEST: hold hotplug-added'
             opts=(--mode strict --intremap on --append "viommu.rounds=2 viommu.hold=1")
+            if [ "$cfg" = hotplug-sm ]; then
+                c=x-scalable-mode=on,x-flts=on,second-stage=on end=both
+                [ "$iommu" = intel-iommu ] && c=x-scalable-mode=on,x-flts=on,aw-bits=48 end=first
+                end="viommu.sm=first viommu.sm_offer=$end iomem=relaxed viommu.ir=x2apic"
+                opts=(--mode lazy --x2apic --iommu-opts "$c" --append "viommu.rounds=2 viommu.hold=1 $end")
+            fi
             dma_checks=(hp1_hold hp1_blk_read hp1_blk_write hp1_blk_readback hp1_removed
                         hp2_blk_read hp2_blk_write hp2_blk_readback hp2_removed)
             qemu_extra=(-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1)
@@ -95,7 +104,7 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
     bash "$TOP/scripts/guest/run.sh" "${common[@]}" --timeout 400 --qmp "$work/src.qmp" --hold \
         --log "$work/src.log" -- "${qemu_extra[@]}" >"$work/src.out" 2>&1 &
     src=$!
-    if [ "$cfg" = hotplug ]; then
+    if [[ $cfg = hotplug* ]]; then
         python3 "$TOP/tests/guest/cues.py" "$work/src.qmp" "$work/src.log" 2 400 >"$work/src-cues.out" 2>&1 &
         cues=$!
     fi
@@ -142,7 +151,7 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
         --qmp "$work/dst.qmp" --hold -- "${qemu_extra[@]}" "${dst_extra[@]}" -incoming "exec:cat $work/state" \
         >"$work/dst.out" 2>&1 &
     dst=$!
-    if [ "$cfg" = hotplug ]; then
+    if [[ $cfg = hotplug* ]]; then
         python3 "$TOP/tests/guest/cues.py" "$work/dst.qmp" "$work/dst.log" 2 400 >"$work/dst-cues.out" 2>&1 &
         cues=$!
     fi
@@ -178,7 +187,7 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
     missing= post=
     for c in "${dma_checks[@]}"; do
         if grep -q "^VIOMMU-CHECK: ok $c " <<<"$after"; then post+=" $c"
-        elif [[ $cfg = vfio || $cfg = hotplug ]] || ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
+        elif [[ $cfg = vfio || $cfg = hotplug* ]] || ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
     done
     if [ -z "$missing" ] && [ -n "$post" ] && [ -z "$fails" ]; then
         tap ok "$cfg: DMA after migration translates ($test scenario; after switch-over:$post)"
@@ -209,9 +218,9 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug: five cases
     kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; srv_pid=
 }
 
-configs=${MIGRATE_CONFIGS:-legacy sm-ir vfio hotplug}
+configs=${MIGRATE_CONFIGS:-legacy sm-ir vfio hotplug hotplug-sm}
 for cfg in $configs; do
-    case $cfg in legacy|sm-ir|vfio|hotplug) ;; *) echo "Bail out! MIGRATE_CONFIGS: unknown configuration '$cfg' (legacy, sm-ir, vfio, hotplug)"; rm -rf "$top_work"; exit 1 ;; esac
+    case $cfg in legacy|sm-ir|vfio|hotplug|hotplug-sm) ;; *) echo "Bail out! MIGRATE_CONFIGS: unknown configuration '$cfg' (legacy, sm-ir, vfio, hotplug, hotplug-sm)"; rm -rf "$top_work"; exit 1 ;; esac
 done
 set -- $configs
 echo "1..$((5 * $#))"
