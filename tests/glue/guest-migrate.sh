@@ -51,17 +51,16 @@ qmp() {  # qmp SOCKET COMMAND [JSON-ARGS]: prints the return value
 migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five cases
     local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before fails missing post c end cues=
     local test=dma marker='VIOMMU-TEST: begin' iommu=${IOMMU:-viommu-vtd} aw=57
+    # scalable mode with first-stage tables, as tests/guest/run.sh's sm boots:
+    # intel-iommu has no second-stage property and offers 48 bits at most
+    local sm_opts=x-scalable-mode=on,x-flts=on,second-stage=on sm_offer=both
+    [ "$iommu" = intel-iommu ] && sm_opts=x-scalable-mode=on,x-flts=on,aw-bits=48 sm_offer=first
     local -a common opts=(--disk "$work/disk.img") dma_checks=(blk_read blk_write blk_readback net_fetch net_upload)
     local -a qemu_extra=() dst_extra=()
     case $cfg in
         legacy) ;;
-        sm-ir)
-            # intel-iommu has no second-stage property and offers 48 bits at
-            # most with first-stage tables (as tests/guest/run.sh's sm boots)
-            c=x-scalable-mode=on,x-flts=on,second-stage=on end=both
-            [ "$iommu" = intel-iommu ] && c=x-scalable-mode=on,x-flts=on,aw-bits=48 end=first
-            opts+=(--intremap on --iommu-opts "$c"
-                   --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=$end iomem=relaxed") ;;
+        sm-ir) opts+=(--intremap on --iommu-opts "$sm_opts"
+                      --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=$sm_offer iomem=relaxed") ;;
         vfio)
             # as tests/guest/run.sh's vfio boot; intel-iommu offers 48 bits at most
             [ "$iommu" = intel-iommu ] && aw=48
@@ -77,12 +76,8 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
             # disk is added on the source, the destination has it from the start
             test=hotplug marker='VIOMMU-TEST: hold hotplug-added'
             opts=(--mode strict --intremap on --append "viommu.rounds=2 viommu.hold=1")
-            if [ "$cfg" = hotplug-sm ]; then
-                c=x-scalable-mode=on,x-flts=on,second-stage=on end=both
-                [ "$iommu" = intel-iommu ] && c=x-scalable-mode=on,x-flts=on,aw-bits=48 end=first
-                end="viommu.sm=first viommu.sm_offer=$end iomem=relaxed viommu.ir=x2apic"
-                opts=(--mode lazy --x2apic --iommu-opts "$c" --append "viommu.rounds=2 viommu.hold=1 $end")
-            fi
+            [ "$cfg" = hotplug-sm ] && opts=(--mode lazy --x2apic --iommu-opts "$sm_opts" --append
+                "viommu.rounds=2 viommu.hold=1 viommu.sm=first viommu.sm_offer=$sm_offer iomem=relaxed viommu.ir=x2apic")
             dma_checks=(hp1_hold hp1_blk_read hp1_blk_write hp1_blk_readback hp1_removed
                         hp2_blk_read hp2_blk_write hp2_blk_readback hp2_removed)
             qemu_extra=(-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1)
