@@ -47,20 +47,18 @@ tap() {  # tap ok|fail NAME [DETAIL]
 qmp() {  # qmp SOCKET COMMAND [JSON-ARGS]: prints the return value
     python3 "$TOP/scripts/qmp.py" --wait 5 "$@"
 }
+# sm_iommu_opts, sm_offer, hotplug_opts (as the guest suite boots them)
+. "$TOP/tests/guest/boot-opts.sh"
 
 migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five cases
-    local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before fails missing post c end cues=
-    local test=dma marker='VIOMMU-TEST: begin' iommu=${IOMMU:-viommu-vtd} aw=57
-    # scalable mode with first-stage tables, as tests/guest/run.sh's sm boots:
-    # intel-iommu has no second-stage property and offers 48 bits at most
-    local sm_opts=x-scalable-mode=on,x-flts=on,second-stage=on sm_offer=both
-    [ "$iommu" = intel-iommu ] && sm_opts=x-scalable-mode=on,x-flts=on,aw-bits=48 sm_offer=first
+    local cfg=$1 work=$top_work/$1 i port st ok src dst rc after before fails missing post c ended end
+    local test=dma marker='VIOMMU-TEST: begin' iommu=${IOMMU:-viommu-vtd} aw=57 cues= cue_rounds=0
     local -a common opts=(--disk "$work/disk.img") dma_checks=(blk_read blk_write blk_readback net_fetch net_upload)
-    local -a qemu_extra=() dst_extra=()
+    local -a qemu_extra=() dst_extra=() hotplug_run_opts hotplug_qemu_args
     case $cfg in
         legacy) ;;
-        sm-ir) opts+=(--intremap on --iommu-opts "$sm_opts"
-                      --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=$sm_offer iomem=relaxed") ;;
+        sm-ir) opts+=(--intremap on --iommu-opts "$(sm_iommu_opts first)"
+                      --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=$(sm_offer first) iomem=relaxed") ;;
         vfio)
             # as tests/guest/run.sh's vfio boot; intel-iommu offers 48 bits at most
             [ "$iommu" = intel-iommu ] && aw=48
@@ -74,19 +72,13 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
         hotplug|hotplug-sm)
             # as tests/guest/run.sh's hotplug boots, two rounds; the first
             # disk is added on the source, the destination has it from the start
-            test=hotplug marker='VIOMMU-TEST: hold hotplug-added'
-            opts=(--mode strict --intremap on --append "viommu.rounds=2 viommu.hold=1")
-            [ "$cfg" = hotplug-sm ] && opts=(--mode lazy --x2apic --iommu-opts "$sm_opts" --append
-                "viommu.rounds=2 viommu.hold=1 viommu.sm=first viommu.sm_offer=$sm_offer iomem=relaxed viommu.ir=x2apic")
+            test=hotplug marker='VIOMMU-TEST: hold hotplug-added' cue_rounds=2
+            hotplug_opts "$work" "$cue_rounds" "$([ "$cfg" = hotplug-sm ] && echo first)" viommu.hold=1
+            opts=("${hotplug_run_opts[@]}") qemu_extra=("${hotplug_qemu_args[@]}")
             dma_checks=(hp1_hold hp1_blk_read hp1_blk_write hp1_blk_readback hp1_removed
                         hp2_blk_read hp2_blk_write hp2_blk_readback hp2_removed)
-            qemu_extra=(-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1)
             mkdir -p "$work"
-            for i in 1 2; do
-                truncate -s 64M "$work/hp$i.img"
-                qemu_extra+=(-blockdev "driver=file,node-name=hpf$i,filename=$work/hp$i.img,cache.direct=on"
-                             -blockdev "driver=raw,node-name=hp$i,file=hpf$i")
-            done
+            for i in 1 2; do truncate -s 64M "$work/disk$i.img"; done
             dst_extra=(-device virtio-blk-pci,id=hpblk1,bus=rp1,drive=hp1,iommu_platform=on,disable-legacy=on) ;;
     esac
     mkdir -p "$work/srv"
@@ -104,8 +96,8 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
     bash "$TOP/scripts/guest/run.sh" "${common[@]}" --timeout 400 --qmp "$work/src.qmp" --hold \
         --log "$work/src.log" -- "${qemu_extra[@]}" >"$work/src.out" 2>&1 &
     src=$!
-    if [[ $cfg = hotplug* ]]; then
-        python3 "$TOP/tests/guest/cues.py" "$work/src.qmp" "$work/src.log" 2 400 >"$work/src-cues.out" 2>&1 &
+    if [ "$cue_rounds" != 0 ]; then
+        python3 "$TOP/tests/guest/cues.py" "$work/src.qmp" "$work/src.log" "$cue_rounds" 400 >"$work/src-cues.out" 2>&1 &
         cues=$!
     fi
     for ((i = 0; i < 3600; i++)); do
@@ -151,8 +143,8 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
         --qmp "$work/dst.qmp" --hold -- "${qemu_extra[@]}" "${dst_extra[@]}" -incoming "exec:cat $work/state" \
         >"$work/dst.out" 2>&1 &
     dst=$!
-    if [[ $cfg = hotplug* ]]; then
-        python3 "$TOP/tests/guest/cues.py" "$work/dst.qmp" "$work/dst.log" 2 400 >"$work/dst-cues.out" 2>&1 &
+    if [ "$cue_rounds" != 0 ]; then
+        python3 "$TOP/tests/guest/cues.py" "$work/dst.qmp" "$work/dst.log" "$cue_rounds" 400 >"$work/dst-cues.out" 2>&1 &
         cues=$!
     fi
     # For diagnosis: the unit's statistics, every 10 s while the guest runs
@@ -160,13 +152,14 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
     # cues.py's last device_del also sees the device go).
     for ((i = 0; ; i++)); do
         kill -0 "$dst" 2>/dev/null || break
-        end=$(grep -c '^VIOMMU-TEST: end' "$work/dst.log" 2>/dev/null)
-        if [ "${end:-0}" != 0 ] || ((i % 100 == 0)); then
-            [ "${end:-0}" != 0 ] && [ -n "$cues" ] && wait "$cues" 2>/dev/null
+        ended=0
+        grep -q '^VIOMMU-TEST: end' "$work/dst.log" 2>/dev/null && ended=1
+        if [ "$ended" = 1 ] || ((i % 100 == 0)); then
+            [ "$ended" = 1 ] && [ -n "$cues" ] && wait "$cues" 2>/dev/null
             python3 "$TOP/scripts/viommu-stats" --qmp "$work/dst.qmp" --timeout 10 \
                 >"$work/dst-stats.tmp" 2>/dev/null && mv "$work/dst-stats.tmp" "$work/dst-stats.txt"
         fi
-        if [ "${end:-0}" != 0 ]; then qmp "$work/dst.qmp" quit >/dev/null 2>&1; break; fi
+        if [ "$ended" = 1 ]; then qmp "$work/dst.qmp" quit >/dev/null 2>&1; break; fi
         sleep 0.1
     done
     wait "$dst"
@@ -178,16 +171,16 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
     else
         tap fail "$cfg: restored guest resumes and finishes its scenario" "exit $rc; log $work/dst.log"
     fi
-    # Which DMA checks fall after the switch-over depends on timing (vfio,
-    # hotplug: all of them, the guest was held): all must pass across both halves, and
-    # the restored guest must have done some of them.
+    # Which DMA checks fall after the switch-over depends on timing: all must
+    # pass across both halves, and the restored guest must have done some of
+    # them; a held guest (vfio, hotplug*) must have done all of them.
     before=$(grep -aE '^VIOMMU-CHECK' "$work/src.log" 2>/dev/null | tr -d '\r')
     fails=$(grep '^VIOMMU-CHECK: fail' <<<"$after")
     [ "$cfg/$iommu" = vfio/intel-iommu ] && fails=$(grep -v '^VIOMMU-CHECK: fail vfio_fault_ro ' <<<"$fails")
     missing= post=
     for c in "${dma_checks[@]}"; do
         if grep -q "^VIOMMU-CHECK: ok $c " <<<"$after"; then post+=" $c"
-        elif [[ $cfg = vfio || $cfg = hotplug* ]] || ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
+        elif [[ $marker = "VIOMMU-TEST: hold"* ]] || ! grep -q "^VIOMMU-CHECK: ok $c " <<<"$before"; then missing+=" $c"; fi
     done
     if [ -z "$missing" ] && [ -n "$post" ] && [ -z "$fails" ]; then
         tap ok "$cfg: DMA after migration translates ($test scenario; after switch-over:$post)"

@@ -418,17 +418,8 @@ cue_check() {  # cue_check NAME ACTION CUES-OUTPUT
     esac
 }
 
-# scalable-mode options per stage: what the unit offers, and its properties.
-sm_iommu_opts() {  # sm_iommu_opts first|second
-    case $iommu/$1 in
-        viommu-vtd/first) echo "x-scalable-mode=on,x-flts=on,second-stage=on" ;;
-        intel-iommu/first) echo "x-scalable-mode=on,x-flts=on,aw-bits=48" ;;
-        */second) echo "x-scalable-mode=on" ;;
-    esac
-}
-sm_offer() {  # the stages the unit offers with sm_iommu_opts
-    case $iommu/$1 in viommu-vtd/first) echo both ;; *) echo "$1" ;; esac
-}
+# sm_iommu_opts, sm_offer, hotplug_opts
+. "$TOP/tests/guest/boot-opts.sh"
 
 dma_boot() {  # dma_boot NAME MODE IR(xapic|x2apic|none) [SM(first|second|"")] [CM(0|1)]
     local name=$1 mode=$2 ir=$3 sm=${4:-} cm=${5:-0} d=$work/$1 port i want ir_args sm_args
@@ -634,28 +625,18 @@ wants vfio-sm && vfio_boot vfio-sm first
 # The hotplug scenario (see the header): the disks' block nodes exist from
 # the start; cues.py adds and removes the devices on the guest's cue.
 hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (first stage)
-    local name=$1 sm=${2:-} d=$work/$1 r a drv mode=strict kind=hotplug append
-    local -a blockdevs=() disk_sha=() sm_args=()
-    local -a ir_args=(--intremap on)
-    append="viommu.rounds=$HOTPLUG_ROUNDS"
-    if [ -n "$sm" ]; then
-        # scalable mode with x2APIC interrupt remapping (a vCPU at APIC ID 256)
-        mode=lazy kind=hotplug-sm ir_args=(--x2apic)
-        sm_args=(--iommu-opts "$(sm_iommu_opts "$sm")")
-        append+=" viommu.sm=$sm viommu.sm_offer=$(sm_offer "$sm") iomem=relaxed viommu.ir=x2apic"
-    fi
+    local name=$1 sm=${2:-} d=$work/$1 r a drv kind=hotplug${2:+-sm}
+    local -a disk_sha=() hotplug_run_opts hotplug_qemu_args
+    hotplug_opts "$d" "$HOTPLUG_ROUNDS" "$sm"
     mkdir -p "$d"
     for ((r = 1; r <= HOTPLUG_ROUNDS; r++)); do
         disk_sha[r]=$(new_disk "$d/disk$r.img")
-        blockdevs+=(-blockdev "driver=file,node-name=hpf$r,filename=$d/disk$r.img,cache.direct=on"
-                    -blockdev "driver=raw,node-name=hp$r,file=hpf$r")
     done
     python3 "$TOP/tests/guest/cues.py" "$work/$name.qmp" "$work/$name.console" \
         "$HOTPLUG_ROUNDS" $((BOOT_TIMEOUT + 30)) > "$d/driver.out" 2>&1 &
     drv=$!
     boot "$name" "$([ "$iommu" = viommu-vtd ] && echo "$kind" || echo none)" \
-        --mode "$mode" --test hotplug "${ir_args[@]}" "${sm_args[@]}" --append "$append" -- \
-        -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 "${blockdevs[@]}"
+        --test hotplug "${hotplug_run_opts[@]}" -- "${hotplug_qemu_args[@]}"
     wait "$drv" || true
     sed 's/^/# cues.py: /' "$d/driver.out"
     if [ -n "$sm" ]; then
