@@ -13,6 +13,7 @@ with twice the case's measured window: a figure that moves by more than
 10% then is not a steady-state prediction and is counted as unsettled."""
 import argparse
 import concurrent.futures
+import functools
 import json
 import os
 import subprocess
@@ -89,11 +90,16 @@ FIXED_WINDOW = {"hns-dsaf-probe": "the probe maps its 65,536 buffers once"}
 SETTLED = 0.10  # a figure within 10% of itself with twice the window is settled
 
 
+@functools.lru_cache(maxsize=None)
+def case_file(case):
+    with open(os.path.join(CASES, case + ".json")) as fh:
+        return json.load(fh)
+
+
 def doubled_window(case, config):
     """The flags of a run with twice the measured window of @case's @config
     (its --ops-per-cpu as the case file sets it)."""
-    with open(os.path.join(CASES, case + ".json")) as fh:
-        c = json.load(fh)
+    c = case_file(case)
     ops = c["parameters"]["ops-per-cpu"]["value"]
     ops = c["configurations"][config]["parameters"].get("ops-per-cpu", {"value": ops})["value"]
     return ("--ops-per-cpu", 2 * int(ops))
@@ -391,11 +397,16 @@ def main():
     # the slowest configurations run only with --full (the scored ones run below)
     skip = set() if args.full else {("cx4-64k-32bit-exhausted", c) for c in
                                     ("linux-5.0", "linux-6.7-forcedac", "linux-6.7-sac", "viommu-lab")}
-    # queue every configuration's run, the long CX4 ones first, before scoring asks for them
-    # (and the CX4 ones with twice the window, which the scoring asks for too)
-    for case, c in sorted(case_configs(sim, skip), key=lambda cc: cc[0] != "cx4-64k-32bit-exhausted"):
+    # queue every configuration's run, and the twice-the-window runs of the
+    # scored ones, the long CX4 ones first, before scoring asks for them
+    pub = json.load(open(os.path.join(CASES, "published.json")))
+    doubled = {(f["case"], c) for f in pub["figures"] if f["kind"] in ("point", "check")
+               and f["case"] not in FIXED_WINDOW
+               for c in (f["configuration"], f.get("baseline_configuration")) if c}
+    cx4_first = lambda cc: cc[0] != "cx4-64k-32bit-exhausted"  # noqa: E731
+    for case, c in sorted(case_configs(sim, skip), key=cx4_first):
         sim.prefetch(case, c)
-        if case == "cx4-64k-32bit-exhausted":
+        if (case, c) in doubled:
             sim.prefetch(case, c, *doubled_window(case, c))
     scoring(sim, cost, md)
     configurations(sim, md, skip)
