@@ -115,13 +115,24 @@ static void data(const char *key, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* A 32-bit register of BAR0 (both devices' identity; all of viommu-dma's). */
+static uint32_t bar0_read32(unsigned int off)
+{
+    return *(volatile uint32_t *)(bar0 + off);
+}
+
+static void bar0_write32(unsigned int off, uint32_t val)
+{
+    *(volatile uint32_t *)(bar0 + off) = val;
+}
+
 /* edu's registers from 0x80 on are 64 bits wide, those below 32. */
 static uint64_t edu_read(unsigned int off)
 {
     if (off >= 0x80) {
         return *(volatile uint64_t *)(bar0 + off);
     }
-    return *(volatile uint32_t *)(bar0 + off);
+    return bar0_read32(off);
 }
 
 static void edu_write(unsigned int off, uint64_t val)
@@ -129,7 +140,7 @@ static void edu_write(unsigned int off, uint64_t val)
     if (off >= 0x80) {
         *(volatile uint64_t *)(bar0 + off) = val;
     } else {
-        *(volatile uint32_t *)(bar0 + off) = (uint32_t)val;
+        bar0_write32(off, (uint32_t)val);
     }
 }
 
@@ -152,16 +163,6 @@ static bool edu_dma(uint64_t src, uint64_t dst, uint32_t len, uint32_t cmd)
     return false;
 }
 
-static uint32_t vdma_read(unsigned int off)
-{
-    return *(volatile uint32_t *)(bar0 + off);
-}
-
-static void vdma_write(unsigned int off, uint32_t val)
-{
-    *(volatile uint32_t *)(bar0 + off) = val;
-}
-
 /*
  * One COPY descriptor of len bytes on queue 0; its completion status, or
  * TIMEOUT if it has none within 5 s.
@@ -180,7 +181,7 @@ static enum xfer vdma_copy(uint64_t src, uint64_t dst, uint32_t len, bool irq)
     *(volatile uint64_t *)(d + VIOMMU_DMA_DESC_DST) = dst;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     vdma_tail = (vdma_tail + 1) % VDMA_RING_SIZE;
-    vdma_write(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_TAIL, vdma_tail);
+    bar0_write32(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_TAIL, vdma_tail);
     for (int i = 0; i < 500; i++) {
         uint32_t st = *status;
 
@@ -227,8 +228,8 @@ static enum xfer blocked_store(void)
 static bool dev_irq_ack(uint32_t *irq_status)
 {
     if (kind == DEV_VDMA) {
-        *irq_status = vdma_read(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR);
-        vdma_write(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR, *irq_status);
+        *irq_status = bar0_read32(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR);
+        bar0_write32(VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR, *irq_status);
         return *irq_status & 1;
     }
     *irq_status = (uint32_t)edu_read(0x24);
@@ -410,11 +411,11 @@ static int open_device(int group, const char *bdf)
     cmd_ok = pread(device, &command, 2, cfg.offset + 4) == 2;
     command |= 0x6;
     cmd_ok = cmd_ok && pwrite(device, &command, 2, cfg.offset + 4) == 2;
-    ident = vdma_read(0x00);
+    ident = bar0_read32(0x00);
     kind = ident == VIOMMU_DMA_ID_MAGIC ? DEV_VDMA : DEV_EDU;
     dev_buf = kind == DEV_VDMA ? IOVA_BUF : EDU_BUF;
     known = ident == EDU_IDENT || (ident == VIOMMU_DMA_ID_MAGIC &&
-                                   vdma_read(VIOMMU_DMA_REG_MAXLEN) >= PAGE);
+                                   bar0_read32(VIOMMU_DMA_REG_MAXLEN) >= PAGE);
     result(cmd_ok && known, "vfio_device",
            "device fd for %s, BAR0 mmapped (%llu bytes), command 0x%x, "
            "ident 0x%08x (%s)", bdf, (unsigned long long)bar.size, command,
@@ -427,7 +428,7 @@ static int open_device(int group, const char *bdf)
  * Vector 0 (edu: MSI, viommu-dma: MSI-X) into a new eventfd; -1 (and a
  * failed check) if refused.
  */
-static int enable_msi(int device)
+static int enable_irq(int device)
 {
     const uint32_t index = kind == DEV_VDMA ? VFIO_PCI_MSIX_IRQ_INDEX :
                                               VFIO_PCI_MSI_IRQ_INDEX;
@@ -460,12 +461,12 @@ static bool vdma_setup(uint8_t *ring)
 
     vdma_ring = ring;
     vdma_tail = 0;
-    vdma_write(VIOMMU_DMA_REG_CTRL, VIOMMU_DMA_CTRL_RESET);
-    vdma_write(q + VIOMMU_DMA_Q_RING_LO, (uint32_t)IOVA_RING);
-    vdma_write(q + VIOMMU_DMA_Q_RING_HI, (uint32_t)(IOVA_RING >> 32));
-    vdma_write(q + VIOMMU_DMA_Q_RING_SIZE, VDMA_RING_SIZE);
-    vdma_write(q + VIOMMU_DMA_Q_CTRL, VIOMMU_DMA_QCTRL_ENABLE);
-    st = vdma_read(q + VIOMMU_DMA_Q_STATUS);
+    bar0_write32(VIOMMU_DMA_REG_CTRL, VIOMMU_DMA_CTRL_RESET);
+    bar0_write32(q + VIOMMU_DMA_Q_RING_LO, (uint32_t)IOVA_RING);
+    bar0_write32(q + VIOMMU_DMA_Q_RING_HI, (uint32_t)(IOVA_RING >> 32));
+    bar0_write32(q + VIOMMU_DMA_Q_RING_SIZE, VDMA_RING_SIZE);
+    bar0_write32(q + VIOMMU_DMA_Q_CTRL, VIOMMU_DMA_QCTRL_ENABLE);
+    st = bar0_read32(q + VIOMMU_DMA_Q_STATUS);
     result(!(st & (VIOMMU_DMA_QSTS_BADRING | VIOMMU_DMA_QSTS_HALTED)),
            "vfio_queue", "viommu-dma queue 0: %u descriptors at IOVA 0x%llx, "
            "status 0x%x", VDMA_RING_SIZE, IOVA_RING, st);
@@ -588,7 +589,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    efd = enable_msi(device);
+    efd = enable_irq(device);
     if (wait_file) {
         bool came = wait_for_file(wait_file, 600);
 
