@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -106,8 +107,9 @@ class VM:
             self.qmp = QMP(self.qmp_path, timeout=TIMEOUT, wait=TIMEOUT)
             self.qt = Line(self.qtest_path)
         except (Fail, QMPError):
+            out = self.output()
             self.kill()
-            raise Fail("QEMU did not come up: %s" % self.output())
+            raise Fail("QEMU did not come up: %s" % out)
 
     def output(self):
         with open(self.log) as f:
@@ -150,9 +152,11 @@ class VM:
         check(rc == 0, "QEMU exited with %d after quit: %s" % (rc, self.output()))
 
     def kill(self):
+        """Stop QEMU if it still runs and remove its sockets and log."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @contextlib.contextmanager
