@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make check-sanitize: the viommu qtest suite, the glue suite, nine guest
+# make check-sanitize: the viommu qtest suite, the glue suite, ten guest
 # boots (SANITIZE_GUEST_BOOTS) and the guest migrations (tests/glue/
 # guest-migrate.sh) against QEMU built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (build/qemu-fuzz, clang; scripts/build-qemu-fuzz.sh).
@@ -23,8 +23,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # Linux guests behind the unit: DMA through virtio rings, pass-through
 # default domains, MSIs through interrupt remapping, a user-space driver's
 # mappings and faults through VFIO, devices removed while the guest runs, a
-# warm reset and a wake-up from S3 with the unit on.
-SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,dma-pt,sm-fs-lazy,vfio,vfio-sm,hotplug,hotplug-sm,reboot,suspend}
+# warm reset and a wake-up from S3 with the unit on; and map-race, whose
+# memory-map changes under a running vCPU exercise patch 0003's references.
+SANITIZE_GUEST_BOOTS=${SANITIZE_GUEST_BOOTS:-dma-lazy,dma-pt,sm-fs-lazy,vfio,vfio-sm,hotplug,hotplug-sm,map-race,reboot,suspend}
 status=0
 say "sanitize: qtest suite viommu (ASan+UBSan)"
 "$obj/pyvenv/bin/meson" test -C "$obj" --no-rebuild --print-errorlogs --suite viommu \

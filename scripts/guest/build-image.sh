@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Build the viommu-lab guest from Debian packages only: the kernel of
 # linux-image-amd64 and a busybox (busybox-static) initramfs that carries the
-# virtio and VFIO modules, scripts/guest/init and vfio-user (scripts/guest/
-# vfio-user.c, linked statically with the host's C compiler).  Nothing is installed on the host:
+# virtio and VFIO modules, scripts/guest/init, vfio-user and map-race
+# (scripts/guest/vfio-user.c and map-race.c, linked statically with the host's
+# C compiler).  Nothing is installed on the host:
 # packages are fetched with `apt-get download` and unpacked with `dpkg-deb -x`.
 #
 #   build-image.sh            build if needed; progress on stderr
@@ -64,7 +65,8 @@ key=$( {
     echo "kernel $kpkg $kpkg_ver"
     echo "busybox-static $bb_ver"
     echo "modules $GUEST_MODULES"
-    sha256sum "$here/build-image.sh" "$here/init" "$here/vfio-user.c" "$here/../../include/viommu/viommu-dma.h" \
+    sha256sum "$here/build-image.sh" "$here/init" "$here/vfio-user.c" "$here/map-race.c" \
+        "$here/../../include/viommu/viommu-dma.h" \
         | awk '{print $1}'
 } | sha256sum | cut -c1-16)
 out=$gcache/$key
@@ -146,6 +148,8 @@ done < "$work/modlist"
 install -m 0755 "$here/init" "$root/init"
 cc -static -O2 -Wall -Wextra -Werror -I"$here/../../include" -o "$root/bin/vfio-user" "$here/vfio-user.c" \
     || die "guest image: compiling vfio-user.c failed (static linking needs libc6-dev)."
+cc -static -O2 -Wall -Wextra -Werror -o "$root/bin/map-race" "$here/map-race.c" \
+    || die "guest image: compiling map-race.c failed (static linking needs libc6-dev)."
 echo "viommu-guest" > "$root/etc/hostname"
 {
     echo "key $key"

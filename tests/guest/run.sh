@@ -85,6 +85,11 @@
 #               x2APIC interrupt remapping (eim=on, a vCPU at APIC ID 256):
 #               each removal also tears down the disk's RID_PASID entry (a
 #               PASID-cache invalidation).
+#   map-race    QEMU's memory core under the IOMMU's guests, no DMA: two edu
+#               devices; CPU 0 turns the memory decoding of the one with the
+#               lower BAR off and on 20,000 times while CPU 1 reads the other's
+#               identification register, and every read must return it
+#               (scripts/guest/map-race.c; patches/qemu/0003-*).
 #   reboot      the virtio-blk half of dma-lazy (strict, interrupt remapping
 #               on), then the guest reboots with the IOMMU translating and
 #               remapping: the warm reset must leave nothing behind, and the
@@ -105,14 +110,14 @@ set -euo pipefail
 # make check runs the default boots: each scalable-mode stage once and each
 # TLB policy once (sm-fs-lazy, sm-ss-strict); sm-fs-strict and sm-ss-lazy
 # complete the four combinations with --only.
-ALL_BOOTS="dma-lazy,dma-strict,dma-cm,dma-pt,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
-DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,dma-pt,sm-fs-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,reboot,suspend"
+ALL_BOOTS="dma-lazy,dma-strict,dma-cm,dma-pt,sm-fs-lazy,sm-fs-strict,sm-ss-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,map-race,reboot,suspend"
+DEFAULT_BOOTS="dma-lazy,dma-strict,dma-cm,dma-pt,sm-fs-lazy,sm-ss-strict,fault,vfio,vfio-sm,vhost,vhost-ats,hotplug,hotplug-sm,map-race,reboot,suspend"
 iommu=viommu-vtd only=$DEFAULT_BOOTS
 while [ $# -gt 0 ]; do
     case $1 in
         --iommu) [ $# -ge 2 ] || die "--iommu needs a value."; iommu=$2; shift 2 ;;
         --only) [ $# -ge 2 ] || die "--only needs a value."; only=$2; shift 2 ;;
-        -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "tests/guest/run.sh: unknown option '$1' (use --iommu DEV, --only LIST)." ;;
     esac
 done
@@ -172,6 +177,8 @@ HOTPLUG_GUEST_CHECKS="dmar_enabled queued_invalidation tlb_policy $(prefixed hp1
 HOTPLUG_SM_GUEST_CHECKS="$HOTPLUG_GUEST_CHECKS $SM_GUEST_CHECKS ir_enabled ir_ioapic x2apic_enabled cpu_high_apic hp1_ir_msix_blk hp2_ir_msix_blk"
 HOTPLUG_HOST_CHECKS="scenario_completed device_add1 hp1_blk_read_matches_host hp1_blk_write_matches_host device_del1 device_add2 hp2_blk_read_matches_host hp2_blk_write_matches_host device_del2 qemu_exit_clean"
 HOTPLUG_STATS_CHECKS="stats_schema stats_translations stats_invalidations stats_no_faults stats_hotplug_context"
+MAP_RACE_GUEST_CHECKS="map_race_devices map_race_ran map_race_reads_right"
+MAP_RACE_HOST_CHECKS="scenario_completed qemu_exit_clean"
 REBOOT_BOOT_CHECKS="dmar_enabled queued_invalidation tlb_policy unit_found_reset ir_enabled ir_ioapic $BLK_GUEST_CHECKS ir_msix_blk no_dmar_faults"
 REBOOT_GUEST_CHECKS="$REBOOT_BOOT_CHECKS reboot_mark $(prefixed boot2_ $REBOOT_BOOT_CHECKS)"
 REBOOT_HOST_CHECKS="rebooted scenario_completed blk_read_matches_host boot2_blk_read_matches_host boot2_blk_write_matches_host qemu_exit_clean"
@@ -228,6 +235,7 @@ if wants hotplug-sm; then
     plan=$((plan + $(count_words "$HOTPLUG_SM_GUEST_CHECKS $HOTPLUG_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$HOTPLUG_STATS_CHECKS")))
 fi
+wants map-race && plan=$((plan + $(count_words "$MAP_RACE_GUEST_CHECKS $MAP_RACE_HOST_CHECKS")))
 if wants reboot; then
     plan=$((plan + $(count_words "$REBOOT_GUEST_CHECKS $REBOOT_HOST_CHECKS")))
     [ "$iommu" = viommu-vtd ] && plan=$((plan + $(count_words "$REBOOT_STATS_CHECKS")))
@@ -657,6 +665,15 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
 }
 
 # The reboot scenario (see the header): one QEMU, two boots, one disk.
+map_race_boot() {
+    local name=map-race
+    boot "$name" none --mode lazy --test map-race -- -device edu -device edu
+    guest_checks "$name" $MAP_RACE_GUEST_CHECKS
+    completed_check "$name"
+    exit_check "$name"
+    return 0
+}
+
 reboot_boot() {
     local name=reboot d=$work/reboot log disk_sha
     mkdir -p "$d"
@@ -708,6 +725,7 @@ wants vhost && vhost_boot vhost 0
 wants vhost-ats && vhost_boot vhost-ats 1
 wants hotplug && hotplug_boot hotplug
 wants hotplug-sm && hotplug_boot hotplug-sm first
+wants map-race && map_race_boot
 wants reboot && reboot_boot
 wants suspend && suspend_boot
 
