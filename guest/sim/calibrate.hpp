@@ -22,6 +22,11 @@ struct Calibration {
     unsigned iterations = 0;  // operations per sample
     // what (ns)
     double atomic_ns = 0;  // one uncontended lock-prefixed RMW (fetch_add)
+    // one uncontended acquire (compare-exchange) and release (a
+    // store-release) of a spinlock whose line this CPU holds, between a
+    // save and a restore of the flags on x86-64 (pushf, popf: an irqsave
+    // lock's, less the cli user space may not run)
+    double lock_local_ns = 0;
     // one-way hand-off of one line between two threads by compare-exchange
     // ping-pong (the method of nviennot/core-to-core-latency); nullopt with
     // fewer than two CPUs

@@ -46,8 +46,9 @@ void usage(FILE *f)
            "per run (an array for a sweep).  --record FILE writes the run's DMA trace;\n"
            "--workload trace --trace FILE replays one (docs/trace-format.rst).\n"
            "--cost FIELD=VALUE (a field of --cost-model, whole ns) and --cost-from FILE (the\n"
-           "atomic_ns and line_transfer_ns of a --calibrate run) time a what-if run with\n"
-           "other costs than the cited ones; the case files and the report never do.\n"
+           "atomic_ns, lock_local_ns and line_transfer_ns of a --calibrate run) time a\n"
+           "what-if run with other costs than the cited ones; the case files and the report\n"
+           "never do.\n"
            "\n"
            "Parameters (--NAME VALUE or --NAME=VALUE; unit and default after each):\n");
     std::fputs(Params::help().c_str(), f);
@@ -187,8 +188,9 @@ bool cost_from(CostModel &c, const std::string &path, std::string &err)
               (doc ? std::string("not the output of viommu-sim --calibrate") : err);
         return false;
     }
-    for (auto [key, field] :
-         {std::pair{"atomic_ns", "atomic"}, {"line_transfer_ns", "line_transfer"}}) {
+    for (auto [key, field] : {std::pair{"atomic_ns", "atomic"},
+                              {"lock_local_ns", "lock_local"},
+                              {"line_transfer_ns", "line_transfer"}}) {
         const json::Value *v = doc->find(key);
         if (!v || v->is(json::Value::Type::null))
             continue;  // one CPU: no transfer measured

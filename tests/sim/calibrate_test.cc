@@ -16,6 +16,7 @@ TEST(Calibrate, RecordsEveryFigureWithItsProvenance)
     EXPECT_GE(c.cpus_online, 1u);
     EXPECT_FALSE(c.cpu_model.empty());
     EXPECT_GT(c.atomic_ns, 0.0);
+    EXPECT_GT(c.lock_local_ns, 0.0);
     EXPECT_EQ(c.line_transfer_ns.has_value(), c.cpus_online >= 2);
     EXPECT_EQ(c.lock_handoff_ns.has_value(), c.cpus_online >= 2);
     // bursts of 2, 4, ... threads, as many sizes as the CPUs allow
@@ -34,8 +35,8 @@ TEST(Calibrate, RecordsEveryFigureWithItsProvenance)
     for (const char *k :
          {"\"provenance\"", "\"command\":\"viommu-sim --calibrate\"", "\"cpu_model\"", "\"kernel\"",
           "\"cpus_online\"", "\"load_average_1min\"", "\"pinned_to_cpus_0_1\"", "\"rounds\":3",
-          "\"iterations\":1000", "\"atomic_ns\"", "\"line_transfer_ns\"", "\"lock_handoff_ns\"",
-          "\"bursts_per_size\":10", "\"bursts\":["})
+          "\"iterations\":1000", "\"atomic_ns\"", "\"lock_local_ns\"", "\"line_transfer_ns\"",
+          "\"lock_handoff_ns\"", "\"bursts_per_size\":10", "\"bursts\":["})
         EXPECT_NE(j.find(k), std::string::npos) << k;
     if (!c.bursts.empty()) {
         EXPECT_NE(j.find("{\"threads\":2,\"cmpxchg_ns\":"), std::string::npos);

@@ -63,7 +63,7 @@ bad nope.json --case nope.json
 "$sim" --help | grep -q -- "--device-ns-per-op (ns)" || check "--help lacks --device-ns-per-op"
 
 # a what-if cost model: named in the result, and it changes the timing;
-# --cost-from takes a --calibrate file's atomic and line-transfer figures
+# --cost-from takes a --calibrate file's atomic, local-lock and line-transfer figures
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 std=$("$sim" --json --workload nic --cpus 4 --ops-per-cpu 50)
@@ -72,9 +72,9 @@ slow=$(run_twice --workload nic --cpus 4 --ops-per-cpu 50 --cost line_transfer=5
 case $slow in *'"cost_overrides":{"line_transfer":500,"atomic":9}'*) ;;
     *) check "--cost: the overrides are not in the result";; esac
 [ "${std#*ops_per_s}" != "${slow#*ops_per_s}" ] || check "--cost line_transfer=500 changed nothing"
-printf '%s\n' '{"provenance":{"command":"viommu-sim --calibrate"},"atomic_ns":2.4,"line_transfer_ns":39.6,"lock_handoff_ns":119}' >"$tmp/cal.json"
+printf '%s\n' '{"provenance":{"command":"viommu-sim --calibrate"},"atomic_ns":2.4,"lock_local_ns":9.6,"line_transfer_ns":39.6,"lock_handoff_ns":119}' >"$tmp/cal.json"
 out=$("$sim" --json --workload nic --cpus 4 --ops-per-cpu 50 --cost-from "$tmp/cal.json")
-case $out in *'"cost_overrides":{"line_transfer":40,"atomic":2}'*) ;;
+case $out in *'"cost_overrides":{"lock_local":10,"line_transfer":40,"atomic":2}'*) ;;
     *) check "--cost-from: not the calibration's figures: $out";; esac
 printf '%s\n' '{"atomic_ns":2}' >"$tmp/other.json"
 bad --cost-from --cost-from "$tmp/other.json"
