@@ -24,6 +24,10 @@ sys.path.insert(0, os.path.join(TOP, "scripts"))
 from qmp import QMP, QMPError  # noqa: E402  (the one QMP client)
 FIRMWARE = ["-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu", "-L", "/usr/share/qemu"]
 TIMEOUT = 60
+# Each VM's sockets, log and saved state live in a directory of its own in
+# here (a migration's destination reads the state its source left, a check
+# reads the log QEMU wrote before it quit); main() removes it at the end.
+SCRATCH = None
 BASE = 0xfed90000
 
 # VT-d register offsets and bits (VT-d specification, chapter 11)
@@ -87,7 +91,7 @@ class Line:
 
 class VM:
     def __init__(self, devargs, extra=(), incoming=None):
-        self.dir = tempfile.mkdtemp(prefix="viommu-glue-")
+        self.dir = tempfile.mkdtemp(prefix="vm-", dir=SCRATCH)
         self.qmp_path = os.path.join(self.dir, "qmp.sock")
         self.qtest_path = os.path.join(self.dir, "qtest.sock")
         self.tool_path = os.path.join(self.dir, "qmp-tool.sock")  # for viommu-stats
@@ -107,9 +111,8 @@ class VM:
             self.qmp = QMP(self.qmp_path, timeout=TIMEOUT, wait=TIMEOUT)
             self.qt = Line(self.qtest_path)
         except (Fail, QMPError):
-            out = self.output()
             self.kill()
-            raise Fail("QEMU did not come up: %s" % out)
+            raise Fail("QEMU did not come up: %s" % self.output())
 
     def output(self):
         with open(self.log) as f:
@@ -152,11 +155,9 @@ class VM:
         check(rc == 0, "QEMU exited with %d after quit: %s" % (rc, self.output()))
 
     def kill(self):
-        """Stop QEMU if it still runs and remove its sockets and log."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -813,9 +814,11 @@ CASES = [
 
 
 def main():
+    global SCRATCH
     only = sys.argv[1:]
     cases = [c for c in CASES if not only or any(o in c[0] for o in only)]
     print("1..%d" % len(cases), flush=True)
+    SCRATCH = tempfile.mkdtemp(prefix="viommu-glue-")
     failed = 0
     for i, (name, fn) in enumerate(cases, 1):
         try:
@@ -825,7 +828,11 @@ def main():
             failed += 1
             print("not ok %d - %s" % (i, name), flush=True)
             print("# %s: %s" % (type(e).__name__, e), flush=True)
-    return 1 if failed else 0
+    if failed:
+        print("# the VMs' logs and saved states are kept in %s" % SCRATCH, flush=True)
+        return 1
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
