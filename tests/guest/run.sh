@@ -664,7 +664,7 @@ hotplug_boot() {  # hotplug_boot NAME [first]: legacy mode, or scalable mode (fi
     return 0
 }
 
-# The reboot scenario (see the header): one QEMU, two boots, one disk.
+# The map-race scenario (see the header): two edu devices, no DMA.
 map_race_boot() {
     local name=map-race
     boot "$name" none --mode lazy --test map-race -- -device edu -device edu
@@ -674,6 +674,7 @@ map_race_boot() {
     return 0
 }
 
+# The reboot scenario (see the header): one QEMU, two boots, one disk.
 reboot_boot() {
     local name=reboot d=$work/reboot log disk_sha
     mkdir -p "$d"
