@@ -92,6 +92,7 @@ SETTLED = 0.10  # a figure within 10% of itself with twice the window is settled
 
 @functools.lru_cache(maxsize=None)
 def case_file(case):
+    """cases/@case.json (a case file, or "published"), read once."""
     with open(os.path.join(CASES, case + ".json")) as fh:
         return json.load(fh)
 
@@ -191,7 +192,7 @@ def table(md, title, columns):
 
 
 def scoring(sim, cost, md):
-    pub = json.load(open(os.path.join(CASES, "published.json")))
+    pub = case_file("published")
     sources = pub["sources"]
     sc = Scorer(sim, cost)
     figs = pub["figures"]
@@ -399,7 +400,7 @@ def main():
                                     ("linux-5.0", "linux-6.7-forcedac", "linux-6.7-sac", "viommu-lab")}
     # queue every configuration's run, and the twice-the-window runs of the
     # scored ones, the long CX4 ones first, before scoring asks for them
-    pub = json.load(open(os.path.join(CASES, "published.json")))
+    pub = case_file("published")
     doubled = {(f["case"], c) for f in pub["figures"] if f["kind"] in ("point", "check")
                and f["case"] not in FIXED_WINDOW
                for c in (f["configuration"], f.get("baseline_configuration")) if c}
