@@ -78,7 +78,7 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
             dma_checks=(hp1_hold hp1_blk_read hp1_blk_write hp1_blk_readback hp1_removed
                         hp2_blk_read hp2_blk_write hp2_blk_readback hp2_removed)
             mkdir -p "$work"
-            for i in 1 2; do truncate -s 64M "$work/disk$i.img"; done
+            for ((i = 1; i <= cue_rounds; i++)); do truncate -s 64M "$work/disk$i.img"; done
             dst_extra=(-device virtio-blk-pci,id=hpblk1,bus=rp1,drive=hp1,iommu_platform=on,disable-legacy=on) ;;
     esac
     mkdir -p "$work/srv"
