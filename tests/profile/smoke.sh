@@ -94,20 +94,31 @@ check "--record into a directory that does not exist is refused" "no error for /
     bad "its directory does not exist" --record /nonexistent/dir/f.trace
 check "a negative --top is refused" "no error for --top -1" bad "--top must be between" --top -1
 # Killed mid-run (a timeout, a CI job's end), profile.py stops the guest it
-# started: QEMU has a process group of its own and would outlive it.
+# started: QEMU has a process group of its own and would outlive it.  The
+# kill waits for QEMU however long profile.py takes to get there (on a fresh
+# cache it builds the profiling image first, minutes); profile.py returns
+# only once its QEMU has exited.
 killed() {
-    local d=$BUILD/profile/smoke-killed pid i
-    rm -rf "$d"
-    python3 "$prof" --iommu "$iommu" --duration 2 --out "$d" --quiet >/dev/null 2>&1 &
+    local name="profile.py killed with SIGTERM stops its QEMU" d=$BUILD/profile/smoke-killed pid
+    rm -rf "$d"; mkdir -p "$BUILD/profile"
+    python3 "$prof" --iommu "$iommu" --duration 2 --out "$d" --quiet >"$d.log" 2>&1 &
     pid=$!
-    for i in $(seq 600); do [ -s "$d/qemu.cmd" ] && pgrep -f -- "$d/console.log" >/dev/null && break; sleep 0.1; done
-    pgrep -f -- "$d/console.log" >/dev/null || { kill "$pid"; return 1; }
+    until [ -s "$d/qemu.cmd" ] && pgrep -f -- "$d/console.log" >/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            notok "$name" "profile.py exited before its QEMU ran (log: $d.log)"
+            return
+        fi
+        sleep 0.1
+    done
     kill -TERM "$pid"
     wait "$pid" || true
-    for i in $(seq 150); do pgrep -f -- "$d/console.log" >/dev/null || break; sleep 0.1; done
-    ! pgrep -f -- "$d/console.log" >/dev/null
+    if pgrep -f -- "$d/console.log" >/dev/null; then
+        notok "$name" "QEMU still running after profile.py was killed and exited"
+    else
+        ok "$name"
+    fi
 }
-check "profile.py killed with SIGTERM stops its QEMU" "QEMU still running after profile.py was killed" killed
+killed
 
 echo "# profiling memcached behind $iommu for ${DURATION}s (one guest boot under TCG, about 2 minutes)" >&2
 rm -rf "$out"; mkdir -p "$BUILD/profile"
