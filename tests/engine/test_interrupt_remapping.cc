@@ -140,6 +140,10 @@ TEST(IrRegisters, CapabilitiesFollowTheConfiguration)
     EXPECT_TRUE(ir.ecap & (1 << 3));
     EXPECT_FALSE(ir.ecap & (1 << 4));
     EXPECT_TRUE(ir.ecap & 2) << "QI, which IEC invalidation needs";
+    // Linux's alloc_irte() refuses a block of 2^n IRTEs (multi-vector MSI)
+    // when n exceeds MHMV.
+    EXPECT_EQ((ir.ecap >> 20) & 0xf, 0xfu) << "MHMV";
+    EXPECT_EQ((off.ecap >> 20) & 0xf, 0u) << "MHMV is reserved without IR";
     FakeHost eim(8 << 20, ir_config(true, true));
     EXPECT_TRUE(eim.ecap & (1 << 3));
     EXPECT_TRUE(eim.ecap & (1 << 4));

@@ -15,6 +15,7 @@ static_assert(MAX_FAULT_RECORDS == VTD_MAX_FAULT_RECORDS && MAX_FAULT_RECORDS ==
 static constexpr unsigned MAMV = 18;  // up to 1 GiB per page-selective request
 static constexpr unsigned DOMAIN_ID_BITS = 16;
 static constexpr uint32_t IEC_ENTRIES = 1024;
+static constexpr unsigned MAX_HANDLE_MASK = 15;  // ECAP.MHMV: the field's largest value
 static constexpr unsigned MAX_PASID_BITS = 20;
 
 unsigned Features::max_levels() const
@@ -120,6 +121,10 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
              uint64_t{f.intremap} << ecap::IR | uint64_t{f.eim} << ecap::EIM |
              uint64_t{f.pass_through} << ecap::PT | uint64_t{f.snoop_control} << ecap::SC |
              uint64_t{reg::IVA / 16} << ecap::IRO;
+    // MHMV: an IEC invalidation's index mask covers up to 2^15 entries;
+    // Linux refuses multi-vector MSI (a block of 2^n IRTEs) beyond it.
+    if (f.intremap)
+        f.ecap |= uint64_t{MAX_HANDLE_MASK} << ecap::MHMV;
     if (f.scalable_mode) {
         // SMPWC: scalable-mode walks are coherent too (PWSNP may be set).
         // RPS: the context entry's RID_PASID is honoured (with PASIDs).
