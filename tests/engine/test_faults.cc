@@ -158,7 +158,14 @@ TEST_F(Faults, FaultProcessingDisable)
     EXPECT_EQ(h.mmio32(FSTS), 0u);
     EXPECT_TRUE(h.msis.empty());
     EXPECT_EQ(json_counter(h.stats(), "faults", "suppressed_fpd"), 2u);
-    // Faults before a present context entry are always recorded.
+    // FPD is evaluated whatever P says: a not-present entry with FPD set
+    // suppresses its 0x2 ...
+    h.put64(h.context_addr(0x010b), 2);  // P = 0, FPD = 1
+    EXPECT_EQ(h.translate(0x010b, 0x1000, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_P);
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "suppressed_fpd"), 3u);
+    // ... while one without it records it, as it does every fault found
+    // before the context entry (its root entry's, its tables' reads).
     EXPECT_EQ(h.translate(0x010a, 0x1000, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_P);
     EXPECT_EQ(h.mmio32(FSTS) & 2, 2u);
     EXPECT_EQ((frcd_hi(0) >> 32) & 0xff, uint64_t{VTD_FR_CONTEXT_ENTRY_P});

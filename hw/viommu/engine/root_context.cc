@@ -38,11 +38,12 @@ ContextLookup load_context(const Host &host, const Features &f, uint64_t rta, ui
         return r;
     }
     auto [lo, hi] = *ce;
+    // FPD is evaluated whatever P says: it may suppress 0x2 too.
+    r.fpd = lo & entry::CTX_LO_FPD;
     if (!(lo & entry::PRESENT)) {
         r.fault = VTD_FR_CONTEXT_ENTRY_P;
         return r;
     }
-    r.fpd = lo & entry::CTX_LO_FPD;
     if ((lo & (entry::CTX_LO_RSVD | f.above_haw())) || (hi & entry::CTX_HI_RSVD)) {
         r.fault = VTD_FR_CONTEXT_ENTRY_RSVD;
         return r;
