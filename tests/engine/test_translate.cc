@@ -263,9 +263,10 @@ TEST_F(Translate, FaultReasons)
     // 0x5 / 0x6: not present second-level entries.
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_WRITE);
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_READ);
-    // 0x7: second-level table outside RAM.
+    // 0x3 too: the table SLPTPTR names is outside RAM ...
     h.set_context(SID + 6, 0x7fff000000ull, DID + 6, 4);
-    EXPECT_EQ(h.translate(SID + 6, 0, VTD_PERM_READ), VTD_FR_PAGING_ENTRY_INV);
+    EXPECT_EQ(h.translate(SID + 6, 0, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+    // ... 0x7: a table an entry's ADDR names is.
     uint64_t p2 = h.alloc_page();
     h.set_context(SID + 7, p2, DID + 7, 4);
     h.put64(p2, 0x7fff000000ull | 3);  // level-4 entry points outside RAM

@@ -267,6 +267,8 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
         }
         WalkResult w = pde ? walk_level1(host_, f_, pde->table, pde->perm, addr, access)
                            : walk_address(host_, f_, ctx, addr, access);
+        if (!pde)
+            w.fault = legacy_walk_fault(w, ctx.levels);
         // Only successful walks fill it: a faulting one may be about to be
         // fixed by the guest, and a fresh walk then sees every level.
         if (!pde && w.has_l1 && w.fault == VTD_FR_NONE)

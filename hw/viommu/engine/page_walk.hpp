@@ -57,6 +57,17 @@ bool walk_range(const Host &host, const Features &f, const Context &ctx, uint64_
 bool walk_range_shared(const Host &host, const Features &f, const Context &ctx, uint64_t start,
                        uint64_t end, uint64_t &budget, const LeafVisitor &visit);
 
+// The legacy-mode reason for a walk's fault in a table of `levels`
+// levels: a failed read of the table SLPTPTR names is the context entry's
+// (0x3, "invalid programming of a context-entry"); 0x7 is for tables an
+// entry's ADDR names.
+inline VtdFaultReason legacy_walk_fault(const WalkResult &w, unsigned levels)
+{
+    if (w.fault == VTD_FR_PAGING_ENTRY_INV && w.fault_level == levels)
+        return VTD_FR_CONTEXT_ENTRY_INV;
+    return w.fault;
+}
+
 // The scalable-mode reason for a second-stage walk's fault (PGTT
 // second-stage, and nested second-stage translation of the output) in a
 // table of `levels` levels.
