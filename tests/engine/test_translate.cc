@@ -216,6 +216,14 @@ TEST_F(Translate, PassThrough)
     EXPECT_EQ(t.phys_base, 0xfeedf000u);
     EXPECT_TRUE(vtd_engine_is_pass_through(h.e, SID + 2));
     EXPECT_FALSE(vtd_engine_is_pass_through(h.e, SID));
+    // SLPTPTR is ignored, AW is not: it must name a supported width ...
+    h.set_context(SID + 3, 0, 9, 2, 2);  // AW 000b: 30 bits, not in SAGAW
+    EXPECT_EQ(h.translate(SID + 3, 0x1000, VTD_PERM_READ), VTD_FR_CONTEXT_ENTRY_INV);
+    EXPECT_FALSE(vtd_engine_is_pass_through(h.e, SID + 3));
+    // ... and requests above 2^AW fault.
+    EXPECT_EQ(h.translate(SID + 2, 1ull << 48, VTD_PERM_READ), VTD_FR_ADDR_BEYOND_MGAW);
+    EXPECT_EQ(h.translate(SID + 2, (1ull << 48) - 1, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, (1ull << 48) - 0x1000);
 }
 
 TEST(TranslateConfig, PassThroughNeedsEcapPt)

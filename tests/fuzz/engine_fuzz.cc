@@ -802,6 +802,10 @@ struct Host {
         r.ctx = true;
         r.did = (hi >> 8) & 0xffff;
         if (tt == 2) {
+            if (addr >> (12 + 9 * (aw + 2))) {
+                r.clean = true;  // beyond the entry's address width: a fault
+                return r;
+            }
             r.pt = r.ok = r.clean = true;
             r.page = addr & ~(PAGE - 1);
             r.perm = 3;

@@ -229,6 +229,10 @@ VtdFaultReason Engine::translate(uint16_t sid, uint64_t addr, unsigned access, b
     if (sm) [[unlikely]]
         count_pgtt(ctx.pgtt, shard);
     if (ctx.tt == TranslationType::PassThrough) {
+        // A legacy pass-through entry's AW bounds what passes (scalable
+        // mode's PGTT pass-through has no width of its own).
+        if (!sm && (addr >> level_aw(ctx.levels)))
+            return fault(sid, addr, access, record, VTD_FR_ADDR_BEYOND_MGAW, ctx.fpd, &ds);
         stats_.add(Counter::PassThrough, 1, shard);
         identity(addr, ctx.did, out);
         return VTD_FR_NONE;

@@ -61,9 +61,10 @@ ContextLookup load_context(const Host &host, const Features &f, uint64_t rta, ui
             r.fault = VTD_FR_CONTEXT_ENTRY_INV;
         break;
     case TranslationType::PassThrough:
+        // SLPTPTR is ignored; AW still bounds the addresses that pass.
         if (!f.pass_through)
             r.fault = VTD_FR_CONTEXT_ENTRY_INV;
-        return r;  // AW and SLPTPTR are ignored
+        break;
     case TranslationType::Reserved:
         r.fault = VTD_FR_CONTEXT_ENTRY_INV;
         break;
@@ -76,7 +77,8 @@ ContextLookup load_context(const Host &host, const Features &f, uint64_t rta, ui
         return r;
     }
     c.levels = levels;
-    c.slptptr = lo & entry::ADDR;
+    if (c.tt != TranslationType::PassThrough)
+        c.slptptr = lo & entry::ADDR;
     return r;
 }
 
