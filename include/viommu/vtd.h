@@ -58,6 +58,7 @@ typedef enum VtdFaultReason {
     VTD_FR_CONTEXT_ENTRY_RSVD  = 0xb, /* reserved bit set in a present context entry */
     VTD_FR_PAGING_ENTRY_RSVD   = 0xc, /* reserved bit set in a second-level entry */
     VTD_FR_CONTEXT_ENTRY_TT    = 0xd, /* translation type blocked */
+    VTD_FR_INTERRUPT_ADDR      = 0xe, /* translated address in the interrupt range */
     /* Interrupt-remapping faults ("Interrupt Remapping Fault Conditions"). */
     VTD_FR_IR_REQ_RSVD         = 0x20, /* reserved field set in a remappable request */
     VTD_FR_IR_INDEX_OVER       = 0x21, /* interrupt_index beyond the table size */

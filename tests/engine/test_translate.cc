@@ -409,3 +409,26 @@ TEST(TranslatePrefetch, MissRunPrefetchesTheEntryTheWalkReads)
         h.translate(0x8, ((p * 3) % 8) * PAGE, VTD_PERM_READ);
     EXPECT_LE(h.prefetches.size(), 1u) << "only a lookup right after a miss may hint";
 }
+
+// No translation may produce an address in the interrupt range: such a
+// request is blocked (0xe), as it would reach the APICs unremapped.  The
+// rest of a large leaf over the range still translates, a page at a time.
+TEST_F(Translate, OutputInTheInterruptRangeIsBlocked)
+{
+    h.w32(FECTL, 0);
+    h.map(pt, 4, 0x1000, 0xfee00000ull, 3);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_WRITE), VTD_FR_INTERRUPT_ADDR);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_INTERRUPT_ADDR) << "the IOTLB too";
+    EXPECT_EQ((h.mmio64(h.frcd + 8) >> 32) & 0xff, uint64_t{VTD_FR_INTERRUPT_ADDR});
+    // A 2 MiB leaf at 0xfee00000 covers 0xfef00000-0xfeffffff too.
+    h.map(pt, 4, 0x40000000, 0xfee00000ull, 3, 2);
+    VtdTranslation t{};
+    EXPECT_EQ(h.translate(SID, 0x400ff000, VTD_PERM_READ), VTD_FR_INTERRUPT_ADDR);
+    ASSERT_EQ(h.translate(SID, 0x40100010, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.iova_base, 0x40100000u);
+    EXPECT_EQ(t.phys_base, 0xfef00000u);
+    EXPECT_EQ(t.addr_mask, 0xfffu) << "not the whole leaf, which covers the range";
+    ASSERT_EQ(h.translate(SID, 0x40100010, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.addr_mask, 0xfffu) << "nor from the recent-translation cache";
+    EXPECT_EQ(h.translate(SID, 0x40000000, VTD_PERM_READ), VTD_FR_INTERRUPT_ADDR);
+}

@@ -317,6 +317,19 @@ inline VtdFaultReason Engine::map_leaf(uint16_t sid, uint64_t addr, unsigned acc
                      &ds, pasid);
     uint64_t size_mask = (uint64_t{1} << level_shift(leaf.level)) - 1;
     out = {addr & ~size_mask, leaf.phys, size_mask, leaf.perm, ctx.did};
+    // A request that translates into the interrupt address range is
+    // blocked (it would reach the APICs unremapped); the rest of a large
+    // leaf that covers the range is handed out a page at a time.
+    if (leaf.phys <= INTERRUPT_RANGE_LAST && leaf.phys + size_mask >= INTERRUPT_RANGE_FIRST)
+        [[unlikely]] {
+        const uint64_t phys = leaf.phys | (addr & size_mask);
+        if (phys >= INTERRUPT_RANGE_FIRST && phys <= INTERRUPT_RANGE_LAST)
+            return fault(sid, addr, access, record,
+                         ctx.scalable() ? VTD_FR_SM_INTERRUPT_ADDR : VTD_FR_INTERRUPT_ADDR, ctx.fpd,
+                         &ds, pasid);
+        size_mask = PAGE_SIZE - 1;
+        out = {addr & ~size_mask, phys & ~size_mask, size_mask, leaf.perm, ctx.did};
+    }
     if (recent)
         remember(sid, addr, epoch, out, ds, ctx.pgtt);
     return VTD_FR_NONE;

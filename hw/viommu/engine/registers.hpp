@@ -128,6 +128,9 @@ enum class TranslationType : uint8_t {
 
 constexpr unsigned PAGE_SHIFT = 12;
 constexpr uint64_t PAGE_SIZE = uint64_t{1} << PAGE_SHIFT;
+// Requests without PASID here are interrupt requests, never translated;
+// no translation may produce an address here either.
+constexpr uint64_t INTERRUPT_RANGE_FIRST = 0xfee00000, INTERRUPT_RANGE_LAST = 0xfeefffff;
 constexpr unsigned LEVEL_STRIDE = 9;
 constexpr unsigned level_shift(unsigned level)
 {

@@ -211,6 +211,8 @@ const char *fault_reason_name(VtdFaultReason r)
         return "paging_entry_reserved";
     case VTD_FR_CONTEXT_ENTRY_TT:
         return "context_entry_tt";
+    case VTD_FR_INTERRUPT_ADDR:
+        return "interrupt_address";
     case VTD_FR_IR_REQ_RSVD:
         return "ir_request_reserved";
     case VTD_FR_IR_INDEX_OVER:
@@ -555,7 +557,7 @@ void Stats::to_json(const Gauges &g, std::string &out) const
     j.open("faults", '{');
     counters(section("faults"));
     j.open("by_reason", '{');
-    reason_range(VTD_FR_ROOT_ENTRY_P, VTD_FR_CONTEXT_ENTRY_TT);
+    reason_range(VTD_FR_ROOT_ENTRY_P, VTD_FR_INTERRUPT_ADDR);
     reason_range(VTD_FR_IR_REQ_RSVD, VTD_FR_IR_PID_INV);
     for (unsigned i = 0; i < std::size(SM_FAULT_REASONS); i++)
         j.num(fault_reason_name(SM_FAULT_REASONS[i]), fault_total[SM_FAULT_SLOT0 + i]);
