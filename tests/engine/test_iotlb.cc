@@ -64,7 +64,8 @@ struct Staleness : ::testing::TestWithParam<bool> {
             h.w64(h.iva, FakeHost::iotlb_addr(addr, am, ih));
             h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{did} << 32));
             EXPECT_EQ(h.mmio64(h.iotlb) >> 63, 0u) << "IVT clears when done";
-            EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 3u);
+            // page-selective, or domain-wide for a range too large to probe
+            EXPECT_GE((h.mmio64(h.iotlb) >> 57) & 3, 2u);
         }
     }
     void context(unsigned g, uint16_t did = 0, uint16_t sid = 0, unsigned fm = 0)

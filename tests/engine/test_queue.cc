@@ -499,3 +499,21 @@ TEST(SlicesState, SlicedQueueEndsInTheSameStateAsShortBatches)
         EXPECT_EQ(inv_a[i].size, inv_b[i].size);
     }
 }
+
+// An IOTLB descriptor's ADDR bits at and above MGAW are ignored.
+TEST(QueueIotlb, AddrBitsAboveMgawAreIgnored)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x0310, pt, 7, 4);
+    h.enable_translation();
+    h.enable_qi();
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(0x0310, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    h.put64(h.pte_addr(pt, 4, 0x1000, 1), 0xb000 | 3);
+    h.submit(FakeHost::iotlb_desc(3, 7), (1ull << 60) | 0x1000);
+    ASSERT_EQ(h.mmio32(FSTS) & (1u << 4), 0u) << "no IQE";
+    ASSERT_EQ(h.translate(0x0310, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0xb000u) << "stale translation";
+}

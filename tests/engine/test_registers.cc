@@ -224,3 +224,41 @@ TEST(Registers, ResetRestoresRegistersKeepsStats)
     vtd_engine_stats_reset(h.e);
     EXPECT_EQ(json_counter(h.stats(), "translate", "requests"), 0u);
 }
+
+// IVA.ADDR bits at and above MGAW are ignored: a page-selective request
+// with them set invalidates the page below.
+TEST(RegisterInvalidation, IvaBitsAboveMgawAreIgnored)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x0310, pt, 7, 4);
+    h.enable_translation();
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    VtdTranslation t{};
+    ASSERT_EQ(h.translate(0x0310, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    h.put64(h.pte_addr(pt, 4, 0x1000, 1), 0xb000 | 3);
+    h.w64(h.iva, (1ull << 60) | 0x1000);  // bit 60: above the 48-bit MGAW
+    h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{7} << 32));
+    EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 3u) << "IAIG: page-selective";
+    ASSERT_EQ(h.translate(0x0310, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
+    EXPECT_EQ(t.phys_base, 0xb000u) << "stale translation";
+}
+
+// IAIG reports the granularity the request was done at: a page range too
+// large to probe page by page goes domain-wide (10b).
+TEST(RegisterInvalidation, IaigReportsADomainWideRangeAsDomain)
+{
+    FakeHost h;
+    uint64_t pt = h.alloc_page();
+    h.set_context(0x0310, pt, 7, 4);
+    h.enable_translation();
+    h.map(pt, 4, 0x1000, 0xa000, 3);
+    h.translate(0x0310, 0x1000, VTD_PERM_READ);
+    h.w64(h.iva, 18);  // 2^18 pages
+    h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{7} << 32));
+    EXPECT_EQ(json_counter(h.stats(), "iotlb", "page_as_domain"), 1u);
+    EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 2u) << "IAIG";
+    h.w64(h.iva, 0x1000);
+    h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{7} << 32));
+    EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 3u) << "IAIG of a page done as a page";
+}

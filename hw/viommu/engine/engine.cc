@@ -510,6 +510,7 @@ uint64_t Engine::invalidate_iotlb(const IotlbInvalidation &req)
         dropped = iotlb_.invalidate_pages(req.did, req.addr, pages, req.ih, as_domain, &probes);
         if (as_domain)
             stats_.add(Counter::IotlbPageAsDomain);
+        last_pages_as_domain_ = as_domain;
         translations_changed();
         host_.invalidated(false, req.did, req.addr, pages << PAGE_SHIFT);
         break;

@@ -193,6 +193,7 @@ private:
     std::atomic<uint64_t> root_table_{0};  // latched by GCMD.SRTP
     uint32_t gsts_ = 0;
     uint64_t rtaddr_ = 0, ccmd_ = 0, iva_ = 0, iotlb_reg_ = 0;
+    bool last_pages_as_domain_ = false;  // the last page-selective request went domain-wide
 };
 
 }  // namespace viommu::vtd

@@ -280,8 +280,9 @@ QueueErrorInfo InvalidationQueue::execute(const Desc &d, uint64_t &probes)
             (g == Granularity::Selective && am > f_.mamv))
             return E::ReservedField;
         stats_.descriptor(type);
+        // ADDR bits at and above MGAW are ignored.
         probes += target_.invalidate_iotlb({g, static_cast<uint16_t>(field(lo, 31, 16)),
-                                            hi & mask(63, PAGE_SHIFT + am), am,
+                                            hi & mask(f_.aw_bits - 1, PAGE_SHIFT + am), am,
                                             (hi & desc::IOTLB_HI_IH) != 0});
         return E::None;
     }

@@ -210,8 +210,13 @@ void Engine::run_iotlb_command()
         return;  // IAIG = 0 reports the invalid request
     }
     stats_.add(Counter::RegIotlb);
+    // IVA bits at and above MGAW are ignored.
     invalidate_iotlb({g, static_cast<uint16_t>(field(iotlb_reg_, 47, iotlb_reg::DID)),
-                      iva_ & mask(63, PAGE_SHIFT + am), am, (iva_ & iva::IH) != 0});
+                      iva_ & mask(f_.aw_bits - 1, PAGE_SHIFT + am), am, (iva_ & iva::IH) != 0});
+    // IAIG: the granularity it was done at (a large page range may be
+    // done as the domain's).
+    if (g == Granularity::Selective && last_pages_as_domain_)
+        g = Granularity::Domain;
     iotlb_reg_ |= uint64_t{static_cast<uint8_t>(g)} << iotlb_reg::IAIG;
 }
 
