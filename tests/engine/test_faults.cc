@@ -363,3 +363,20 @@ TEST(FaultRecordModel, RegistersMatchARecomputation)
         EXPECT_GT(wraps, 1u) << "and FRI wrapped";
     }
 }
+
+// The recording index resets to 0 when TES and IRES are both clear.
+TEST_F(Faults, RecordIndexResetsWhenRemappingGoesOff)
+{
+    h.w32(FECTL, 0);
+    EXPECT_EQ(h.translate(0x0108, 0x1000, VTD_PERM_READ), VTD_FR_READ);
+    clear_record(0);
+    h.translate(0x0108, 0x2000, VTD_PERM_READ);
+    clear_record(1);
+    EXPECT_EQ((h.mmio32(FSTS) >> 8) & 0xff, 2u) << "the next free record";
+    h.gcmd_shadow &= ~TE;
+    h.w32(GCMD, h.gcmd_shadow);
+    EXPECT_EQ((h.mmio32(FSTS) >> 8) & 0xff, 0u);
+    h.enable_translation();
+    EXPECT_EQ(h.translate(0x0108, 0x3000, VTD_PERM_READ), VTD_FR_READ);
+    EXPECT_EQ(frcd_lo(0), 0x3000u) << "recorded in record 0 again";
+}

@@ -42,6 +42,13 @@ void FaultRecorder::reset()
     publish_locked();
 }
 
+void FaultRecorder::reset_index()
+{
+    std::lock_guard guard(lock_);
+    fri_ = 0;
+    publish_locked();
+}
+
 bool FaultRecorder::full_locked(size_t index) const
 {
     return frcd_[index][1].load(LOCKED) & FRCD_F;

@@ -28,6 +28,8 @@ public:
     FaultRecorder(const Host &host, Stats &stats, unsigned records);
 
     void reset();
+    // TES and IRES both went clear: the next fault goes to record 0.
+    void reset_index();
     // One unsigned comparison per range (an offset below it wraps high).
     bool handles(uint32_t offset) const
     {

@@ -171,6 +171,10 @@ void Engine::global_command(uint32_t value)
         queue_.set_enabled(qie);
     }
     ir_.command(value);
+    // The fault recording index resets when both remappings go off.
+    const uint32_t enabled = gcmd::TE | gcmd::IRE;
+    if ((before & enabled) && !((gsts_ | ir_.status()) & enabled))
+        faults_.reset_index();
     host_.event([&] {
         return ev::global_command(value, before, gsts_ | ir_.status(), root_table_.load(),
                                   queue_.save().iqa);
