@@ -5,6 +5,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <new>
 #include <string_view>
 
 namespace viommu::vtd {
@@ -57,16 +58,22 @@ DomainStats &Stats::domain_slow(uint16_t did)
     DomainStats *d = block ? block->d[i].load(std::memory_order_acquire) : nullptr;
     if (!d) {
         std::lock_guard guard(domain_lock_);
-        if (!block_owner_[b]) {
-            block_owner_[b] = std::make_unique<DomainBlock>();
-            blocks_allocated_.fetch_add(1, std::memory_order_relaxed);
-        }
-        block = block_owner_[b].get();
-        blocks_[b].store(block, std::memory_order_release);
-        if (!block->owner[i]) {
-            block->owner[i] = std::make_unique<DomainStats>();
-            domains_allocated_.fetch_add(1, std::memory_order_relaxed);
-            mark_seen(block->seen, i);  // before the entry is published
+        // Called on the translate path: an allocation failure must not
+        // leave the engine, so the domain then counts into a sink.
+        try {
+            if (!block_owner_[b]) {
+                block_owner_[b] = std::make_unique<DomainBlock>();
+                blocks_allocated_.fetch_add(1, std::memory_order_relaxed);
+            }
+            block = block_owner_[b].get();
+            blocks_[b].store(block, std::memory_order_release);
+            if (!block->owner[i]) {
+                block->owner[i] = std::make_unique<DomainStats>();
+                domains_allocated_.fetch_add(1, std::memory_order_relaxed);
+                mark_seen(block->seen, i);  // before the entry is published
+            }
+        } catch (const std::bad_alloc &) {
+            return unaccounted_domain_;
         }
         d = block->owner[i].get();
         block->d[i].store(d, std::memory_order_release);
@@ -93,8 +100,13 @@ SourceStats &Stats::source(uint16_t sid)
     SourceChunk *chunk = sources_[c].load(std::memory_order_acquire);
     if (!chunk) [[unlikely]] {
         std::lock_guard guard(chunk_lock_);
-        if (!source_owner_[c])
-            source_owner_[c] = std::make_unique<SourceChunk>();
+        if (!source_owner_[c]) {
+            try {  // on the interrupt path, as domain_slow() on translate's
+                source_owner_[c] = std::make_unique<SourceChunk>();
+            } catch (const std::bad_alloc &) {
+                return unaccounted_source_;
+            }
+        }
         chunk = source_owner_[c].get();
         sources_[c].store(chunk, std::memory_order_release);
     }

@@ -495,6 +495,10 @@ private:
     std::array<std::unique_ptr<DomainBlock>, 65536 / DOMAIN_BLOCK> block_owner_;
     std::array<std::atomic<DomainBlock *>, 65536 / DOMAIN_BLOCK> blocks_{};
     std::atomic<size_t> blocks_allocated_{0}, domains_allocated_{0};
+    // What domains and sources count into when their statistics could not
+    // be allocated; never reported.
+    DomainStats unaccounted_domain_;
+    SourceStats unaccounted_source_;
 
     // Source-id statistics of interrupt requests, allocated a chunk of 256
     // source-ids at a time on first use; published through atomics, owned
