@@ -705,6 +705,48 @@ static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
     return &vas->as;
 }
 
+/*
+ * A bridge's secondary bus is freed with the bridge, and the address
+ * spaces of its devices (gone before it) would read it whenever their
+ * source-id is asked: forget them when a device with a PCI bus goes.
+ * They stay allocated, with the source-id they last had, as the memory
+ * core may still be finishing an access through one of them; a new bus at
+ * the same address gets address spaces of its own.
+ */
+static void viommu_vtd_bus_removed(ViommuVtdState *s, PCIBus *bus)
+{
+    const VtdDeviceContext none = { 0 };
+    GHashTableIter it;
+    gpointer key;
+    ViommuVtdAS *vas;
+
+    g_hash_table_iter_init(&it, s->spaces);
+    while (g_hash_table_iter_next(&it, &key, (gpointer *)&vas)) {
+        if (vas->bus != bus) {
+            continue;
+        }
+        vas->fixed_sid = viommu_vtd_sid(vas);
+        trace_viommu_vtd_as_removed(vas->fixed_sid);
+        viommu_vtd_as_set_ctx(vas, false, &none);
+        vas->bus = NULL;
+        g_hash_table_iter_remove(&it);
+    }
+}
+
+void viommu_vtd_device_unrealized(DeviceListener *listener, DeviceState *dev)
+{
+    ViommuVtdState *s = container_of(listener, ViommuVtdState, bridges);
+    BusState *bus;
+
+    QLIST_FOREACH(bus, &dev->child_bus, sibling) {
+        PCIBus *pci = (PCIBus *)object_dynamic_cast(OBJECT(bus), TYPE_PCI_BUS);
+
+        if (pci) {
+            viommu_vtd_bus_removed(s, pci);
+        }
+    }
+}
+
 const PCIIOMMUOps viommu_vtd_pci_ops = {
     .get_address_space = viommu_vtd_get_as,
 };

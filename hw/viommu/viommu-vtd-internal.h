@@ -55,7 +55,7 @@ typedef struct ViommuVtdDomainSpaces {
 
 struct ViommuVtdAS {
     ViommuVtdState *s;
-    PCIBus *bus;
+    PCIBus *bus;                    /* NULL once the bus went with its bridge */
     uint8_t devfn;
     bool bypass;                    /* nodmar alias in use, not the IOMMU MR */
     int32_t fixed_sid;              /* on a root bus: its fixed sid, else -1 */
@@ -136,6 +136,7 @@ struct ViommuVtdState {
     /* address spaces by their RID_PASID entry (ViommuVtdCtxKind) */
     GHashTable *by_domain;          /* domain-id -> ViommuVtdDomainSpaces */
     QLIST_HEAD(, ViommuVtdAS) pasid_faulted;
+    DeviceListener bridges;         /* forgets the buses of removed bridges */
     uint64_t mark;                  /* viommu_vtd_process_pending()'s */
     bool dmar_enabled;
     ViommuVtdPending pending[VIOMMU_VTD_INV_KINDS];
@@ -197,6 +198,7 @@ void viommu_vtd_resync(ViommuVtdState *s);
 void viommu_vtd_iommu_mr_class_init(ObjectClass *oc, void *data);
 ViommuVtdAS *viommu_vtd_as_new(ViommuVtdState *s, PCIBus *bus, int devfn,
                                int32_t fixed_sid, const char *name);
+void viommu_vtd_device_unrealized(DeviceListener *listener, DeviceState *dev);
 
 /* viommu-vtd-ir.c */
 void viommu_vtd_ir_window_init(ViommuVtdAS *vas);

@@ -269,6 +269,8 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     s->by_domain = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                          g_free);
     QLIST_INIT(&s->pasid_faulted);
+    s->bridges.unrealize = viommu_vtd_device_unrealized;
+    device_listener_register(&s->bridges);
     pci_setup_iommu(pcms->pcibus, &viommu_vtd_pci_ops, s);
     if (s->intremap) {
         viommu_vtd_ir_realize(s, pcms->pcibus);

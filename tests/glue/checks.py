@@ -705,6 +705,61 @@ def t_system_reset():
         json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0", property="stats"))
 
 
+def cfg_read(vm, bus, devfn, off, width=4):
+    vm.qtest("outl 0xcf8 0x%x" % (0x80000000 | bus << 16 | devfn << 8 | (off & 0xfc)))
+    port = 0xcfc + (off & 3)
+    return int(vm.qtest("%s 0x%x" % ("inl" if width == 4 else "inw", port)).split()[1], 16)
+
+
+def cfg_write(vm, bus, devfn, off, val, width=4):
+    vm.qtest("outl 0xcf8 0x%x" % (0x80000000 | bus << 16 | devfn << 8 | (off & 0xfc)))
+    vm.qtest("%s 0x%x 0x%x" % ("outl" if width == 4 else "outw", 0xcfc + (off & 3), val))
+
+
+def t_bridge_removed():
+    """The guest powers off a PCIe slot holding a PCIe-to-PCI bridge with a
+    device behind it: QEMU unplugs the bridge and frees its secondary bus.
+    The unit forgets that bus's address spaces, so the invalidations,
+    translation switches and reset that follow (each of which asks every
+    address space its source-id) never read the freed bus."""
+    extra = ["-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off",
+             "-device", "pcie-root-port,id=rp,bus=pcie.0,addr=5,chassis=1,slot=1",
+             "-device", "pcie-pci-bridge,id=br,bus=rp,addr=0",
+             "-device", "viommu-dma,bus=br,addr=1",
+             "-trace", "viommu_vtd_as_removed"]
+    perturb = os.environ.get("MALLOC_PERTURB_")
+    os.environ["MALLOC_PERTURB_"] = "165"  # freed memory reads as garbage
+    try:
+        with running("viommu-vtd,id=iommu0", extra) as vm:
+            rp = 5 << 3
+            cap = cfg_read(vm, 0, rp, 0x34) & 0xff
+            while cap and cfg_read(vm, 0, rp, cap) & 0xff != 0x10:  # PCI Express
+                cap = (cfg_read(vm, 0, rp, cap) >> 8) & 0xff
+            check(cap, "no PCI Express capability on the root port")
+            sltctl = cfg_read(vm, 0, rp, cap + 0x18, 2)
+            cfg_write(vm, 0, rp, cap + 0x18, sltctl | 0x700, 2)  # power off, indicators off
+            deadline = time.monotonic() + TIMEOUT
+            names = None
+            while time.monotonic() < deadline:
+                names = {p["name"] for p in vm.cmd("qom-list", path="/machine/peripheral")}
+                if "br" not in names:
+                    break
+                time.sleep(0.05)
+            check("br" not in names, "the bridge was not unplugged: %s" % sorted(names))
+            for _ in range(3):
+                vm.writeq(CCMD, CCMD_ICC | CCMD_GLOBAL)
+            program(vm)  # translation on: every address space is switched
+            vm.cmd("system_reset")
+            check(vm.readl(VER) != 0, "register window gone")
+            check("its bus went with its bridge" in vm.output(),
+                  "no viommu_vtd_as_removed: %s" % vm.output()[-500:])
+    finally:
+        if perturb is None:
+            del os.environ["MALLOC_PERTURB_"]
+        else:
+            os.environ["MALLOC_PERTURB_"] = perturb
+
+
 def t_map_notifier_first_stage():
     """A VFIO-style MAP notifier (viommu-dma x-map-notifier=on) on a device
     behind viommu-vtd with caching-mode=on: accepted whether the unit offers
@@ -810,6 +865,8 @@ CASES = [
     ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),
     ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),
+    ("a bridge unplugged by the guest leaves no address space on its freed bus",
+     t_bridge_removed),
 ]
 
 
