@@ -119,16 +119,23 @@ static int viommu_vtd_mem_cmpxchg64(void *opaque, uint64_t gpa,
     return 0;
 }
 
+/*
+ * The unit's own fault and invalidation-completion events: never
+ * remapped.  The upper address register (FEUADDR, IEUADDR) holds an
+ * x2APIC destination's bits 31:8, so only the low half must be in the
+ * interrupt window.
+ */
 static void viommu_vtd_msi(void *opaque, uint64_t addr, uint32_t data)
 {
-    if (addr < VIOMMU_VTD_MSI_BASE ||
-        addr >= VIOMMU_VTD_MSI_BASE + VIOMMU_VTD_MSI_SIZE) {
+    uint32_t low = addr;
+
+    if (low < VIOMMU_VTD_MSI_BASE ||
+        low >= VIOMMU_VTD_MSI_BASE + VIOMMU_VTD_MSI_SIZE) {
         trace_viommu_vtd_msi_dropped(addr, data);
         return;
     }
     trace_viommu_vtd_msi(addr, data);
-    address_space_stl_le(&address_space_memory, addr, data,
-                         MEMTXATTRS_UNSPECIFIED, NULL);
+    viommu_vtd_apic_send(addr, data);
 }
 
 static uint64_t viommu_vtd_now_ns(void *opaque)

@@ -201,6 +201,7 @@ ViommuVtdAS *viommu_vtd_as_new(ViommuVtdState *s, PCIBus *bus, int devfn,
 void viommu_vtd_device_unrealized(DeviceListener *listener, DeviceState *dev);
 
 /* viommu-vtd-ir.c */
+void viommu_vtd_apic_send(uint64_t addr, uint32_t data);
 void viommu_vtd_ir_window_init(ViommuVtdAS *vas);
 void viommu_vtd_ir_realize(ViommuVtdState *s, PCIBus *bus);
 int viommu_vtd_int_remap(X86IOMMUState *iommu, MSIMessage *src,

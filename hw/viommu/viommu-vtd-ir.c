@@ -27,7 +27,13 @@
 #include "viommu-vtd-internal.h"
 #include "trace.h"
 
-static void viommu_vtd_ir_deliver(uint64_t addr, uint32_t data)
+/*
+ * To the APIC bus, not through the memory API: no BQL is taken (a fault
+ * can be raised by a translation on an I/O thread, which must not wait
+ * for the main loop), and an x2APIC destination's bits 31:8 in the upper
+ * address reach the APIC (apic_send_msi() and KVM read them there).
+ */
+void viommu_vtd_apic_send(uint64_t addr, uint32_t data)
 {
     MSIMessage msg = { .address = addr, .data = data };
 
@@ -97,7 +103,7 @@ static MemTxResult viommu_vtd_ir_write(void *opaque, hwaddr addr,
     if (!viommu_vtd_ir_remap(vas->s, sid, &msg, true)) {
         return MEMTX_ERROR;
     }
-    viommu_vtd_ir_deliver(msg.address, msg.data);
+    viommu_vtd_apic_send(msg.address, msg.data);
     return MEMTX_OK;
 }
 

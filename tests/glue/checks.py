@@ -33,7 +33,8 @@ BASE = 0xfed90000
 # VT-d register offsets and bits (VT-d specification, chapter 11)
 VER, CAP, ECAP, GCMD, GSTS, RTADDR = 0x00, 0x08, 0x10, 0x18, 0x1c, 0x20
 CCMD, FSTS, FECTL, FEDATA, FEADDR = 0x28, 0x34, 0x38, 0x3c, 0x40
-IQH, IQT, IQA = 0x80, 0x88, 0x90
+IQH, IQT, IQA, ICS = 0x80, 0x88, 0x90, 0x9c
+IECTL, IEDATA, IEADDR, IEUADDR = 0xa0, 0xa4, 0xa8, 0xac
 GCMD_QIE, FSTS_IQE = 1 << 26, 1 << 4
 CCMD_ICC, CCMD_GLOBAL = 1 << 63, 1 << 61
 GCMD_TE, GCMD_SRTP = 1 << 31, 1 << 30
@@ -691,6 +692,34 @@ def t_wait_status_to_registers():
               % vm.readq(IQH))
 
 
+def t_events_with_upper_address():
+    """The unit's own events with an x2APIC destination: IEUADDR (and
+    FEUADDR) hold its bits 31:8, as Linux programs them for APIC ids from
+    256 on; the invalidation-completion event goes to the APIC with them,
+    not dropped as an address outside the interrupt window."""
+    ram = 0x100000
+    with running("viommu-vtd,intremap=on,eim=on",
+                 ["-trace", "viommu_vtd_msi*"]) as vm:
+        for ieuaddr in (0, 0x100):
+            vm.writel(IEDATA, 0x30)
+            vm.writel(IEADDR, 0xfee00000)
+            vm.writel(IEUADDR, ieuaddr)
+            vm.writel(IECTL, 0)
+            vm.writel(ICS, 1)  # IWC is write-1-to-clear
+            # wait descriptor with IF
+            vm.qtest("writeq 0x%x 0x%x" % (ram, (1 << 4) | 5))
+            vm.qtest("writeq 0x%x 0" % (ram + 8))
+            vm.writeq(IQA, ram)
+            vm.writel(GCMD, GCMD_QIE)
+            vm.writeq(IQT, 0x10)
+            check(vm.readl(ICS) & 1, "ICS.IWC not set")
+            vm.writel(GCMD, 0)  # QIE off: IQH and IQT back to 0
+        out = vm.output()
+        check("viommu_vtd_msi addr 0x100fee00000 data 0x30" in out,
+              "no event to the x2APIC destination: %s" % out[-600:])
+        check("viommu_vtd_msi_dropped" not in out, "an event was dropped: %s" % out[-600:])
+
+
 def t_system_reset():
     with running("viommu-vtd,id=iommu0") as vm:
         program(vm)
@@ -865,6 +894,8 @@ CASES = [
     ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),
     ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),
+    ("an event's upper address register reaches the APIC (x2APIC destinations)",
+     t_events_with_upper_address),
     ("a bridge unplugged by the guest leaves no address space on its freed bus",
      t_bridge_removed),
 ]
