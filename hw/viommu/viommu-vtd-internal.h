@@ -137,6 +137,7 @@ struct ViommuVtdState {
     GHashTable *by_domain;          /* domain-id -> ViommuVtdDomainSpaces */
     QLIST_HEAD(, ViommuVtdAS) pasid_faulted;
     DeviceListener bridges;         /* forgets the buses of removed bridges */
+    Notifier machine_done;          /* refuses device assignment without CM */
     uint64_t mark;                  /* viommu_vtd_process_pending()'s */
     bool dmar_enabled;
     ViommuVtdPending pending[VIOMMU_VTD_INV_KINDS];

@@ -26,6 +26,7 @@
 #include "migration/vmstate.h"
 #include "qemu/main-loop.h"
 #include "system/kvm.h"
+#include "system/system.h"
 #include "kvm/kvm_i386.h"
 #include "viommu-vtd-internal.h"
 #include "trace.h"
@@ -212,6 +213,33 @@ static void viommu_vtd_device_realize(DeviceState *dev, Error **errp)
     VIOMMU_VTD_GET_CLASS(dev)->parent_realize(dev, errp);
 }
 
+/*
+ * Device assignment mirrors the guest's tables into the host's through
+ * MAP notifications, which need caching mode; VFIO takes a refused
+ * notifier as fatal once the guest enables translation, so refuse the
+ * machine at start instead, as intel-iommu does (pc_hotplug_allowed()
+ * refuses a hot-plugged one, for the parent type and so for this one).
+ */
+static int viommu_vtd_check_assigned(Object *obj, void *opaque)
+{
+    ViommuVtdState *s = opaque;
+
+    if (object_dynamic_cast(obj, "vfio-pci") && !s->parent_obj.caching_mode) {
+        error_report("viommu-vtd: device assignment (%s) needs caching-mode=on",
+                     object_get_canonical_path(obj));
+        exit(1);
+    }
+    return 0;
+}
+
+static void viommu_vtd_machine_done(Notifier *notifier, void *unused)
+{
+    ViommuVtdState *s = container_of(notifier, ViommuVtdState, machine_done);
+
+    object_child_foreach_recursive(object_get_root(), viommu_vtd_check_assigned,
+                                   s);
+}
+
 /* X86IOMMUClass realize, called by x86-iommu once the machine is checked. */
 static void viommu_vtd_realize(DeviceState *dev, Error **errp)
 {
@@ -271,6 +299,8 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     QLIST_INIT(&s->pasid_faulted);
     s->bridges.unrealize = viommu_vtd_device_unrealized;
     device_listener_register(&s->bridges);
+    s->machine_done.notify = viommu_vtd_machine_done;
+    qemu_add_machine_init_done_notifier(&s->machine_done);
     pci_setup_iommu(pcms->pcibus, &viommu_vtd_pci_ops, s);
     if (s->intremap) {
         viommu_vtd_ir_realize(s, pcms->pcibus);
