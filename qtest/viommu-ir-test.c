@@ -589,6 +589,29 @@ static void test_dword_writes_only(void)
     ir_stop(&t);
 }
 
+/*
+ * A write of more than a DWORD into the interrupt range (a device DMAing a
+ * buffer there) is not an interrupt request, nor a series of them: it
+ * fails, delivers nothing and records nothing.  A read fails too.
+ */
+static void test_wide_writes_not_interrupts(void)
+{
+    Ir t;
+    uint64_t addr = VTD_MSI_REMAPPABLE(5, false);
+    uint32_t res;
+
+    ir_start(&t, NULL, 1, false, false);
+    vtd_irte_set(t.g, t.table, 5, irte_xapic(0x73, 1), 0);
+    for (uint32_t len = 8; len <= 4096; len *= 8) {
+        g_assert_cmphex(vdma_fill(&t.e.dma[0], addr, len, 0, &res), ==,
+                        VIOMMU_DMA_ST_WRITE_FAULT);
+        g_assert_false(irr(&t, 1, 0x73));
+    }
+    /* the second DWORD would have set handle[15] (address bit 2): 21h */
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
+    ir_stop(&t);
+}
+
 /* ---------------------------------------------------------------------- */
 
 typedef struct IrCase {
@@ -624,6 +647,9 @@ static const IrCase cases[] = {
     { "ir/table-outside-ram", test_table_outside_ram },
     { "ir/table-in-mmio", test_table_in_mmio },
     { "ir/dword-writes-only", test_dword_writes_only },
+    { "ir/wide-writes-not-interrupts", test_wide_writes_not_interrupts,
+      "D7: a write of more than a DWORD into the interrupt range is taken "
+      "as one interrupt request per DWORD" },
 };
 
 int main(int argc, char **argv)

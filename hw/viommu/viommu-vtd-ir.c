@@ -75,12 +75,13 @@ static bool viommu_vtd_ir_remap(ViommuVtdState *s, uint16_t sid,
 
 /* The interrupt window */
 
+/* Only DWORD writes are interrupt requests (VT-d 3.14); reads fail. */
 static MemTxResult viommu_vtd_ir_read(void *opaque, hwaddr addr,
                                       uint64_t *data, unsigned size,
                                       MemTxAttrs attrs)
 {
     *data = 0;
-    return MEMTX_OK;
+    return MEMTX_ERROR;
 }
 
 /*
@@ -100,6 +101,9 @@ static MemTxResult viommu_vtd_ir_write(void *opaque, hwaddr addr,
         .data = value,
     };
 
+    if (size != 4) {
+        return MEMTX_ERROR;
+    }
     if (!viommu_vtd_ir_remap(vas->s, sid, &msg, true)) {
         return MEMTX_ERROR;
     }
@@ -107,18 +111,23 @@ static MemTxResult viommu_vtd_ir_write(void *opaque, hwaddr addr,
     return MEMTX_OK;
 }
 
-/* Interrupt requests are DWORD writes (VT-d 5.1.1); other sizes fail. */
+/*
+ * Interrupt requests are DWORD writes (VT-d 5.1.1); other sizes fail.
+ * Accesses up to 8 bytes come in whole, so that the memory core does not
+ * split a wider write (a DMA of a buffer) into DWORD interrupt requests;
+ * only a write's unaligned head of 4 bytes can still be one.
+ */
 static const MemoryRegionOps viommu_vtd_ir_ops = {
     .read_with_attrs = viommu_vtd_ir_read,
     .write_with_attrs = viommu_vtd_ir_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .impl = {
         .min_access_size = 4,
-        .max_access_size = 4,
+        .max_access_size = 8,
     },
     .valid = {
         .min_access_size = 4,
-        .max_access_size = 4,
+        .max_access_size = 8,
     },
 };
 
