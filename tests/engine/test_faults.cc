@@ -222,6 +222,14 @@ TEST(FaultRecordLimit, AsManyRecordsAsFitInTheRegisterPage)
     EXPECT_EQ(vtd_engine_new(&c, &ops, nullptr, err, sizeof(err)), nullptr);
     EXPECT_STREQ(err, "fault_records must be 1..224 (0: default 8): the records must fit in "
                       "the 4 KiB register page from FRO 0x200");
+    c.fault_records = 0;
+    c.iotlb_entries = (1u << 24) + 1;
+    EXPECT_EQ(vtd_engine_new(&c, &ops, nullptr, err, sizeof(err)), nullptr);
+    EXPECT_STREQ(err, "iotlb_entries must be at most 16777216 (0: default 131072)");
+    c.iotlb_entries = 0;
+    c.context_entries = 65537;
+    EXPECT_EQ(vtd_engine_new(&c, &ops, nullptr, err, sizeof(err)), nullptr);
+    EXPECT_STREQ(err, "context_entries must be at most 65536 (one per source-id; 0: default 1024)");
 }
 
 // FSTS and the fault records after long random sequences of faults (some

@@ -321,6 +321,12 @@ def t_bad_engine_config():
     check(rc != 0, "QEMU accepted fault-records=225")
     check("viommu-vtd: fault_records must be 1..224" in out,
           "error does not name the range: %s" % out)
+    rc, out = run_fail("viommu-vtd,context-entries=65537")
+    check(rc != 0 and "context_entries must be at most 65536" in out,
+          "context-entries=65537: %d %s" % (rc, out))
+    rc, out = run_fail("viommu-vtd,iotlb-entries=4294967295")
+    check(rc != 0 and "iotlb_entries must be at most 16777216" in out,
+          "iotlb-entries=4294967295: %d %s" % (rc, out))
     with running("viommu-vtd,fault-records=224") as vm:
         nfr = ((vm.readq(CAP) >> 40) & 0xff) + 1
         check(nfr == 224, "fault-records=224: CAP.NFR+1 is %d" % nfr)

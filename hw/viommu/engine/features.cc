@@ -7,6 +7,8 @@ namespace viommu::vtd {
 
 static constexpr uint32_t DEFAULT_IOTLB_ENTRIES = 131072;
 static constexpr uint32_t DEFAULT_CONTEXT_ENTRIES = 1024;
+static constexpr uint32_t MAX_IOTLB_ENTRIES = 1u << 24;  // 256 MiB of sets, 16 bytes an entry
+static constexpr uint32_t MAX_CONTEXT_ENTRIES = 65536;   // one per source-id
 static constexpr unsigned DEFAULT_FAULT_RECORDS = 8;
 // CAP.NFR could say 256, but the 16-byte records follow FRO in the one
 // 4 KiB register page: 224 of them fit, the C ABI's VTD_MAX_FAULT_RECORDS.
@@ -89,6 +91,16 @@ std::optional<Features> Features::from_config(const VtdConfig &cfg, std::string 
     f.superpage_1g = cfg.superpage_1g;
     f.iotlb_entries = cfg.iotlb_entries ? cfg.iotlb_entries : DEFAULT_IOTLB_ENTRIES;
     f.context_entries = cfg.context_entries ? cfg.context_entries : DEFAULT_CONTEXT_ENTRIES;
+    if (f.iotlb_entries > MAX_IOTLB_ENTRIES) {
+        err = "iotlb_entries must be at most " + std::to_string(MAX_IOTLB_ENTRIES) +
+              " (0: default " + std::to_string(DEFAULT_IOTLB_ENTRIES) + ")";
+        return std::nullopt;
+    }
+    if (f.context_entries > MAX_CONTEXT_ENTRIES) {
+        err = "context_entries must be at most " + std::to_string(MAX_CONTEXT_ENTRIES) +
+              " (one per source-id; 0: default " + std::to_string(DEFAULT_CONTEXT_ENTRIES) + ")";
+        return std::nullopt;
+    }
     f.fault_records = cfg.fault_records ? cfg.fault_records : DEFAULT_FAULT_RECORDS;
     if (f.fault_records > MAX_FAULT_RECORDS) {
         err = "fault_records must be 1.." + std::to_string(MAX_FAULT_RECORDS) + " (0: default " +
