@@ -26,6 +26,7 @@
 #include "migration/vmstate.h"
 #include "qemu/main-loop.h"
 #include "system/kvm.h"
+#include "system/runstate.h"
 #include "system/system.h"
 #include "kvm/kvm_i386.h"
 #include "viommu-vtd-internal.h"
@@ -47,12 +48,24 @@ static uint64_t viommu_vtd_mmio_read(void *opaque, hwaddr addr, unsigned size)
  * no register write holds the BQL for long whatever the guest queued: a
  * write runs the first slice, this bottom half one further slice per run
  * (the main loop serves everything else in between) until the queue is
- * done.  IQH shows the guest how far it got.
+ * done.  IQH shows the guest how far it got.  Only while the VM runs:
+ * a slice writes guest memory and sends interrupts, which must not happen
+ * in a stopped VM (its state may be being saved) nor, after an incoming
+ * migration, before the devices it touches are loaded; the VM's start
+ * kicks it again.
  */
 static void viommu_vtd_queue_kick(ViommuVtdState *s)
 {
-    if (vtd_engine_queue_pending(s->engine)) {
+    if (runstate_is_running() && vtd_engine_queue_pending(s->engine)) {
         qemu_bh_schedule(s->queue_bh);
+    }
+}
+
+static void viommu_vtd_vm_state_change(void *opaque, bool running,
+                                       RunState state)
+{
+    if (running) {
+        viommu_vtd_queue_kick(opaque);
     }
 }
 
@@ -301,6 +314,7 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     device_listener_register(&s->bridges);
     s->machine_done.notify = viommu_vtd_machine_done;
     qemu_add_machine_init_done_notifier(&s->machine_done);
+    qemu_add_vm_change_state_handler(viommu_vtd_vm_state_change, s);
     pci_setup_iommu(pcms->pcibus, &viommu_vtd_pci_ops, s);
     if (s->intremap) {
         viommu_vtd_ir_realize(s, pcms->pcibus);
@@ -477,7 +491,7 @@ static int viommu_vtd_post_load(void *opaque, int version_id)
         return -EINVAL;
     }
     viommu_vtd_resync(s);
-    viommu_vtd_queue_kick(s);       /* a queue migrated mid-way continues */
+    viommu_vtd_queue_kick(s);  /* a queue migrated mid-way, once the VM runs */
     return 0;
 }
 

@@ -698,6 +698,31 @@ def t_wait_status_to_registers():
               % vm.readq(IQH))
 
 
+def t_queue_waits_while_stopped():
+    """A queue longer than one slice goes on in the main loop only while
+    the VM runs: nothing of it is processed while the VM is stopped (its
+    state could be being saved), all of it once the VM runs again."""
+    ram, n = 0x200000, 300  # one 4 KiB queue holds 256: use two pages
+    with running("viommu-vtd,id=iommu0") as vm:
+        for i in range(n):  # wait descriptors without status write or interrupt
+            vm.qtest("writeq 0x%x 0x5" % (ram + 16 * i))
+            vm.qtest("writeq 0x%x 0" % (ram + 16 * i + 8))
+        vm.writeq(IQA, ram | 1)  # QS 1: 512 descriptors
+        vm.writel(GCMD, GCMD_QIE)
+        vm.cmd("stop")
+        vm.writeq(IQT, 16 * n)
+        first = vm.readq(IQH)
+        check(0 < first < 16 * n, "IQH 0x%x: the write ran no slice, or all" % first)
+        for _ in range(5):  # main-loop iterations, where the bottom half would run
+            vm.cmd("query-status")
+        check(vm.readq(IQH) == first, "IQH 0x%x -> 0x%x while stopped" % (first, vm.readq(IQH)))
+        vm.cmd("cont")
+        deadline = time.monotonic() + TIMEOUT
+        while vm.readq(IQH) != 16 * n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        check(vm.readq(IQH) == 16 * n, "IQH 0x%x after cont" % vm.readq(IQH))
+
+
 def t_events_with_upper_address():
     """The unit's own events with an x2APIC destination: IEUADDR (and
     FEUADDR) hold its bits 31:8, as Linux programs them for APIC ids from
@@ -900,6 +925,7 @@ CASES = [
     ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),
     ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),
+    ("the queue's later slices wait while the VM is stopped", t_queue_waits_while_stopped),
     ("an event's upper address register reaches the APIC (x2APIC destinations)",
      t_events_with_upper_address),
     ("a bridge unplugged by the guest leaves no address space on its freed bus",
