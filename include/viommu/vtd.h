@@ -201,6 +201,16 @@ typedef struct VtdHostOps {
      * of every source-id. */
     void (*pasid_cache_invalidated)(void *opaque, uint8_t granularity /* VtdGranularity */,
                                     uint16_t domain_id, uint32_t pasid);
+
+    /* The invalidations reported through the hooks above since the last
+     * call must take effect in the host now.  Called before an invalidation
+     * wait descriptor completes (its status write, its interrupt), and only
+     * when such a hook ran since the last call, so that software that sees
+     * the wait complete finds what the host derived from earlier answers
+     * (notifiers, interrupt routes) updated as well.  Runs inside the
+     * register write or queue slice that processes the wait: it may call
+     * into the engine, but must not write its registers.  May be NULL. */
+    void (*sync)(void *opaque);
 } VtdHostOps;
 
 /* Model parameters, fixed at creation; reflected in CAP/ECAP. */

@@ -124,6 +124,13 @@ public:
             std::lock_guard g(h->log_lock);
             h->ir_invals.push_back({global, index, mask});
         };
+        ops_.sync = [](void *o) {
+            auto *h = static_cast<FakeHost *>(o);
+            std::lock_guard g(h->log_lock);
+            h->syncs.push_back({h->invals.size() + h->ctx_invals.size() + h->dev_invals.size() +
+                                    h->pc_invals.size() + h->ir_invals.size(),
+                                h->sync_probe ? h->get32(h->sync_probe) : 0});
+        };
         ops_.prefetch = [](void *o, uint64_t gpa) {
             auto *h = static_cast<FakeHost *>(o);
             std::lock_guard g(h->log_lock);
@@ -404,6 +411,14 @@ public:
     std::vector<DevTlbInval> dev_invals;
     std::vector<PasidCacheInval> pc_invals;  // pasid_cache_invalidated calls, in order
     std::vector<IrInval> ir_invals;          // interrupts_invalidated calls, in order
+    // sync calls: the invalidation hooks that had run by then, and the
+    // word at sync_probe (a wait's status address) then
+    struct Sync {
+        size_t hooks_before;
+        uint32_t probe;
+    };
+    std::vector<Sync> syncs;
+    uint64_t sync_probe = 0;
     std::vector<uint64_t> prefetches;        // the engine's prefetch hints, in order
     // The engine's events, in order, while record_events is set (the hook
     // is always installed, so every test runs the event builders).

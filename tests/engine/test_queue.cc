@@ -517,3 +517,29 @@ TEST(QueueIotlb, AddrBitsAboveMgawAreIgnored)
     ASSERT_EQ(h.translate(0x0310, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
     EXPECT_EQ(t.phys_base, 0xb000u) << "stale translation";
 }
+
+// A wait descriptor completes only once the host's part of what came
+// before it has: VtdHostOps.sync runs before its status write, once per
+// batch of invalidations reported, and not for a wait with nothing before.
+TEST(QueueWait, HostSyncsBeforeTheStatusWrite)
+{
+    FakeHost h;
+    h.enable_qi();
+    const uint64_t status = h.alloc_page();
+    h.sync_probe = status;
+    h.push(FakeHost::iotlb_desc(2, 7), 0);
+    h.push(FakeHost::cc_desc(1), 0);
+    h.push(FakeHost::wait_desc(true, false, false, 0x11), status);
+    h.push(FakeHost::wait_desc(true, false, false, 0x22), status);
+    h.kick();
+    ASSERT_EQ(h.mmio32(FSTS) & (1u << 4), 0u) << "no IQE";
+    ASSERT_EQ(h.syncs.size(), 1u) << "one sync, before the first wait only";
+    EXPECT_EQ(h.syncs[0].hooks_before, 2u) << "after both invalidations were reported";
+    EXPECT_EQ(h.syncs[0].probe, 0u) << "before the wait's status write";
+    EXPECT_EQ(h.get32(status), 0x22u);
+    // An interrupt entry cache invalidation reports too.
+    h.submit(4, 0);  // global IEC invalidation
+    h.submit(FakeHost::wait_desc(true, false, false, 0x33), status);
+    ASSERT_EQ(h.syncs.size(), 2u);
+    EXPECT_EQ(h.syncs[1].probe, 0x22u);
+}

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -73,12 +74,14 @@ public:
 
     void invalidated(bool all, uint16_t did, uint64_t iova, uint64_t size) const
     {
+        unsynced_.store(true, std::memory_order_relaxed);
         if (ops_.invalidated)
             ops_.invalidated(opaque_, all, did, iova, size);
     }
 
     void context_invalidated(bool all, uint16_t sid, uint16_t sid_mask) const
     {
+        unsynced_.store(true, std::memory_order_relaxed);
         if (ops_.context_invalidated)
             ops_.context_invalidated(opaque_, all, sid, sid_mask);
     }
@@ -87,6 +90,7 @@ public:
     // without the hook.
     void pasid_cache_invalidated(uint8_t granularity, uint16_t did, uint32_t pasid) const
     {
+        unsynced_.store(true, std::memory_order_relaxed);
         if (ops_.pasid_cache_invalidated)
             ops_.pasid_cache_invalidated(opaque_, granularity, did, pasid);
         else
@@ -96,14 +100,24 @@ public:
     void device_iotlb_invalidated(uint16_t sid, uint16_t pfsid, uint8_t mip, uint64_t first,
                                   uint64_t last) const
     {
+        unsynced_.store(true, std::memory_order_relaxed);
         if (ops_.device_iotlb_invalidated)
             ops_.device_iotlb_invalidated(opaque_, sid, pfsid, mip, first, last);
     }
 
     void interrupts_invalidated(bool global, uint16_t index, uint8_t index_mask) const
     {
+        unsynced_.store(true, std::memory_order_relaxed);
         if (ops_.interrupts_invalidated)
             ops_.interrupts_invalidated(opaque_, global, index, index_mask);
+    }
+
+    // Before a wait descriptor completes: what the hooks above reported
+    // takes effect in the host (VtdHostOps.sync).
+    void sync() const
+    {
+        if (ops_.sync && unsynced_.exchange(false, std::memory_order_relaxed))
+            ops_.sync(opaque_);
     }
 
     void prefetch(uint64_t gpa) const
@@ -136,6 +150,7 @@ private:
 
     VtdHostOps ops_;
     void *opaque_;
+    mutable std::atomic<bool> unsynced_{false};  // a hook ran since sync()
 };
 
 }  // namespace viommu::vtd

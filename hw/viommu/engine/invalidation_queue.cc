@@ -426,9 +426,11 @@ QueueErrorInfo InvalidationQueue::wait(uint64_t lo, uint64_t hi)
     stats_.descriptor(desc::WAIT);
     stats_.add(Counter::Waits);
     // Everything before this descriptor has completed: descriptors run
-    // one after the other, so Fence needs no further ordering.
+    // one after the other, so Fence needs no further ordering; the host's
+    // part of them completes now.
     if (lo & desc::WAIT_FN)
         stats_.add(Counter::WaitFence);
+    host_.sync();
     bool failed = false;
     uint8_t irq = 2;  // for the event: 0 sent, 1 pending, 2 IWC already set
     if (lo & desc::WAIT_SW) {
