@@ -143,6 +143,17 @@ static uint64_t viommu_vtd_now_ns(void *opaque)
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 }
 
+/*
+ * Before a wait descriptor completes: the notifications, address-space
+ * switches and interrupt routes the invalidations ahead of it call for
+ * happen now, inside the slice, so that a guest that sees the wait
+ * complete never finds vhost, VFIO or KVM still using the old answers.
+ */
+static void viommu_vtd_sync(void *opaque)
+{
+    viommu_vtd_process_pending(opaque);
+}
+
 const VtdHostOps viommu_vtd_host_ops = {
     .mem_read = viommu_vtd_mem_read,
     .mem_write = viommu_vtd_mem_write,
@@ -155,5 +166,6 @@ const VtdHostOps viommu_vtd_host_ops = {
     .pasid_cache_invalidated = viommu_vtd_pasid_cache_invalidated,
     .interrupts_invalidated = viommu_vtd_interrupts_invalidated,
     .event = viommu_vtd_event,
+    .sync = viommu_vtd_sync,
 };
 

@@ -723,6 +723,35 @@ def t_queue_waits_while_stopped():
         check(vm.readq(IQH) == 16 * n, "IQH 0x%x after cont" % vm.readq(IQH))
 
 
+def t_wait_after_notifications():
+    """A wait descriptor completes after the host's part of the
+    invalidations ahead of it: a MAP notifier (viommu-dma
+    x-map-notifier=on, as VFIO registers) hears the UNMAP of a
+    page-selective invalidation before the wait's status write."""
+    q, status = 0x200000, 0x250000
+    with running("viommu-vtd,caching-mode=on",
+                 ["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                  "-trace", "viommu_vtd_notify_unmap", "-trace", "viommu_vtd_qi_wait"]) as vm:
+        dma_setup(vm)
+        # page-selective IOTLB invalidation of DST_IOVA + 0x1000 in domain 1,
+        # then a wait with a status write
+        for off, val in ((0, 2 | 3 << 4 | 1 << 16), (8, DST_IOVA + 0x1000),
+                         (16, 0xabcd << 32 | 1 << 5 | 5), (24, status)):
+            vm.qtest("writeq 0x%x 0x%x" % (q + off, val))
+        vm.writeq(IQA, q)
+        vm.writel(GCMD, GCMD_TE | GCMD_QIE)
+        mark = len(vm.output())
+        vm.writeq(IQT, 0x20)
+        check(int(vm.qtest("readl 0x%x" % status).split()[1], 16) == 0xabcd,
+              "the wait did not complete")
+        log = [l for l in vm.output()[mark:].split(" | ")
+               if "viommu_vtd_notify_unmap" in l or "viommu_vtd_qi_wait" in l]
+        unmap = [i for i, l in enumerate(log) if "iova 0x%x" % (DST_IOVA + 0x1000) in l]
+        wait = [i for i, l in enumerate(log) if "viommu_vtd_qi_wait" in l]
+        check(unmap and wait, "traces missing: %s" % log)
+        check(unmap[0] < wait[0], "the wait completed before the UNMAP: %s" % log)
+
+
 def t_events_with_upper_address():
     """The unit's own events with an x2APIC destination: IEUADDR (and
     FEUADDR) hold its bits 31:8, as Linux programs them for APIC ids from
@@ -926,6 +955,8 @@ CASES = [
     ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),
     ("the queue's later slices wait while the VM is stopped", t_queue_waits_while_stopped),
+    ("a wait descriptor completes after the notifiers heard the invalidations before it",
+     t_wait_after_notifications),
     ("an event's upper address register reaches the APIC (x2APIC destinations)",
      t_events_with_upper_address),
     ("a bridge unplugged by the guest leaves no address space on its freed bus",
