@@ -849,6 +849,39 @@ TEST_F(Scalable, FpdInEveryScalableEntrySuppressesRecording)
     EXPECT_EQ(json_counter(h.stats(), "by_reason", "sm_first_stage_entry_not_present"), 3u);
 }
 
+// FPD is evaluated whatever P says, in each scalable-mode entry: Linux
+// 6.1's intel_pasid_tear_down_entry() with fault_ignore leaves FPD alone
+// in a PASID-table entry so that DMA still in flight is not reported.
+TEST_F(Scalable, FpdInNotPresentEntriesSuppressesRecording)
+{
+    auto recorded = [&] { return json_counter(h.stats(), "faults", "recorded"); };
+    const uint16_t OTHER = SID + 1;  // its context entry is not present
+    const uint64_t ce = t.context_entry(OTHER);
+    std::array<uint64_t, 8> fpd_only{};
+    fpd_only[0] = 2;
+    t.set_pasid(dir, 7, fpd_only);
+    h.put64(dir + 2 * 8, 2);  // directory entry of PASIDs 128..191
+    h.put64(ce, 2);
+    EXPECT_EQ(pasid_translate(7, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_P);
+    EXPECT_EQ(pasid_translate(130, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_DIR_P);
+    EXPECT_EQ(h.translate(OTHER, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_ENTRY_P);
+    t.set_pasid(dir, 0, fpd_only);  // RID_PASID's
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_P);
+    EXPECT_EQ(recorded(), 0u);
+    EXPECT_EQ(h.mmio32(FSTS), 0u);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "suppressed_fpd"), 4u);
+    // Without FPD the same entries' faults are recorded.
+    t.set_pasid(dir, 7, {});
+    h.put64(dir + 2 * 8, 0);
+    h.put64(ce, 0);
+    EXPECT_EQ(pasid_translate(7, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_P);
+    EXPECT_EQ(pasid_translate(130, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_DIR_P);
+    EXPECT_EQ(h.translate(OTHER, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_ENTRY_P);
+    EXPECT_EQ(recorded(), 3u);
+    EXPECT_EQ((record_hi(2) >> 32) & 0xff, uint64_t{VTD_FR_SM_CONTEXT_ENTRY_P});
+}
+
 // --- caches ---
 
 TEST_F(Scalable, ContextCacheHoldsThePasidEntryUntilInvalidated)

@@ -85,9 +85,11 @@ VtdFaultReason load_pasid_entry(const Host &host, const Features &f, const Scala
     auto de = host.read_u64(ce.pasid_dir + index * DIR_ENTRY_SIZE);
     if (!de)
         return VTD_FR_SM_PASID_DIR_INV;
+    // FPD counts whatever P says, in both entries (Linux clears an entry
+    // to FPD alone to have the faults of DMA still in flight ignored).
+    fpd = fpd || (*de & DIR_FPD);
     if (!(*de & entry::PRESENT))
         return VTD_FR_SM_PASID_DIR_P;
-    fpd = fpd || (*de & DIR_FPD);
     if (*de & (DIR_RSVD | f.above_haw()))
         return VTD_FR_SM_PASID_DIR_RSVD;
 
@@ -96,9 +98,9 @@ VtdFaultReason load_pasid_entry(const Host &host, const Features &f, const Scala
     auto pe = host.read_qwords<8>((*de & entry::ADDR) + slot * PASID_ENTRY_SIZE);
     if (!pe)
         return VTD_FR_SM_PASID_ENTRY_INV_ACCESS;
+    fpd = fpd || ((*pe)[0] & W0_FPD);
     if (!((*pe)[0] & entry::PRESENT))
         return VTD_FR_SM_PASID_ENTRY_P;
-    fpd = fpd || ((*pe)[0] & W0_FPD);
     VtdFaultReason r = decode_pasid_entry(f, *pe, pasid, ctx);
     ctx.fpd = fpd;
     return r;

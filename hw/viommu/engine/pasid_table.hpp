@@ -44,8 +44,8 @@ constexpr uint64_t W2_SRE = bit(0), W2_FSPM = mask(3, 2), W2_WPE = bit(4), W2_NX
 }  // namespace pasid_entry
 
 // Read the PASID directory entry and PASID-table entry of `pasid` under the
-// context entry `ce` and decode the entry into `ctx`.  `fpd` is set once a
-// present entry with FPD was read.
+// context entry `ce` and decode the entry into `ctx`.  `fpd` is set once an
+// entry with FPD was read, present or not.
 VtdFaultReason load_pasid_entry(const Host &host, const Features &f, const ScalableContextEntry &ce,
                                 uint32_t pasid, Context &ctx, bool &fpd, unsigned &entries_read);
 

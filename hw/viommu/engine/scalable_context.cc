@@ -32,9 +32,10 @@ VtdFaultReason read_scalable_context(const Host &host, const Features &f, uint64
     if (!ce)
         return VTD_FR_SM_CONTEXT_ENTRY_INV_ACCESS;
     const uint64_t lo = (*ce)[0], hi = (*ce)[1];
+    // FPD is evaluated whatever P says: it may suppress 0x41 too.
+    fpd = lo & sm_entry::CTX_LO_FPD;
     if (!(lo & entry::PRESENT))
         return VTD_FR_SM_CONTEXT_ENTRY_P;
-    fpd = lo & sm_entry::CTX_LO_FPD;
     // PRE needs page requests (ECAP.PRS), DTE device-TLBs (ECAP.DT),
     // PASIDE requests with PASID (ECAP.PASID): reserved without them.
     uint64_t lo_rsvd = sm_entry::CTX_LO_RSVD | sm_entry::CTX_LO_PRE | f.above_haw();

@@ -40,8 +40,8 @@ constexpr uint64_t CTX_HI_RID_PASID = mask(19, 0), CTX_HI_RSVD = mask(63, 20);  
 }  // namespace sm_entry
 
 // Read and check the root and context entries of `sid` in the
-// scalable-mode root table at `rta`.  `fpd` is set once a present
-// context entry with FPD was read (it suppresses recording of the fault).
+// scalable-mode root table at `rta`.  `fpd` is set once a context entry
+// with FPD was read, present or not (it suppresses recording of the fault).
 VtdFaultReason read_scalable_context(const Host &host, const Features &f, uint64_t rta,
                                      uint16_t sid, ScalableContextEntry &out, bool &fpd,
                                      unsigned &entries_read);
