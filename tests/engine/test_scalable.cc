@@ -566,6 +566,30 @@ TEST_F(Scalable, RequestsWithPasid)
     EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_CONTEXT_PASIDE);
 }
 
+// The fault record of a request with PASID says whether the request asked
+// for supervisor privilege: PRIV (bit 93), meaningful with PP (bit 95).
+TEST_F(Scalable, FaultRecordsOfSupervisorRequestsSetPriv)
+{
+    constexpr uint64_t PP = 1ull << 31, PRIV = 1ull << 29;
+    uint64_t fs2 = h.alloc_page();
+    uint64_t ss = h.alloc_page();
+    t.set_pasid(dir, 5, ScalableTables::first_stage(fs2, DID + 1, 1));  // SRE
+    t.set_pasid(dir, 6, ScalableTables::first_stage(fs2, DID + 1));     // SRE clear
+    t.set_pasid(dir, 7, ScalableTables::second_stage(ss, DID + 2));
+    EXPECT_EQ(pasid_translate(5, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(pasid_translate(5, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(pasid_translate(6, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_SRE);
+    EXPECT_EQ(pasid_translate(7, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_SS_ENTRY_P);
+    EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+    EXPECT_EQ(json_counter(h.stats(), "faults", "recorded"), 5u);
+    EXPECT_EQ(record_hi(0) & (PP | PRIV), PP | PRIV) << "supervisor";
+    EXPECT_EQ(record_hi(1) & (PP | PRIV), PP) << "user: a record of its own";
+    EXPECT_EQ(record_hi(2) & (PP | PRIV), PP | PRIV) << "SRE clear";
+    EXPECT_EQ((record_hi(2) >> 32) & 0xff, uint64_t{VTD_FR_SM_PASID_ENTRY_SRE});
+    EXPECT_EQ(record_hi(3) & (PP | PRIV), PP | PRIV) << "second stage";
+    EXPECT_EQ(record_hi(4) & (PP | PRIV), 0u) << "without PASID";
+}
+
 // User-level requests with PASID through first-stage tables fill and hit
 // the IOTLB under (DID, PASID) until a P_IOTLB of that PASID; supervisor
 // requests too, under an address space of their own (a leaf's permissions
@@ -911,10 +935,11 @@ TEST(ScalableMigration, TtmAndPasidFaultRecordsRoundTrip)
     t.set_context(SID);
     t.enable();
     VtdTranslation out{};
-    EXPECT_EQ(vtd_engine_translate_pasid(a.e, SID, 9, false, 0x1000, VTD_PERM_READ, true, &out),
+    EXPECT_EQ(vtd_engine_translate_pasid(a.e, SID, 9, true, 0x1000, VTD_PERM_READ, true, &out),
               VTD_FR_SM_PASID_DIR_P);
     VtdState st{};
     vtd_engine_get_state(a.e, &st);
+    EXPECT_EQ((st.fault_records[0].hi >> 29) & 5, 5u) << "PP and PRIV";
     EXPECT_EQ(st.rtaddr & (3u << 10), 1u << 10);
     EXPECT_EQ(st.root_table, t.root | 1u << 10);
     FakeHost b{8 << 20, scalable_config()};

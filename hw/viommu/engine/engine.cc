@@ -143,7 +143,7 @@ ContextLookup Engine::resolve_context(uint16_t sid)
 
 VtdFaultReason Engine::fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
                              VtdFaultReason reason, bool fpd, DomainStats *ds,
-                             std::optional<uint32_t> pasid)
+                             std::optional<FaultPasid> pasid)
 {
     stats_.fault(reason);
     if (ds)
@@ -306,10 +306,10 @@ void Engine::count_fill(const Iotlb::InsertResult &ins, unsigned shard)
 // Every translate path ends here with the leaf that maps addr: the access
 // is checked against it (a fault in the reason of the context's mode),
 // then `out` is the leaf's page, remembered per thread where `recent`.
-// `pasid`: the PASID the fault record names.
+// `pasid`: the request with PASID the fault record names.
 inline VtdFaultReason Engine::map_leaf(uint16_t sid, uint64_t addr, unsigned access, bool record,
                                        const Leaf &leaf, const Context &ctx, DomainStats &ds,
-                                       std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                                       std::optional<FaultPasid> pasid, bool recent, uint64_t epoch,
                                        VtdTranslation &out)
 {
     if (VtdFaultReason r = check_access(leaf.perm, access); r != VTD_FR_NONE)
@@ -345,8 +345,8 @@ void Engine::remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, cons
 
 VtdFaultReason Engine::map_leaf_scalable(uint16_t sid, uint64_t addr, unsigned access, bool record,
                                          const Leaf &leaf, const Context &ctx, DomainStats &ds,
-                                         std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
-                                         VtdTranslation &out)
+                                         std::optional<FaultPasid> pasid, bool recent,
+                                         uint64_t epoch, VtdTranslation &out)
 {
     return map_leaf(sid, addr, access, record, leaf, ctx, ds, pasid, recent, epoch, out);
 }

@@ -103,15 +103,15 @@ private:
                                    unsigned shard);
     VtdFaultReason fault(uint16_t sid, uint64_t addr, unsigned access, bool record,
                          VtdFaultReason reason, bool fpd, DomainStats *ds,
-                         std::optional<uint32_t> pasid = std::nullopt);
+                         std::optional<FaultPasid> pasid = std::nullopt);
     // Scalable mode (engine.cc): translations through a PASID-table entry
     // other than the legacy-mode fast path.
     void count_pgtt(Pgtt pgtt, unsigned shard);
-    VtdFaultReason translate_first_stage(uint16_t sid, std::optional<uint32_t> pasid,
+    VtdFaultReason translate_first_stage(uint16_t sid, std::optional<FaultPasid> pasid,
                                          bool supervisor, uint64_t addr, unsigned access,
                                          bool record, const Context &ctx, DomainStats &ds,
                                          uint64_t epoch, unsigned shard, VtdTranslation &out);
-    VtdFaultReason translate_second_stage(uint16_t sid, std::optional<uint32_t> pasid,
+    VtdFaultReason translate_second_stage(uint16_t sid, std::optional<FaultPasid> pasid,
                                           uint64_t addr, unsigned access, bool record,
                                           const Context &ctx, DomainStats &ds, uint64_t epoch,
                                           unsigned shard, VtdTranslation &out);
@@ -167,11 +167,11 @@ private:
     }
     VtdFaultReason map_leaf(uint16_t sid, uint64_t addr, unsigned access, bool record,
                             const Leaf &leaf, const Context &ctx, DomainStats &ds,
-                            std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                            std::optional<FaultPasid> pasid, bool recent, uint64_t epoch,
                             VtdTranslation &out);
     VtdFaultReason map_leaf_scalable(uint16_t sid, uint64_t addr, unsigned access, bool record,
                                      const Leaf &leaf, const Context &ctx, DomainStats &ds,
-                                     std::optional<uint32_t> pasid, bool recent, uint64_t epoch,
+                                     std::optional<FaultPasid> pasid, bool recent, uint64_t epoch,
                                      VtdTranslation &out);
     void remember_scalable(uint16_t sid, uint64_t addr, uint64_t epoch, const VtdTranslation &t,
                            DomainStats &ds, Pgtt pgtt);

@@ -7,8 +7,9 @@ namespace viommu::vtd {
 
 static constexpr uint64_t FRCD_F = bit(63), FRCD_T = bit(62);
 static constexpr unsigned FRCD_FR = 32;
-// PASID present (bit 95 of the record) and the PASID value (123:104).
-static constexpr uint64_t FRCD_PP = bit(31);
+// PASID present (bit 95 of the record), privilege mode requested (bit
+// 93, meaningful with PP only) and the PASID value (123:104).
+static constexpr uint64_t FRCD_PP = bit(31), FRCD_PRIV = bit(29);
 static constexpr unsigned FRCD_PV = 40;
 static constexpr uint32_t EVENT_DATA_MASK = 0xffff;  // EIMD needs ECAP.EIM
 static constexpr uint32_t EVENT_ADDR_MASK = ~3u;
@@ -115,7 +116,7 @@ void FaultRecorder::deliver(const Msi &msi)
 }
 
 void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, bool is_write,
-                           std::optional<uint32_t> pasid)
+                           std::optional<FaultPasid> pasid)
 {
     Msi msi;
     {
@@ -124,7 +125,8 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
         uint64_t page = addr & mask(63, PAGE_SHIFT);
         uint64_t info = FRCD_F | (is_write ? 0 : FRCD_T) | uint64_t{reason} << FRCD_FR | sid;
         if (pasid)
-            info |= FRCD_PP | uint64_t{*pasid & 0xfffff} << FRCD_PV;
+            info |= FRCD_PP | (pasid->privileged ? FRCD_PRIV : 0) |
+                    uint64_t{pasid->pasid & 0xfffff} << FRCD_PV;
         // While a record is pending the specification lets hardware collapse
         // further faults of the same source-id into it.  QEMU's memory core
         // retries a refused access in 4-byte steps, so one DMA would

@@ -23,6 +23,13 @@
 
 namespace viommu::vtd {
 
+// What the fault record of a request with PASID says of the request: PP,
+// its PASID (PV) and whether it asked for supervisor privilege (PRIV).
+struct FaultPasid {
+    uint32_t pasid = 0;
+    bool privileged = false;
+};
+
 class FaultRecorder {
 public:
     FaultRecorder(const Host &host, Stats &stats, unsigned records);
@@ -45,9 +52,9 @@ public:
     }
     void write32(uint32_t offset, uint32_t value);
 
-    // `pasid`: the request's PASID (a request with PASID): PP and PV.
+    // `pasid`: a request with PASID (PP, PV and PRIV).
     void record(uint16_t sid, uint64_t addr, VtdFaultReason reason, bool is_write,
-                std::optional<uint32_t> pasid = std::nullopt);
+                std::optional<FaultPasid> pasid = std::nullopt);
     // Set FSTS status bits (IQE, ICE, ITE) on behalf of the invalidation queue.
     void set_status(uint32_t bits);
     uint32_t fsts() const { return fsts_.load(std::memory_order_acquire); }

@@ -78,8 +78,8 @@ VtdStateError Engine::set_state(const VtdState &st)
     for (size_t i = 0; i < fs.records.size(); i++)
         fs.records[i] = {st.fault_records[i].lo, st.fault_records[i].hi};
     // A record holds the page address (FI: 63:12) and F, T, FR and SID,
-    // and with PASIDs (ECAP.PASID) PP and PV.
-    const uint64_t pasid_bits = f_.pasid_bits ? mask(59, 40) | bit(31) : 0;
+    // and with PASIDs (ECAP.PASID) PP, PRIV and PV.
+    const uint64_t pasid_bits = f_.pasid_bits ? mask(59, 40) | bit(31) | bit(29) : 0;
     const bool records_ok = std::all_of(
         fs.records.begin(), fs.records.end(), [pasid_bits](const std::array<uint64_t, 2> &r) {
             return !(r[0] & ~mask(63, PAGE_SHIFT)) &&

@@ -140,7 +140,7 @@ void Engine::count_pgtt(Pgtt pgtt, unsigned shard)
 // that does not permit the access is walked again rather than faulted:
 // the leaf of a clean page caches no write permission, and the walk that
 // a write needs sets its D flag.
-VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_t> pasid,
+VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<FaultPasid> pasid,
                                              bool supervisor, uint64_t addr, unsigned access,
                                              bool record, const Context &ctx, DomainStats &ds,
                                              uint64_t epoch, unsigned shard, VtdTranslation &out)
@@ -184,7 +184,7 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<uint32_
 // PASID that names its domain-id (the specification requires it), so
 // requests with and without PASID share the IOTLB's entries; only those
 // without PASID go to the per-thread cache (keyed by source-id).
-VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<uint32_t> pasid,
+VtdFaultReason Engine::translate_second_stage(uint16_t sid, std::optional<FaultPasid> pasid,
                                               uint64_t addr, unsigned access, bool record,
                                               const Context &ctx, DomainStats &ds, uint64_t epoch,
                                               unsigned shard, VtdTranslation &out)
@@ -260,9 +260,10 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
         return VTD_FR_NONE;
     }
     const uint64_t epoch = xlat_epoch_.load(std::memory_order_acquire);
-    // Fault records name the PASID when the unit has PASIDs (ECAP.PASID).
-    const std::optional<uint32_t> tag =
-        f_.pasid_bits ? std::optional<uint32_t>(pasid) : std::nullopt;
+    // Fault records name the PASID and the privilege requested when the
+    // unit has PASIDs (ECAP.PASID).
+    const std::optional<FaultPasid> tag =
+        f_.pasid_bits ? std::optional<FaultPasid>({pasid, privileged}) : std::nullopt;
     const uint64_t rta = root_table_.load(std::memory_order_acquire);
     if (!(rta & rtaddr::TTM_SCALABLE))
         return fault(sid, addr, access, record, VTD_FR_SM_TTM0_PASID, false, nullptr, tag);
