@@ -640,6 +640,30 @@ TEST_F(Scalable, FirstStageRequestsWithPasidUseTheIotlb)
     EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
 }
 
+// A page-selective P_IOTLB with AM above MAMV (Linux 6.1 unmapping 2 GiB
+// or more in one sync) drops the PASID's translations, supervisor ones
+// included; another PASID's stay.
+TEST_F(Scalable, PasidIotlbAboveMamvDropsThePasid)
+{
+    const uint32_t PASID = 23;
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x1000, 0x5000, FS_RW | FS_US | FS_A | FS_D);
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs2, DID + 2, 1));
+    t.set_pasid(dir, PASID + 1, ScalableTables::first_stage(fs2, DID + 2, 1));
+    h.enable_qi(0, true);
+    for (uint32_t p : {PASID, PASID + 1})
+        for (bool sup : {false, true})
+            ASSERT_EQ(pasid_translate(p, sup, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    h.put64(t.fs_pte(fs2, 0x1000, 1), 0);
+    h.submit(FakeHost::piotlb_desc(3, DID + 2, PASID), 19);  // 2^19 pages from 0
+    EXPECT_FALSE(h.mmio32(FSTS) & (1u << 4)) << "IQE";
+    for (bool sup : {false, true}) {
+        EXPECT_EQ(pasid_translate(PASID, sup, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
+        EXPECT_EQ(pasid_translate(PASID + 1, sup, 0x1000, VTD_PERM_READ), VTD_FR_NONE);
+    }
+    EXPECT_EQ(json_counter(h.stats(), "pasid_iotlb", "page_as_pasid"), 1u);
+}
+
 // P_IOTLB descriptors count for their domain in the statistics, as the
 // legacy IOTLB descriptors do: PASID-selective as domain_invalidations,
 // page-selective as page_invalidations; another domain's count nothing.

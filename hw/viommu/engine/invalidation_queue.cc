@@ -314,8 +314,8 @@ QueueErrorInfo InvalidationQueue::pasid_iotlb(const Desc &d, uint64_t &probes)
     const uint64_t lo = d[0], hi = d[1];
     const unsigned g = field(lo, 5, 4);
     const uint8_t am = field(hi, 5, 0);
-    if ((lo & desc::PIOTLB_LO_RSVD) || (hi & desc::PIOTLB_HI_RSVD) || d[2] || d[3] || g < 2 ||
-        (g == 3 && am > f_.mamv))
+    // An AM above MAMV is no error here (see invalidate_pasid_iotlb).
+    if ((lo & desc::PIOTLB_LO_RSVD) || (hi & desc::PIOTLB_HI_RSVD) || d[2] || d[3] || g < 2)
         return QueueErrorInfo::ReservedField;
     stats_.descriptor(desc::PASID_IOTLB);
     PasidIotlbInvalidation req;

@@ -24,15 +24,23 @@ uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
         stats_.add(Counter::PasidIotlbPages, pages);
         if (ds)
             ds->inv_page.fetch_add(1, std::memory_order_relaxed);
-        bool as_pasid = false;
-        iotlb_.prefetch_pages(req.did, req.addr);
-        size_t dropped = iotlb_.invalidate_pasid_pages(req.did, req.pasid, req.addr, pages, req.ih,
-                                                       as_pasid, &probes);
+        // Linux (6.1) does not bound AM by MAMV in P_IOTLB descriptors
+        // (qi_flush_piotlb()): a larger range takes the whole PASID, and
+        // the host is told of the domain's whole space, as for G=10b.
+        bool as_pasid = req.am > f_.mamv;
+        size_t dropped = 0;
+        if (as_pasid) {
+            iotlb_.invalidate_pasid(req.did, req.pasid);
+        } else {
+            iotlb_.prefetch_pages(req.did, req.addr);
+            dropped = iotlb_.invalidate_pasid_pages(req.did, req.pasid, req.addr, pages, req.ih,
+                                                    as_pasid, &probes);
+            addr = req.addr;
+            size = pages << PAGE_SHIFT;
+        }
         if (as_pasid)
             stats_.add(Counter::PasidIotlbPageAsPasid);
         stats_.add(Counter::PasidIotlbEntriesDropped, dropped);
-        addr = req.addr;
-        size = pages << PAGE_SHIFT;
     }
     translations_changed();
     // The host's notifiers know domains, not PASIDs: the range of the
