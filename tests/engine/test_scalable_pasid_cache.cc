@@ -180,6 +180,25 @@ TEST_F(PasidCached, DeviceSelectiveContextInvalidationRetiresOnlyThatDevice)
     EXPECT_EQ(r, VTD_FR_SM_CONTEXT_PASIDE);
 }
 
+// A scalable-mode context entry names no domain, so a domain-selective
+// context-cache invalidation drops every cached context entry, whatever
+// the domain-id of the RID_PASID entry it was cached with.
+TEST_F(PasidCached, DomainSelectiveContextInvalidationDropsEveryContext)
+{
+    t.set_pasid(dir, 1, ScalableTables::first_stage(fs_b, DID3));
+    ASSERT_EQ(without_pasid(), 0x5000u);
+    ASSERT_EQ(without_pasid(SID2), 0x5000u);
+    t.set_context(SID, dir, 0, 1);  // RID_PASID 0 -> 1
+    invalidate(FakeHost::cc_desc(2, DID3));
+    VtdTranslation out{};
+    ASSERT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x6000u);
+    EXPECT_EQ(out.domain_id, DID3);
+    EXPECT_EQ(counter("context_cache", "misses"), 3u) << "SID2's entry went too";
+    EXPECT_EQ(without_pasid(SID2), 0x5000u);
+    EXPECT_EQ(counter("context_cache", "misses"), 4u);
+}
+
 // The function mask covers the source-ids of a device's functions.
 TEST_F(PasidCached, ContextInvalidationWithFunctionMask)
 {

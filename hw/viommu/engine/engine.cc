@@ -443,9 +443,14 @@ void Engine::invalidate_context(const ContextInvalidation &req)
         break;
     case Granularity::Domain:
         // Which source-ids use the domain is known only for cached
-        // contexts, so the host re-evaluates every device.
+        // contexts, so the host re-evaluates every device.  The cache
+        // tags a scalable-mode context by its RID_PASID entry's domain,
+        // not one the context entry names: all of them go.
         stats_.add(Counter::CcDomain);
-        contexts_.invalidate_domain(req.did);
+        if (root_table_.load(std::memory_order_acquire) & rtaddr::TTM_SCALABLE)
+            contexts_.invalidate_all();
+        else
+            contexts_.invalidate_domain(req.did);
         translations_changed();
         host_.context_invalidated(true, 0, 0);
         break;
