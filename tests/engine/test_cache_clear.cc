@@ -9,6 +9,7 @@
 // the other mode's entries after a legacy/scalable switch).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <set>
 
@@ -190,4 +191,30 @@ TEST(CacheClear, ContextCacheClearEmptiesEverySlotFilledSinceTheLast)
     EXPECT_EQ(c.stored(), 1u);
     c.clear();
     EXPECT_EQ(c.stored(), 0u);
+}
+
+// A context-cache entry keeps the sum of the global and its domain's
+// epoch, 64-bit: as in the PASID cache (PasidCache.StaleEntriesStayStale)
+// no number of invalidations brings a stale entry back, where 32-bit
+// epochs came round after 2^32 invalidations of its domain.
+TEST(ContextCacheEpochs, StaleEntriesStayStale)
+{
+    static_assert(std::numeric_limits<ContextCache::Epoch>::digits >= 64);
+    ContextCache c(64);
+    Context ctx;
+    ctx.levels = 4;
+    ctx.did = 3;
+    ASSERT_FALSE(c.insert(0x10, ctx, c.generation()));
+    ctx.did = 4;
+    ASSERT_FALSE(c.insert(0x11, ctx, c.generation()));
+    c.invalidate_domain(3);
+    for (unsigned i = 0; i < 4096; i++) {
+        c.invalidate_domain(3);
+        c.invalidate_domain(5);
+        ASSERT_FALSE(c.lookup(0x10)) << i;
+    }
+    ASSERT_TRUE(c.lookup(0x11));
+    EXPECT_EQ(c.lookup(0x11)->did, 4u) << "its epochs did not move";
+    c.invalidate_all();
+    EXPECT_FALSE(c.lookup(0x11));
 }

@@ -4,6 +4,8 @@
 // (one way, never the whole cache).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "pasid_cache.hpp"
 
 using namespace viommu::vtd;
@@ -135,4 +137,32 @@ TEST(PasidCache, ClearEmptiesEverySetFilledSinceTheLast)
     c.clear();
     EXPECT_EQ(c.stored(), 0u);
     EXPECT_FALSE(c.lookup(0x20, 1));
+}
+
+// An entry is current while the sum of its epochs (global, domain, PASID,
+// source-id) is the one it was filled under, and every invalidation adds
+// one to a sum.  Epochs of 32 bits came round after 2^32 invalidations of
+// the entry's PASID, a few minutes of a guest's time, and the stale entry
+// was current again; 64-bit ones take 2^64 (centuries at one invalidation
+// a nanosecond).  The context cache keeps such sums too
+// (ContextCacheEpochs.StaleEntriesStayStale).
+TEST(PasidCache, StaleEntriesStayStale)
+{
+    static_assert(std::numeric_limits<PasidCache::Epoch>::digits >= 64);
+    PasidCache c(64);
+    ASSERT_TRUE(c.insert(0x10, 7, entry(3), c.generation()));
+    ASSERT_TRUE(c.insert(0x11, 8, entry(4), c.generation()));
+    c.invalidate_pasid(3, 7);
+    // Granularities other than the one that retired the entry move other
+    // epochs of its sum: none of them brings it back.
+    for (unsigned i = 0; i < 4096; i++) {
+        c.invalidate_pasid(3, 7);
+        c.invalidate_domain(3);
+        c.invalidate_source(0x10, 0);
+        c.invalidate_pasid(4, 9);
+        ASSERT_FALSE(c.lookup(0x10, 7)) << i;
+    }
+    EXPECT_EQ(c.lookup(0x11, 8), entry(4)) << "its epochs did not move";
+    c.invalidate_all();
+    EXPECT_FALSE(c.lookup(0x11, 8));
 }

@@ -22,7 +22,7 @@ std::optional<Context> ContextCache::lookup(uint16_t sid) const
         return std::nullopt;
     Context c;
     c.did = static_cast<uint16_t>(w1 >> 16);
-    if (!epochs_.current({static_cast<uint32_t>(w2), static_cast<uint32_t>(w2 >> 32)}, c.did))
+    if (epochs_.sum(c.did) != w2)
         return std::nullopt;
     c.slptptr = w0 & entry::ADDR;
     c.levels = field(w0, 7, 4);
@@ -55,7 +55,7 @@ void ContextCache::write_locked(Slot &s, uint64_t w0, uint64_t w1, uint64_t w2, 
 // that reads the new epoch also sees the new generation and is discarded.
 bool ContextCache::insert(uint16_t sid, const Context &ctx, uint64_t gen)
 {
-    EpochTag tag = epochs_.tag(ctx.did);
+    const Epoch epoch = epochs_.sum(ctx.did);
     std::lock_guard guard(writer_);
     if (gen_.load() != gen)
         return false;
@@ -68,8 +68,7 @@ bool ContextCache::insert(uint16_t sid, const Context &ctx, uint64_t gen)
     write_locked(s,
                  (ctx.slptptr & entry::ADDR) | uint64_t{ctx.levels} << 4 |
                      uint64_t{static_cast<uint8_t>(ctx.tt)} << 2 | (ctx.fpd ? FPD : 0) | VALID,
-                 sid | uint64_t{ctx.did} << 16 | uint64_t{ctx.pasid} << 32,
-                 tag.global | uint64_t{tag.domain} << 32,
+                 sid | uint64_t{ctx.did} << 16 | uint64_t{ctx.pasid} << 32, epoch,
                  (ctx.fsptptr & entry::ADDR) | uint64_t{ctx.eafe} << 8 | uint64_t{ctx.wpe} << 7 |
                      uint64_t{ctx.sre} << 6 | uint64_t{ctx.fs_levels} << 3 |
                      static_cast<uint8_t>(ctx.pgtt));
@@ -82,7 +81,7 @@ bool ContextCache::live(const Slot &s) const
         return false;
     uint64_t w2 = s.word2.load(std::memory_order_relaxed);
     auto did = static_cast<uint16_t>(s.word1.load(std::memory_order_relaxed) >> 16);
-    return epochs_.current({static_cast<uint32_t>(w2), static_cast<uint32_t>(w2 >> 32)}, did);
+    return epochs_.sum(did) == w2;
 }
 
 size_t ContextCache::size() const

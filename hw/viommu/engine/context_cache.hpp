@@ -28,6 +28,8 @@ namespace viommu::vtd {
 
 class ContextCache {
 public:
+    using Epoch = WideEpoch;  // never comes round (epochs.hpp)
+
     explicit ContextCache(size_t capacity)
         : slots_(std::max<size_t>(1, std::min<size_t>(capacity, 65536)))
     {
@@ -63,7 +65,7 @@ private:
     // word0: SLPTPTR | levels << 4 | TT << 2 | FPD << 1 | valid
     // word1: sid | did << 16 | PASID << 32 (scalable mode: the PASID-table
     //        entry's)
-    // word2: epoch tag (global | domain << 32)
+    // word2: epoch tag, the global plus the domain's epoch
     // word3: scalable mode: FSPTPTR | EAFE << 8 | WPE << 7 | SRE << 6 |
     //        first-stage levels << 3 | PGTT; 0 in legacy mode
     struct Slot {
@@ -84,7 +86,7 @@ private:
     std::vector<Slot> slots_;
     std::vector<uint16_t> filled_;  // writer-only: slots filled since clear(), each once
     std::atomic<uint64_t> gen_{0};
-    DomainEpochs epochs_;
+    WideDomainEpochs epochs_;
     std::mutex writer_;
 };
 

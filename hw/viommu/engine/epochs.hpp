@@ -3,6 +3,13 @@
 // entry records the global epoch and its domain's epoch when its fill
 // started; bumping either makes the entry stale, and the cache drops it on
 // the next lookup or evicts it first.
+//
+// Counters of 32 bits come round after 2^32 bumps, which a guest can
+// drive in minutes: the IOTLB, which keeps 21 bits of sums of them, sweeps
+// stale entries out before that (iotlb.hpp).  The context and PASID caches
+// keep one 64-bit sum of 64-bit counters instead (WideDomainEpochs): every
+// bump adds one to the sum, which takes centuries to come round, so an
+// entry once stale stays stale.
 #pragma once
 
 #include <array>
@@ -15,17 +22,18 @@
 
 namespace viommu::vtd {
 
-// One counter per index of BITS bits (a domain-id, a PASID, an IOTLB
-// address-space tag), all starting at 0, only ever incremented.  Storage
-// comes in chunks of 2^CHUNK_BITS indexes (256: 1 KiB), allocated with the
-// first bump in a chunk, so a guest pays for the indexes it names (all
-// 65536 domain-ids: 256 KiB); an index without a chunk reads 0.
-template <unsigned BITS, unsigned CHUNK_BITS = 8>
+// One counter of type T per index of BITS bits (a domain-id, a PASID, an
+// IOTLB address-space tag), all starting at 0, only ever incremented.
+// Storage comes in chunks of 2^CHUNK_BITS indexes (256 32-bit counters:
+// 1 KiB), allocated with the first bump in a chunk, so a guest pays for the
+// indexes it names (all 65536 domain-ids: 256 KiB of 32-bit counters); an
+// index without a chunk reads 0.
+template <unsigned BITS, unsigned CHUNK_BITS = 8, typename T = uint32_t>
 class ChunkedCounters {
 public:
     static constexpr uint32_t INDEXES = uint32_t{1} << BITS;
 
-    uint32_t get(uint32_t i) const
+    T get(uint32_t i) const
     {
         i &= INDEXES - 1;
         const Chunk *c = chunks_[i / CHUNK].load(std::memory_order_acquire);
@@ -49,7 +57,7 @@ public:
 
 private:
     static constexpr unsigned CHUNK = 1u << CHUNK_BITS;
-    using Chunk = std::array<std::atomic<uint32_t>, CHUNK>;
+    using Chunk = std::array<std::atomic<T>, CHUNK>;
 
     Chunk *allocate(unsigned i)
     {
@@ -73,22 +81,26 @@ private:
 };
 
 using DomainCounters = ChunkedCounters<16>;
+template <unsigned BITS, unsigned CHUNK_BITS = 8>
+using WideCounters = ChunkedCounters<BITS, CHUNK_BITS, uint64_t>;
 
-struct EpochTag {
-    uint32_t global = 0;
-    uint32_t domain = 0;
+template <typename T>
+struct BasicEpochTag {
+    T global = 0;
+    T domain = 0;
 };
 
-class DomainEpochs {
+template <typename T>
+class BasicDomainEpochs {
 public:
-    EpochTag tag(uint16_t did) const
+    BasicEpochTag<T> tag(uint16_t did) const
     {
         return {global_.load(std::memory_order_acquire), domains_.get(did)};
     }
-    bool current(const EpochTag &t, uint16_t did) const
+    // The global epoch plus the domain's: grows with every bump of either.
+    T sum(uint16_t did) const
     {
-        EpochTag now = tag(did);
-        return now.global == t.global && now.domain == t.domain;
+        return global_.load(std::memory_order_acquire) + domains_.get(did);
     }
     void bump_all() { global_.fetch_add(1); }
     // Without memory for the domain's counter, every domain's entries go:
@@ -101,8 +113,14 @@ public:
     size_t bytes() const { return domains_.bytes(); }
 
 private:
-    std::atomic<uint32_t> global_{0};
-    DomainCounters domains_;
+    std::atomic<T> global_{0};
+    ChunkedCounters<16, 8, T> domains_;
 };
+
+using EpochTag = BasicEpochTag<uint32_t>;
+using DomainEpochs = BasicDomainEpochs<uint32_t>;
+// The context and PASID caches' (see above).
+using WideEpoch = uint64_t;
+using WideDomainEpochs = BasicDomainEpochs<WideEpoch>;
 
 }  // namespace viommu::vtd

@@ -63,9 +63,7 @@ bool PasidCache::current(const uint64_t (&v)[WORDS]) const
     const auto did = static_cast<uint16_t>(v[0] >> 48);
     const auto sid = static_cast<uint16_t>(v[0] >> 1);
     const auto pasid = static_cast<uint32_t>((v[0] >> 17) & 0xfffff);
-    return epochs_.current({static_cast<uint32_t>(v[4]), static_cast<uint32_t>(v[4] >> 32)}, did) &&
-           pasid_epochs_.get(pasid) == static_cast<uint32_t>(v[1] >> 32) &&
-           source_epochs_.get(sid) == static_cast<uint32_t>(v[5]);
+    return epoch(sid, pasid, did) == v[4];
 }
 
 void PasidCache::write(Way &w, const uint64_t (&v)[WORDS])
@@ -94,18 +92,12 @@ bool PasidCache::insert(uint16_t sid, uint32_t pasid, const PasidEntry &e, uint6
 {
     if (evicted)
         *evicted = false;
-    const EpochTag tag = epochs_.tag(e.did);
-    const uint32_t pasid_epoch = pasid_epochs_.get(pasid);
-    const uint32_t source_epoch = source_epochs_.get(sid);
+    const Epoch epoch_tag = epoch(sid, pasid, e.did);
     const uint64_t key = key_word(sid, pasid);
     const uint64_t v[WORDS] = {key | uint64_t{e.pgtt & 7u} << 37 |
                                    uint64_t{e.fs_levels & 15u} << 40 |
                                    uint64_t{e.sl_levels & 15u} << 44 | uint64_t{e.did} << 48,
-                               e.flags | uint64_t{pasid_epoch} << 32,
-                               e.fsptptr,
-                               e.slptptr,
-                               tag.global | uint64_t{tag.domain} << 32,
-                               source_epoch};
+                               e.flags, e.fsptptr, e.slptptr, epoch_tag};
     std::lock_guard guard(writer_);
     if (gen_.load() != gen)
         return false;

@@ -7,11 +7,12 @@
 // set-associative and each way is a seqlock of atomic words that readers
 // copy and validate; fills and invalidations serialize on a writer mutex.
 // Invalidation is O(1) at every granularity of the PASID-cache Invalidate
-// Descriptor: entries record the global, their domain's and their PASID's
-// epoch when their fill started, and a bump of any makes them stale (a
+// Descriptor: entries record the sum of the global, their domain's and
+// their PASID's epoch when their fill started, and a bump of any makes
+// them stale (the sum of 64-bit epochs never comes round, epochs.hpp; a
 // PASID-selective invalidation bumps the PASID's epoch, which also retires
 // that PASID's entries of other domains: more than asked, as the
-// specification allows).  Entries also record their source-id's epoch: a
+// specification allows).  The sum includes their source-id's epoch: a
 // device-selective context-cache invalidation retires the device's
 // entries (they were found through its context entry) in O(1) per
 // source-id.  A fill replaces a stale way first, else the
@@ -45,6 +46,7 @@ struct PasidEntry {
 
 class PasidCache {
 public:
+    using Epoch = WideEpoch;
     static constexpr unsigned WAYS = 4;
     static constexpr size_t DEFAULT_ENTRIES = 1024;
     // `capacity` entries, rounded up to whole sets (a power of two of them).
@@ -82,9 +84,9 @@ public:
 private:
     // w0: valid | sid << 1 | pasid << 17 | pgtt << 37 | fs_levels << 40 | sl_levels << 44
     //     | did << 48
-    // w1: flags | epoch of the PASID << 32     w2: fsptptr     w3: slptptr
-    // w4: epoch tag (global | domain << 32)   w5: epoch of the source-id
-    static constexpr unsigned WORDS = 6;
+    // w1: flags     w2: fsptptr     w3: slptptr
+    // w4: epoch tag, the sum of the global, domain, PASID and source-id epochs
+    static constexpr unsigned WORDS = 5;
     struct Way {
         std::atomic<uint32_t> seq{0};
         std::atomic<uint64_t> w[WORDS]{};
@@ -99,14 +101,18 @@ private:
     bool live(const Way &w) const;
     static void write(Way &w, const uint64_t (&v)[WORDS]);
     bool current(const uint64_t (&v)[WORDS]) const;
+    Epoch epoch(uint16_t sid, uint32_t pasid, uint16_t did) const
+    {
+        return epochs_.sum(did) + pasid_epochs_.get(pasid) + source_epochs_.get(sid);
+    }
 
     size_t sets_;
     std::vector<Set> table_;
     std::vector<uint32_t> filled_;  // writer-only: sets filled since clear(), each once
     std::atomic<uint64_t> gen_{0};
-    DomainEpochs epochs_;
-    ChunkedCounters<20, 12> pasid_epochs_;  // 4 KiB up front, 16 KiB per 4096 PASIDs named
-    ChunkedCounters<16> source_epochs_;     // 2 KiB up front, 1 KiB per 256 source-ids named
+    WideDomainEpochs epochs_;
+    WideCounters<20, 12> pasid_epochs_;  // 4 KiB up front, 32 KiB per 4096 PASIDs named
+    WideCounters<16> source_epochs_;     // 2 KiB up front, 2 KiB per 256 source-ids named
     std::mutex writer_;
 };
 
