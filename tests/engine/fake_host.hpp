@@ -419,7 +419,7 @@ public:
     };
     std::vector<Sync> syncs;
     uint64_t sync_probe = 0;
-    std::vector<uint64_t> prefetches;        // the engine's prefetch hints, in order
+    std::vector<uint64_t> prefetches;  // the engine's prefetch hints, in order
     // The engine's events, in order, while record_events is set (the hook
     // is always installed, so every test runs the event builders).
     bool record_events = false;
