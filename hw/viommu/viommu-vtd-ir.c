@@ -155,8 +155,10 @@ void viommu_vtd_ir_realize(ViommuVtdState *s, PCIBus *bus)
 /*
  * KVM's MSI routes (target/i386/kvm: kvm_arch_fixup_msi_route).  A route
  * without a PCI device is the IOAPIC's on q35.  Only asking: no fault is
- * recorded; the interrupt itself, if blocked, records it when it is sent
- * through the window instead (KVM refuses a route that fails).
+ * recorded.  An interrupt KVM delivers through a route (irqfd, the split
+ * IOAPIC's pins) never reaches the window, so a blocked one records no
+ * fault either; and for a blocked answer QEMU keeps the route it had
+ * (kvm_irqchip_update_msi_route() fails before replacing it).
  */
 int viommu_vtd_int_remap(X86IOMMUState *iommu, MSIMessage *src,
                          MSIMessage *dst, uint16_t sid)
