@@ -199,47 +199,216 @@ static void viommu_vtd_walk_map(void *opaque, const VtdTranslation *t)
 }
 
 /*
- * Bring one notifier in line with the guest's tables over [first, last]:
- * UNMAP the range, then (MAP notifiers only) MAP what the tables hold.
+ * MAP notifiers (VFIO) mirror the guest's tables into the host's, and a
+ * host mapping that is unmapped and mapped again faults the assigned
+ * device's DMA in between.  So the leaves the MAP notifiers were told are
+ * kept, and an invalidated range is brought in line by difference: a leaf
+ * the tables no longer hold, or hold otherwise, is unmapped, a new one
+ * mapped, and one they hold unchanged left alone.  Every MAP notifier of
+ * an address space is told the same leaves, each cropped to its window.
  */
-static void viommu_vtd_sync_notifier(ViommuVtdAS *vas, IOMMUNotifier *n,
-                                     hwaddr first, hwaddr last)
-{
-    ViommuVtdState *s = vas->s;
-    ViommuVtdWalk w = { .vas = vas, .n = n };
-    int ret;
+typedef struct ViommuVtdMapped {
+    IntervalTreeNode node;          /* the leaf's IOVAs */
+    hwaddr phys;
+    IOMMUAccessFlags perm;
+} ViommuVtdMapped;
 
-    last = MIN(last, viommu_vtd_limit(s));
-    viommu_vtd_notify_unmap(vas, n, first, last);
-    if (!(n->notifier_flags & IOMMU_NOTIFIER_MAP) || vas->bypass) {
-        return;
+static void viommu_vtd_map_notifiers(ViommuVtdAS *vas, IOMMUNotifier *only,
+                                     const VtdTranslation *t)
+{
+    IOMMUNotifier *n;
+
+    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+        if ((n->notifier_flags & IOMMU_NOTIFIER_MAP) && (!only || n == only)) {
+            ViommuVtdWalk w = { .vas = vas, .n = n, .first = n->start,
+                                .last = n->end };
+
+            viommu_vtd_walk_map(&w, t);
+        }
     }
-    w.first = MAX(first, n->start);
-    w.last = MIN(last, n->end);
-    if (w.first > w.last) {
-        return;
+}
+
+static void viommu_vtd_unmap_notifiers(ViommuVtdAS *vas, hwaddr first,
+                                       hwaddr last)
+{
+    IOMMUNotifier *n;
+
+    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+        if (n->notifier_flags & IOMMU_NOTIFIER_MAP) {
+            viommu_vtd_notify_unmap(vas, n, first, last);
+        }
     }
-    ret = vtd_engine_walk(s->engine, viommu_vtd_sid(vas), w.first, w.last + 1,
-                          viommu_vtd_walk_map, &w);
-    trace_viommu_vtd_replay(viommu_vtd_name(vas), viommu_vtd_sid(vas),
-                            w.first, w.last, ret);
+}
+
+static VtdTranslation viommu_vtd_mapped_leaf(const ViommuVtdMapped *m)
+{
+    return (VtdTranslation) {
+        .iova_base = m->node.start,
+        .phys_base = m->phys,
+        .addr_mask = m->node.last - m->node.start,
+        .perm = m->perm,
+    };
+}
+
+/* Forget every leaf told: the MAP notifiers were told to unmap them. */
+static void viommu_vtd_mapped_clear(ViommuVtdAS *vas)
+{
+    IntervalTreeNode *node;
+
+    while ((node = interval_tree_iter_first(&vas->mapped, 0, UINT64_MAX))) {
+        interval_tree_remove(node, &vas->mapped);
+        g_free(container_of(node, ViommuVtdMapped, node));
+    }
+    vas->mapped_valid = false;
+}
+
+static void viommu_vtd_collect_leaf(void *opaque, const VtdTranslation *t)
+{
+    if (t->perm & IOMMU_RW) {
+        g_array_append_val((GArray *)opaque, *t);
+    }
+}
+
+static gint viommu_vtd_leaf_cmp(gconstpointer a, gconstpointer b)
+{
+    const VtdTranslation *x = a, *y = b;
+
+    return x->iova_base < y->iova_base ? -1 : x->iova_base > y->iova_base;
+}
+
+/* The guest's leaves over [first, last], sorted by IOVA. */
+static GArray *viommu_vtd_walk_leaves(ViommuVtdAS *vas, hwaddr first,
+                                      hwaddr last)
+{
+    GArray *leaves = g_array_new(false, false, sizeof(VtdTranslation));
+    int ret = vtd_engine_walk(vas->s->engine, viommu_vtd_sid(vas), first,
+                              last + 1, viommu_vtd_collect_leaf, leaves);
+
+    trace_viommu_vtd_replay(viommu_vtd_name(vas), viommu_vtd_sid(vas), first,
+                            last, ret);
+    g_array_sort(leaves, viommu_vtd_leaf_cmp);
+    return leaves;
+}
+
+static bool viommu_vtd_same_leaf(const ViommuVtdMapped *m,
+                                 const VtdTranslation *t)
+{
+    return m->node.start == t->iova_base &&
+           m->node.last == t->iova_base + t->addr_mask &&
+           m->phys == t->phys_base && m->perm == (t->perm & IOMMU_RW);
+}
+
+/* Bring the MAP notifiers in line with the tables over [first, last]. */
+static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
+                                   hwaddr last)
+{
+    g_autoptr(GPtrArray) stale = g_ptr_array_new();
+    g_autoptr(GArray) leaves = NULL;
+    IntervalTreeNode *node;
+    hwaddr lo = first, hi = last;
+
+    /* whole leaves: those told that overlap the range are walked again */
+    for (node = interval_tree_iter_first(&vas->mapped, first, last); node;
+         node = interval_tree_iter_next(node, first, last)) {
+        lo = MIN(lo, node->start);
+        hi = MAX(hi, node->last);
+    }
+    leaves = viommu_vtd_walk_leaves(vas, lo, hi);
+    for (node = interval_tree_iter_first(&vas->mapped, lo, hi); node;
+         node = interval_tree_iter_next(node, lo, hi)) {
+        ViommuVtdMapped *m = container_of(node, ViommuVtdMapped, node);
+        VtdTranslation key = { .iova_base = node->start };
+        guint at;
+
+        if (!g_array_binary_search(leaves, &key, viommu_vtd_leaf_cmp, &at) ||
+            !viommu_vtd_same_leaf(m, &g_array_index(leaves, VtdTranslation,
+                                                    at))) {
+            g_ptr_array_add(stale, m);
+        }
+    }
+    for (guint i = 0; i < stale->len; i++) {
+        ViommuVtdMapped *m = g_ptr_array_index(stale, i);
+
+        viommu_vtd_unmap_notifiers(vas, m->node.start, m->node.last);
+        interval_tree_remove(&m->node, &vas->mapped);
+        g_free(m);
+    }
+    for (guint i = 0; i < leaves->len; i++) {
+        const VtdTranslation *t = &g_array_index(leaves, VtdTranslation, i);
+        hwaddr t_last = t->iova_base + t->addr_mask;
+        ViommuVtdMapped *m;
+
+        if (interval_tree_iter_first(&vas->mapped, t->iova_base, t_last)) {
+            continue;   /* told already, unchanged (what changed went above) */
+        }
+        m = g_new0(ViommuVtdMapped, 1);
+        m->node.start = t->iova_base;
+        m->node.last = t_last;
+        m->phys = t->phys_base;
+        m->perm = t->perm & IOMMU_RW;
+        interval_tree_insert(&m->node, &vas->mapped);
+        viommu_vtd_map_notifiers(vas, NULL, t);
+    }
 }
 
 /*
- * An IOTLB invalidation reaches the UNMAP and MAP notifiers.  A device
- * whose notifier takes DEVIOTLB_UNMAP events instead (vhost once the guest
- * enabled ATS on it) caches translations in its own device-TLB, which only
- * device-IOTLB invalidations address: see viommu_vtd_device_tlb_notify().
+ * A new MAP notifier is told what the others were (those are what the
+ * unit holds: a leaf the guest has not invalidated yet is not), or, as the
+ * first, what the tables hold.
+ */
+static void viommu_vtd_replay_mapped(ViommuVtdAS *vas, IOMMUNotifier *n)
+{
+    IntervalTreeNode *node;
+
+    if (!vas->mapped_valid) {
+        viommu_vtd_mapped_clear(vas);
+        vas->mapped_valid = true;
+        viommu_vtd_sync_mapped(vas, 0, viommu_vtd_limit(vas->s));
+        return;
+    }
+    for (node = interval_tree_iter_first(&vas->mapped, 0, UINT64_MAX); node;
+         node = interval_tree_iter_next(node, 0, UINT64_MAX)) {
+        VtdTranslation t =
+            viommu_vtd_mapped_leaf(container_of(node, ViommuVtdMapped, node));
+
+        viommu_vtd_map_notifiers(vas, n, &t);
+    }
+}
+
+/*
+ * An IOTLB invalidation reaches the UNMAP and MAP notifiers: UNMAP-only
+ * ones (vhost's IOTLB) drop the whole range, MAP ones are brought in line
+ * with the tables.  A device whose notifier takes DEVIOTLB_UNMAP events
+ * instead (vhost once the guest enabled ATS on it) caches translations in
+ * its own device-TLB, which only device-IOTLB invalidations address: see
+ * viommu_vtd_device_tlb_notify().
  */
 static void viommu_vtd_sync_as(ViommuVtdAS *vas, hwaddr first, hwaddr last)
 {
     IOMMUNotifier *n;
 
+    last = MIN(last, viommu_vtd_limit(vas->s));
     IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
-        if (n->notifier_flags & IOMMU_NOTIFIER_IOTLB_EVENTS) {
-            viommu_vtd_sync_notifier(vas, n, first, last);
+        if ((n->notifier_flags & IOMMU_NOTIFIER_IOTLB_EVENTS) ==
+            IOMMU_NOTIFIER_UNMAP) {
+            viommu_vtd_notify_unmap(vas, n, first, last);
         }
     }
+    if ((vas->notifier_flags & IOMMU_NOTIFIER_MAP) && vas->mapped_valid &&
+        !vas->bypass) {
+        viommu_vtd_sync_mapped(vas, first, last);
+    }
+}
+
+/* Every notifier drops everything it learned. */
+static void viommu_vtd_unmap_all(ViommuVtdAS *vas)
+{
+    IOMMUNotifier *n;
+
+    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
+        viommu_vtd_notify_unmap(vas, n, 0, viommu_vtd_limit(vas->s));
+    }
+    viommu_vtd_mapped_clear(vas);
 }
 
 /* A device-IOTLB invalidation: DEVIOTLB_UNMAP of exactly its range. */
@@ -289,6 +458,9 @@ static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
         QLIST_REMOVE(vas, next);
     }
     vas->notifier_flags = new_flags;
+    if (!(new_flags & IOMMU_NOTIFIER_MAP)) {
+        viommu_vtd_mapped_clear(vas);  /* no one left to remember for */
+    }
     return 0;
 }
 
@@ -296,7 +468,14 @@ static void viommu_vtd_replay(IOMMUMemoryRegion *iommu, IOMMUNotifier *n)
 {
     ViommuVtdAS *vas = container_of(iommu, ViommuVtdAS, iommu);
 
-    viommu_vtd_sync_notifier(vas, n, 0, viommu_vtd_limit(vas->s));
+    if (vas->bypass) {
+        return;
+    }
+    if (n->notifier_flags & IOMMU_NOTIFIER_MAP) {
+        viommu_vtd_replay_mapped(vas, n);
+    } else {
+        viommu_vtd_notify_unmap(vas, n, 0, viommu_vtd_limit(vas->s));
+    }
 }
 
 /* Address spaces */
@@ -376,21 +555,16 @@ static void viommu_vtd_as_refresh(ViommuVtdAS *vas)
                                 vas->ctx_pasid, bypass);
     qatomic_set(&vas->domain, -1);
     /*
-     * Whatever a notifier learned under the old context is stale: drop it
-     * all, and re-map from the tables if the IOMMU region stays in use.  A
-     * region coming into use gets its notifiers (and their replay) from
-     * the memory listeners that register them.
+     * What a notifier learned under the old context may be stale.  A
+     * region going out of use drops it all; one that stays in use drops it
+     * for UNMAP-only notifiers and brings MAP notifiers in line with the
+     * tables.  A region coming into use gets its notifiers (and their
+     * replay) from the memory listeners that register them.
      */
-    if (vas->notifier_flags && (bypass || !vas->bypass)) {
-        IOMMUNotifier *n;
-
-        IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
-            if (bypass) {
-                viommu_vtd_notify_unmap(vas, n, 0, viommu_vtd_limit(s));
-            } else {
-                viommu_vtd_sync_notifier(vas, n, 0, viommu_vtd_limit(s));
-            }
-        }
+    if (vas->notifier_flags && bypass) {
+        viommu_vtd_unmap_all(vas);
+    } else if (vas->notifier_flags && !vas->bypass) {
+        viommu_vtd_sync_as(vas, 0, viommu_vtd_limit(s));
     }
     if (bypass != vas->bypass) {
         trace_viommu_vtd_switch_as(sid, bypass);

@@ -16,6 +16,7 @@
 #define HW_VIOMMU_VIOMMU_VTD_INTERNAL_H
 
 #include "exec/memory.h"
+#include "qemu/interval-tree.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pci_bus.h"
 #include "hw/pci-host/q35.h"
@@ -74,6 +75,10 @@ struct ViommuVtdAS {
     MemoryRegion nodmar;
     MemoryRegion msi;               /* interrupt window: alias, or IR */
     AddressSpace as;
+    /* MAP notifiers: the leaves they were told (ViommuVtdMapped), valid
+     * once the first of them was replayed */
+    IntervalTreeRoot mapped;
+    bool mapped_valid;
 };
 
 /*

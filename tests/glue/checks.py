@@ -733,8 +733,9 @@ def t_wait_after_notifications():
                  ["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
                   "-trace", "viommu_vtd_notify_unmap", "-trace", "viommu_vtd_qi_wait"]) as vm:
         dma_setup(vm)
-        # page-selective IOTLB invalidation of DST_IOVA + 0x1000 in domain 1,
-        # then a wait with a status write
+        # the guest unmaps DST_IOVA + 0x1000, then queues a page-selective
+        # IOTLB invalidation of it in domain 1 and a wait with a status write
+        vm.qtest("writeq 0x%x 0" % (0x105000 + ((DST_IOVA + 0x1000) >> 12) * 8))
         for off, val in ((0, 2 | 3 << 4 | 1 << 16), (8, DST_IOVA + 0x1000),
                          (16, 0xabcd << 32 | 1 << 5 | 5), (24, status)):
             vm.qtest("writeq 0x%x 0x%x" % (q + off, val))
@@ -750,6 +751,49 @@ def t_wait_after_notifications():
         wait = [i for i, l in enumerate(log) if "viommu_vtd_qi_wait" in l]
         check(unmap and wait, "traces missing: %s" % log)
         check(unmap[0] < wait[0], "the wait completed before the UNMAP: %s" % log)
+
+
+def t_map_notifier_keeps_unchanged_mappings():
+    """A MAP notifier (VFIO) is brought in line with the guest's tables by
+    difference: an invalidation of pages the tables still map the same way
+    neither unmaps nor maps them (an assigned device's DMA to them would
+    fault in between); a page mapped elsewhere is unmapped and mapped
+    again, an unmapped one unmapped."""
+    q, status = 0x200000, 0x250000
+    pte = lambda iova: 0x105000 + (iova >> 12) * 8
+    with running("viommu-vtd,caching-mode=on",
+                 ["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                  "-trace", "viommu_vtd_notify_*", "-trace", "viommu_vtd_qi_wait"]) as vm:
+        dma_setup(vm)
+        vm.writeq(IQA, q)
+        vm.writel(GCMD, GCMD_TE | GCMD_QIE)
+        tail = [0]
+
+        def invalidate(desc_lo, addr):
+            """One IOTLB descriptor and a wait; the notifier events it caused."""
+            mark = len(vm.output())
+            for val in (desc_lo, addr, 0x1 << 32 | 1 << 5 | 5, status):
+                vm.qtest("writeq 0x%x 0x%x" % (q + tail[0] % 0x1000, val))
+                tail[0] += 8
+            vm.writeq(IQT, tail[0] % 0x1000)
+            check(vm.readq(IQH) == tail[0] % 0x1000, "the queue did not run")
+            return [l for l in vm.output()[mark:].split(" | ") if "viommu_vtd_notify_" in l]
+
+        psi = 2 | 3 << 4 | 1 << 16      # page-selective, domain 1
+        dsi = 2 | 2 << 4 | 1 << 16      # domain-selective
+        events = invalidate(psi, DST_IOVA + 0x1000)
+        check(not events, "unchanged page: %s" % events)
+        events = invalidate(dsi, 0)
+        check(not events, "unchanged domain: %s" % events)
+        vm.qtest("writeq 0x%x 0x%x" % (pte(DST_IOVA + 0x1000), 0x330000 | 3))
+        events = invalidate(psi, DST_IOVA + 0x1000)
+        check(len(events) == 2 and "notify_unmap" in events[0] and
+              "iova 0x31000" in events[0] and "notify_map" in events[1] and
+              "0x31000 -> 0x330000" in events[1], "remapped page: %s" % events)
+        vm.qtest("writeq 0x%x 0" % pte(DST_IOVA))
+        events = invalidate(dsi, 0)
+        check(len(events) == 1 and "notify_unmap" in events[0] and "iova 0x30000" in events[0],
+              "unmapped page: %s" % events)
 
 
 def t_events_with_upper_address():
@@ -957,6 +1001,8 @@ CASES = [
     ("the queue's later slices wait while the VM is stopped", t_queue_waits_while_stopped),
     ("a wait descriptor completes after the notifiers heard the invalidations before it",
      t_wait_after_notifications),
+    ("a MAP notifier keeps the mappings an invalidation left unchanged",
+     t_map_notifier_keeps_unchanged_mappings),
     ("an event's upper address register reaches the APIC (x2APIC destinations)",
      t_events_with_upper_address),
     ("a bridge unplugged by the guest leaves no address space on its freed bus",
