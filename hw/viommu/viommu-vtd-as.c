@@ -689,16 +689,33 @@ void viommu_vtd_process_pending(ViommuVtdState *s)
         }
     }
 
+    /*
+     * Each address space once per range that concerns it, or once in all
+     * when one of them is its whole space (a domain-selective or global
+     * invalidation subsumes the rest: a guest's queue of them costs one
+     * walk, not one per descriptor).
+     */
     n = viommu_vtd_pending_get(&s->pending[VIOMMU_VTD_INV_IOTLB], &inv);
-    for (i = 0; i < n; i++) {
-        QLIST_FOREACH(vas, &s->notified, next) {
-            int32_t d = qatomic_read(&vas->domain);
+    QLIST_FOREACH(vas, &s->notified, next) {
+        int32_t d = qatomic_read(&vas->domain);
+        bool whole = false;
 
-            if (vas->bypass || (!inv[i].all_domains && d >= 0 &&
-                                d != inv[i].id)) {
+        if (vas->bypass) {
+            continue;
+        }
+        for (i = 0; i < n && !whole; i++) {
+            whole = (inv[i].all_domains || d < 0 || d == inv[i].id) &&
+                    inv[i].first == 0 && inv[i].last >= viommu_vtd_limit(s);
+        }
+        for (i = 0; i < n; i++) {
+            if (!inv[i].all_domains && d >= 0 && d != inv[i].id) {
                 continue;
             }
-            viommu_vtd_sync_as(vas, inv[i].first, inv[i].last);
+            viommu_vtd_sync_as(vas, whole ? 0 : inv[i].first,
+                               whole ? HWADDR_MAX : inv[i].last);
+            if (whole) {
+                break;
+            }
         }
     }
 

@@ -763,7 +763,7 @@ def t_map_notifier_keeps_unchanged_mappings():
     pte = lambda iova: 0x105000 + (iova >> 12) * 8
     with running("viommu-vtd,caching-mode=on",
                  ["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
-                  "-trace", "viommu_vtd_notify_*", "-trace", "viommu_vtd_qi_wait"]) as vm:
+                  "-trace", "viommu_vtd_notify_*", "-trace", "viommu_vtd_replay"]) as vm:
         dma_setup(vm)
         vm.writeq(IQA, q)
         vm.writel(GCMD, GCMD_TE | GCMD_QIE)
@@ -794,6 +794,14 @@ def t_map_notifier_keeps_unchanged_mappings():
         events = invalidate(dsi, 0)
         check(len(events) == 1 and "notify_unmap" in events[0] and "iova 0x30000" in events[0],
               "unmapped page: %s" % events)
+        # twenty domain-selective invalidations before one wait: one walk
+        mark = len(vm.output())
+        for val in [dsi, 0] * 20 + [0x1 << 32 | 1 << 5 | 5, status]:
+            vm.qtest("writeq 0x%x 0x%x" % (q + tail[0] % 0x1000, val))
+            tail[0] += 8
+        vm.writeq(IQT, tail[0] % 0x1000)
+        walks = [l for l in vm.output()[mark:].split(" | ") if "viommu_vtd_replay " in l]
+        check(len(walks) == 1, "%d walks for 20 domain-selective invalidations" % len(walks))
 
 
 def t_events_with_upper_address():
