@@ -116,6 +116,7 @@ static int viommu_vtd_mem_cmpxchg64(void *opaque, uint64_t gpa,
     *found = le64_to_cpu(old);
     address_space_unmap(&address_space_memory, p, plen, true,
                         *found == expected ? sizeof(uint64_t) : 0);
+    trace_viommu_vtd_mem_cmpxchg(gpa, expected, desired, *found);
     return 0;
 }
 
