@@ -228,13 +228,15 @@ static void viommu_vtd_map_notifiers(ViommuVtdAS *vas, IOMMUNotifier *only,
     }
 }
 
-static void viommu_vtd_unmap_notifiers(ViommuVtdAS *vas, hwaddr first,
+/* UNMAP [first, last] from the notifiers that take `flag` events. */
+static void viommu_vtd_unmap_notifiers(ViommuVtdAS *vas,
+                                       IOMMUNotifierFlag flag, hwaddr first,
                                        hwaddr last)
 {
     IOMMUNotifier *n;
 
     IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
-        if (n->notifier_flags & IOMMU_NOTIFIER_MAP) {
+        if (n->notifier_flags & flag) {
             viommu_vtd_notify_unmap(vas, n, first, last);
         }
     }
@@ -329,7 +331,8 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
     for (guint i = 0; i < stale->len; i++) {
         ViommuVtdMapped *m = g_ptr_array_index(stale, i);
 
-        viommu_vtd_unmap_notifiers(vas, m->node.start, m->node.last);
+        viommu_vtd_unmap_notifiers(vas, IOMMU_NOTIFIER_MAP, m->node.start,
+                                   m->node.last);
         interval_tree_remove(&m->node, &vas->mapped);
         g_free(m);
     }
@@ -380,8 +383,8 @@ static void viommu_vtd_replay_mapped(ViommuVtdAS *vas, IOMMUNotifier *n)
  * ones (vhost's IOTLB) drop the whole range, MAP ones are brought in line
  * with the tables.  A device whose notifier takes DEVIOTLB_UNMAP events
  * instead (vhost once the guest enabled ATS on it) caches translations in
- * its own device-TLB, which only device-IOTLB invalidations address: see
- * viommu_vtd_device_tlb_notify().
+ * its own device-TLB, which only device-IOTLB invalidations address
+ * (viommu_vtd_process_pending()).
  */
 static void viommu_vtd_sync_as(ViommuVtdAS *vas, hwaddr first, hwaddr last)
 {
@@ -411,18 +414,6 @@ static void viommu_vtd_unmap_all(ViommuVtdAS *vas)
     viommu_vtd_mapped_clear(vas);
 }
 
-/* A device-IOTLB invalidation: DEVIOTLB_UNMAP of exactly its range. */
-static void viommu_vtd_device_tlb_notify(ViommuVtdAS *vas, hwaddr first,
-                                         hwaddr last)
-{
-    IOMMUNotifier *n;
-
-    IOMMU_NOTIFIER_FOREACH(n, &vas->iommu) {
-        if (n->notifier_flags & IOMMU_NOTIFIER_DEVIOTLB_UNMAP) {
-            viommu_vtd_notify_unmap(vas, n, first, last);
-        }
-    }
-}
 
 static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
                                           IOMMUNotifierFlag old_flags,
@@ -723,7 +714,9 @@ void viommu_vtd_process_pending(ViommuVtdState *s)
     for (i = 0; i < n; i++) {
         QLIST_FOREACH(vas, &s->notified, next) {
             if (viommu_vtd_inv_sid_match(&inv[i], viommu_vtd_sid(vas))) {
-                viommu_vtd_device_tlb_notify(vas, inv[i].first, inv[i].last);
+                /* DEVIOTLB_UNMAP of exactly its range */
+                viommu_vtd_unmap_notifiers(vas, IOMMU_NOTIFIER_DEVIOTLB_UNMAP,
+                                           inv[i].first, inv[i].last);
             }
         }
     }
@@ -899,10 +892,12 @@ static AddressSpace *viommu_vtd_get_as(PCIBus *bus, void *opaque, int devfn)
 /*
  * A bridge's secondary bus is freed with the bridge, and the address
  * spaces of its devices (gone before it) would read it whenever their
- * source-id is asked: forget them when a device with a PCI bus goes.
- * They stay allocated, with the source-id they last had, as the memory
- * core may still be finishing an access through one of them; a new bus at
- * the same address gets address spaces of its own.
+ * source-id is asked: forget them when a device with a PCI bus goes.  The
+ * bus number can no longer be read then (it is the bridge's config space,
+ * freed by its unrealize), so they keep source-id ffff; they stay
+ * allocated, as the memory core may still be finishing an access through
+ * one of them.  A new bus at the same address gets address spaces of its
+ * own.
  */
 static void viommu_vtd_bus_removed(ViommuVtdState *s, PCIBus *bus)
 {
@@ -916,8 +911,8 @@ static void viommu_vtd_bus_removed(ViommuVtdState *s, PCIBus *bus)
         if (vas->bus != bus) {
             continue;
         }
-        vas->fixed_sid = viommu_vtd_sid(vas);
-        trace_viommu_vtd_as_removed(vas->fixed_sid);
+        vas->fixed_sid = 0xffff;
+        trace_viommu_vtd_as_removed(vas->devfn);
         viommu_vtd_as_set_ctx(vas, false, &none);
         vas->bus = NULL;
         g_hash_table_iter_remove(&it);
