@@ -278,16 +278,64 @@ static gint viommu_vtd_leaf_cmp(gconstpointer a, gconstpointer b)
     return x->iova_base < y->iova_base ? -1 : x->iova_base > y->iova_base;
 }
 
-/* The guest's leaves over [first, last], sorted by IOVA. */
+typedef struct ViommuVtdRamLeaves {
+    GArray *leaves;
+    hwaddr first, last;
+} ViommuVtdRamLeaves;
+
+/* Guest RAM (and ROM, read-only) in [first, last] as identity leaves. */
+static bool viommu_vtd_ram_leaf(Int128 start, Int128 len,
+                                const MemoryRegion *mr, hwaddr offset,
+                                void *opaque)
+{
+    ViommuVtdRamLeaves *r = opaque;
+    hwaddr a = int128_get64(start);
+    hwaddr b = int128_get64(int128_sub(int128_add(start, len), int128_one()));
+
+    if (memory_region_is_ram((MemoryRegion *)mr) && a <= r->last &&
+        b >= r->first) {
+        VtdTranslation t;
+
+        a = MAX(a, r->first);
+        b = MIN(b, r->last);
+        t = (VtdTranslation) {
+            .iova_base = a, .phys_base = a, .addr_mask = b - a,
+            .perm = mr->readonly || memory_region_is_romd((MemoryRegion *)mr) ?
+                    VTD_PERM_READ : VTD_PERM_RW,
+        };
+        g_array_append_val(r->leaves, t);
+    }
+    return false;
+}
+
+/*
+ * The guest's leaves over [first, last], sorted by IOVA.  A pass-through
+ * context (one that keeps the IOMMU region in use: x-pasid-mode=on) maps
+ * guest RAM one to one, so that is what its MAP notifiers are told.
+ */
 static GArray *viommu_vtd_walk_leaves(ViommuVtdAS *vas, hwaddr first,
                                       hwaddr last)
 {
     GArray *leaves = g_array_new(false, false, sizeof(VtdTranslation));
-    int ret = vtd_engine_walk(vas->s->engine, viommu_vtd_sid(vas), first,
-                              last + 1, viommu_vtd_collect_leaf, leaves);
+    uint16_t sid = viommu_vtd_sid(vas);
+    VtdDeviceContext c;
+    int ret;
 
-    trace_viommu_vtd_replay(viommu_vtd_name(vas), viommu_vtd_sid(vas), first,
-                            last, ret);
+    if (vtd_engine_device_context(vas->s->engine, sid, &c) &&
+        c.fault == VTD_FR_NONE && c.pass_through) {
+        ViommuVtdRamLeaves r = { .leaves = leaves, .first = first,
+                                 .last = last };
+
+        RCU_READ_LOCK_GUARD();
+        flatview_for_each_range(address_space_to_flatview(&address_space_memory),
+                                viommu_vtd_ram_leaf, &r);
+        trace_viommu_vtd_replay_pass_through(viommu_vtd_name(vas), sid, first,
+                                             last, leaves->len);
+        return leaves;
+    }
+    ret = vtd_engine_walk(vas->s->engine, sid, first, last + 1,
+                          viommu_vtd_collect_leaf, leaves);
+    trace_viommu_vtd_replay(viommu_vtd_name(vas), sid, first, last, ret);
     g_array_sort(leaves, viommu_vtd_leaf_cmp);
     return leaves;
 }

@@ -973,6 +973,37 @@ def t_map_notifier_replays_first_stage():
         vm.kill()
 
 
+def t_map_notifier_pass_through_with_pasids():
+    """With x-pasid-mode=on a device whose RID_PASID entry is pass-through
+    keeps the IOMMU region (its requests with PASID are translated), so a
+    MAP notifier on it is told guest RAM one to one, which is what such a
+    context does to its requests without PASID."""
+    vm = VM("viommu-vtd,caching-mode=on,x-scalable-mode=on,x-pasid-mode=on",
+            extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                   "-trace", "viommu_vtd_notify_map", "-trace", "viommu_vtd_replay*"])
+    try:
+        w = lambda addr, val: vm.qtest("writeq 0x%x 0x%x" % (addr, val))
+        w(ROOT, CTX | 1)                                 # scalable root entry, lower half
+        ce = CTX + (DMA_SID & 0xff) * 32                 # 256-bit context entry
+        w(ce, 0x106000 | 1)                              # PASID directory, PDTS 0
+        w(0x106000, 0x107000 | 1)                        # PASIDs 0-63
+        w(0x107000, 1 | 2 << 2 | 4 << 6)                 # RID_PASID: P, AW 48, PGTT PT
+        w(0x107000 + 8, 7)                               # domain 7
+        vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
+        vm.writel(GCMD, GCMD_SRTP)
+        vm.writel(GCMD, GCMD_TE)
+        check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+        out = vm.output()
+        check("pass-through" in out and "ranges of guest memory one to one" in out,
+              "no pass-through replay: %s" % out[-800:])
+        for iova in (0x100000, 0x4000000):               # 1 MiB and 64 MiB of the 128
+            want = "iova 0x%x -> 0x%x mask" % (iova, iova)
+            check(want in out, "no identity MAP at 0x%x: %s" % (iova, out[-800:]))
+        vm.quit()
+    finally:
+        vm.kill()
+
+
 CASES = [
     ("device listed by -device help", t_listed),
     ("properties listed by -device viommu-vtd,help", t_properties),
@@ -1011,6 +1042,8 @@ CASES = [
      t_wait_after_notifications),
     ("a MAP notifier keeps the mappings an invalidation left unchanged",
      t_map_notifier_keeps_unchanged_mappings),
+    ("a MAP notifier is told guest RAM one to one through a pass-through RID_PASID",
+     t_map_notifier_pass_through_with_pasids),
     ("an event's upper address register reaches the APIC (x2APIC destinations)",
      t_events_with_upper_address),
     ("a bridge unplugged by the guest leaves no address space on its freed bus",
