@@ -322,6 +322,10 @@ public:
     bool queue_dw = false;  // 256-bit descriptors
     void enable_qi(unsigned qs = 0, bool dw = false)
     {
+        if (gcmd_shadow & QIE) {  // off first: IQA must not change under a live queue
+            gcmd_shadow &= ~QIE;
+            w32(GCMD, gcmd_shadow);
+        }
         queue_qs = qs;
         queue_dw = dw;
         queue = next_page_;

@@ -120,12 +120,15 @@ struct ScalableTables : PasidEntries {
         h.gcmd_shadow |= TE;
         h.w32(GCMD, h.gcmd_shadow);
     }
-    // The global context-cache invalidation software issues after
-    // changing entries (register-based).
+    // The global context-cache and IOTLB invalidations software issues
+    // after changing entries: queued, as scalable mode has no
+    // register-based invalidation (the queue is enabled here if it is not).
     void invalidate_all()
     {
-        h.w64(CCMD, 1ull << 63 | 1ull << 61);
-        h.w64(h.iotlb, 1ull << 63 | 1ull << 60);
+        if (!(h.gcmd_shadow & QIE))
+            h.enable_qi(0, true);
+        h.submit(FakeHost::cc_desc(1), 0);
+        h.submit(FakeHost::iotlb_desc(1), 0);
     }
 };
 

@@ -262,3 +262,24 @@ TEST(RegisterInvalidation, IaigReportsADomainWideRangeAsDomain)
     h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{7} << 32));
     EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 3u) << "IAIG of a page done as a page";
 }
+
+// With RTADDR.TTM not legacy, register-based invalidations are incorrect
+// requests: CAIG and IAIG report 00b, and nothing is invalidated.
+TEST(RegisterInvalidation, IgnoredWhenTheRootTableIsScalable)
+{
+    VtdConfig c = FakeHost::default_config();
+    c.scalable_mode = true;
+    c.second_stage = true;
+    FakeHost h(8 << 20, c);
+    h.ensure_root();
+    h.w64(RTADDR, h.root | (1ull << 10));
+    h.w32(GCMD, SRTP);
+    h.w64(CCMD, (1ull << 63) | (1ull << 61));
+    EXPECT_EQ((h.mmio64(CCMD) >> 59) & 3, 0u) << "CAIG";
+    h.w64(h.iotlb, (1ull << 63) | (1ull << 60));
+    EXPECT_EQ((h.mmio64(h.iotlb) >> 57) & 3, 0u) << "IAIG";
+    EXPECT_EQ(json_counter(h.stats(), "register_based", "invalid"), 2u);
+    h.w64(RTADDR, h.root);  // legacy again: carried out
+    h.w64(CCMD, (1ull << 63) | (1ull << 61));
+    EXPECT_EQ((h.mmio64(CCMD) >> 59) & 3, 1u) << "CAIG";
+}

@@ -189,7 +189,8 @@ void Engine::run_context_command()
         return;
     }
     auto g = static_cast<Granularity>(field(ccmd_, 62, ccmd::CIRG));
-    if (g == Granularity::Invalid) {
+    // With RTADDR.TTM not legacy the request is an incorrect one.
+    if (g == Granularity::Invalid || (rtaddr_ & rtaddr::TTM_SCALABLE)) {
         stats_.add(Counter::RegInvalid);
         return;  // CAIG = 0 reports the invalid request
     }
@@ -209,7 +210,8 @@ void Engine::run_iotlb_command()
     }
     auto g = static_cast<Granularity>(field(iotlb_reg_, 61, iotlb_reg::IIRG));
     uint8_t am = g == Granularity::Selective ? iva_ & iva::AM : 0;
-    if (g == Granularity::Invalid || (g == Granularity::Selective && am > f_.mamv)) {
+    if (g == Granularity::Invalid || (g == Granularity::Selective && am > f_.mamv) ||
+        (rtaddr_ & rtaddr::TTM_SCALABLE)) {
         stats_.add(Counter::RegInvalid);
         return;  // IAIG = 0 reports the invalid request
     }
