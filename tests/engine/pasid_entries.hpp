@@ -31,19 +31,22 @@ struct PasidEntries {
         w[2] = fsptptr | w2_flags;
         return w;
     }
-    // Second-stage entry: the table at `ssptptr`, `levels` levels.
-    static Words second_stage(uint64_t ssptptr, uint16_t did, unsigned levels = 4)
+    // Second-stage entry: the table at `ssptptr`, `levels` levels; `sre`
+    // lets supervisor requests through.
+    static Words second_stage(uint64_t ssptptr, uint16_t did, unsigned levels = 4, bool sre = false)
     {
         Words w{};
         w[0] = 1 | uint64_t{PGTT_SS} << 6 | ssptptr | uint64_t{levels - 2} << 2;
         w[1] = did;
+        w[2] = sre ? 1 : 0;
         return w;
     }
-    static Words pass_through(uint16_t did)
+    static Words pass_through(uint16_t did, bool sre = false)
     {
         Words w{};
         w[0] = 1 | uint64_t{PGTT_PT} << 6;
         w[1] = did;
+        w[2] = sre ? 1 : 0;
         return w;
     }
 };

@@ -573,9 +573,9 @@ TEST_F(Scalable, FaultRecordsOfSupervisorRequestsSetPriv)
     constexpr uint64_t PP = 1ull << 31, PRIV = 1ull << 29;
     uint64_t fs2 = h.alloc_page();
     uint64_t ss = h.alloc_page();
-    t.set_pasid(dir, 5, ScalableTables::first_stage(fs2, DID + 1, 1));  // SRE
-    t.set_pasid(dir, 6, ScalableTables::first_stage(fs2, DID + 1));     // SRE clear
-    t.set_pasid(dir, 7, ScalableTables::second_stage(ss, DID + 2));
+    t.set_pasid(dir, 5, ScalableTables::first_stage(fs2, DID + 1, 1));        // SRE
+    t.set_pasid(dir, 6, ScalableTables::first_stage(fs2, DID + 1));           // SRE clear
+    t.set_pasid(dir, 7, ScalableTables::second_stage(ss, DID + 2, 4, true));  // SRE
     EXPECT_EQ(pasid_translate(5, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
     EXPECT_EQ(pasid_translate(5, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_FS_ENTRY_P);
     EXPECT_EQ(pasid_translate(6, true, 0x1000, VTD_PERM_READ), VTD_FR_SM_PASID_ENTRY_SRE);
@@ -727,10 +727,20 @@ TEST_F(Scalable, RequestsWithPasidThroughSecondStageAndPassThrough)
     t.set_pasid(dir, 3, ScalableTables::second_stage(ss, 30));
     t.set_pasid(dir, 4, ScalableTables::pass_through(31));
     VtdTranslation out{};
-    ASSERT_EQ(pasid_translate(3, true, 0x1000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    ASSERT_EQ(pasid_translate(3, false, 0x1000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
     EXPECT_EQ(out.phys_base, 0x5000u);
     EXPECT_EQ(pasid_translate(3, false, 0x2000, VTD_PERM_WRITE), VTD_FR_SM_SS_ENTRY_P);
     ASSERT_EQ(pasid_translate(4, false, 0x123000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x123000u);
+    // Supervisor requests need SRE in every PGTT (Linux sets it in these
+    // entries, and clears it in RID2PASID's to block them).
+    EXPECT_EQ(pasid_translate(3, true, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_PASID_ENTRY_SRE);
+    EXPECT_EQ(pasid_translate(4, true, 0x123000, VTD_PERM_WRITE), VTD_FR_SM_PASID_ENTRY_SRE);
+    t.set_pasid(dir, 5, ScalableTables::second_stage(ss, 32, 4, true));
+    t.set_pasid(dir, 6, ScalableTables::pass_through(33, true));
+    ASSERT_EQ(pasid_translate(5, true, 0x1000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0x5000u);
+    ASSERT_EQ(pasid_translate(6, true, 0x123000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
     EXPECT_EQ(out.phys_base, 0x123000u);
 }
 

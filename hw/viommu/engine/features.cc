@@ -59,9 +59,11 @@ static bool from_scalable_config(Features &f, const VtdConfig &cfg, std::string 
     // second stage may be that wide too.
     f.fs5lp = cfg.first_stage && cfg.aw_bits == 57;
     f.pasid_bits = cfg.pasid_bits;
-    // Supervisor requests come only with a PASID and mean something only
-    // to first-stage tables (U/S).
-    f.supervisor = cfg.first_stage && cfg.pasid_bits;
+    // Supervisor requests come only with a PASID; every PASID-table entry
+    // gates them with SRE (Linux sets it in second-stage and pass-through
+    // entries when ECAP.SRS is set, and clears it in RID2PASID's to have
+    // them blocked).
+    f.supervisor = cfg.pasid_bits != 0;
     return true;
 }
 

@@ -36,6 +36,10 @@ VtdFaultReason decode_pasid_entry(const Features &f, const std::array<uint64_t, 
     }
     if (!ok)  // not offered, or a reserved encoding (000b, 101b..111b)
         return VTD_FR_SM_PASID_ENTRY_INV;
+    // SRE, in every PGTT: reserved without ECAP.SRS.
+    if ((w[2] & W2_SRE) && !f.supervisor)
+        return VTD_FR_SM_PASID_ENTRY_RSVD;
+    ctx.sre = w[2] & W2_SRE;
     if (ctx.pgtt == Pgtt::PassThrough) {
         ctx.tt = TranslationType::PassThrough;
         return VTD_FR_NONE;  // the stages' fields are ignored
@@ -52,7 +56,7 @@ VtdFaultReason decode_pasid_entry(const Features &f, const std::array<uint64_t, 
         ctx.slptptr = w[0] & entry::ADDR;
     }
     if (ctx.pgtt == Pgtt::FirstStage || ctx.pgtt == Pgtt::Nested) {
-        if ((w[2] & (W2_RSVD | f.above_haw())) || ((w[2] & W2_SRE) && !f.supervisor))
+        if (w[2] & (W2_RSVD | f.above_haw()))
             return VTD_FR_SM_PASID_ENTRY_RSVD;
         switch (field(w[2], 3, 2)) {
         case 0:
@@ -67,7 +71,6 @@ VtdFaultReason decode_pasid_entry(const Features &f, const std::array<uint64_t, 
             return VTD_FR_SM_PASID_ENTRY_INV;
         }
         ctx.fsptptr = w[2] & entry::ADDR;
-        ctx.sre = w[2] & W2_SRE;
         ctx.wpe = w[2] & W2_WPE;
         ctx.eafe = w[2] & W2_EAFE;
     }

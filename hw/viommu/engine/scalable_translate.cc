@@ -283,6 +283,9 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
     const Context &ctx = cl.ctx;
     DomainStats &ds = stats_.domain(ctx.did);
     ds.hot[shard].bump(DomainStats::Hot::Translations, shard);
+    // A supervisor request needs SRE, whatever the PGTT.
+    if (privileged && !ctx.sre && ctx.pgtt != Pgtt::Legacy)
+        return fault(sid, addr, access, record, VTD_FR_SM_PASID_ENTRY_SRE, ctx.fpd, &ds, tag);
     switch (ctx.pgtt) {
     case Pgtt::PassThrough:
         stats_.add(Counter::SmPassThrough, 1, shard);
@@ -290,14 +293,12 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
         identity(addr, ctx.did, out);
         return VTD_FR_NONE;
     case Pgtt::SecondStage:
-        // Privilege means nothing to second-stage tables (no U/S).
+        // Privilege means nothing more to second-stage tables (no U/S).
         stats_.add(Counter::SmSecondStage, 1, shard);
         return translate_second_stage(sid, tag, addr, access, record, ctx, ds, epoch, shard, out);
     case Pgtt::FirstStage:
     case Pgtt::Nested:
         stats_.add(ctx.pgtt == Pgtt::Nested ? Counter::SmNested : Counter::SmFirstStage, 1, shard);
-        if (privileged && !ctx.sre)
-            return fault(sid, addr, access, record, VTD_FR_SM_PASID_ENTRY_SRE, ctx.fpd, &ds, tag);
         return translate_first_stage(sid, tag, privileged, addr, access, record, ctx, ds, epoch,
                                      shard, out);
     case Pgtt::Legacy:
