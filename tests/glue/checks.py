@@ -901,6 +901,27 @@ def t_bridge_removed():
             os.environ["MALLOC_PERTURB_"] = perturb
 
 
+def sm_rid_pasid(vm, qw0, qw2=0):
+    """Scalable-mode tables giving the DMA device the RID_PASID entry
+    (qw0, domain 7, qw2), then translation on; returns the qtest writer."""
+    w = lambda addr, val: vm.qtest("writeq 0x%x 0x%x" % (addr, val))
+    w(ROOT, CTX | 1)                                 # scalable root entry, lower half
+    ce = CTX + (DMA_SID & 0xff) * 32                 # 256-bit context entry
+    w(ce, 0x106000 | 1)                              # PASID directory, PDTS 0
+    w(0x106000, 0x107000 | 1)                        # PASIDs 0-63
+    w(0x107000, qw0)
+    w(0x107000 + 8, 7)                               # domain 7
+    w(0x107000 + 16, qw2)
+    return w
+
+
+def enable_sm(vm):
+    vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
+    vm.writel(GCMD, GCMD_SRTP)
+    vm.writel(GCMD, GCMD_TE)
+    check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+
+
 def t_map_notifier_first_stage():
     """A VFIO-style MAP notifier (viommu-dma x-map-notifier=on) on a device
     behind viommu-vtd with caching-mode=on: accepted whether the unit offers
@@ -915,11 +936,7 @@ def t_map_notifier_first_stage():
                        "-trace", "viommu_vtd_notify_flag_changed"])
         try:
             check("refused" not in vm.output(), "refused before translation: %s" % vm.output())
-            # the IOMMU region comes into use (and the notifier with it) at TE
-            vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
-            vm.writel(GCMD, GCMD_SRTP)
-            vm.writel(GCMD, GCMD_TE)
-            check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+            enable_sm(vm)  # the IOMMU region (and the notifier with it) comes into use
             out = vm.output()
             if refused:
                 check(msg in out, "no clear refusal without caching-mode=on: %s" % out)
@@ -943,24 +960,15 @@ def t_map_notifier_replays_first_stage():
             extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
                    "-trace", "viommu_vtd_notify_map"])
     try:
-        w = lambda addr, val: vm.qtest("writeq 0x%x 0x%x" % (addr, val))
-        w(ROOT, CTX | 1)                                 # scalable root entry, lower half
-        ce = CTX + (DMA_SID & 0xff) * 32                 # 256-bit context entry
-        w(ce, 0x106000 | 1)                              # PASID directory, PDTS 0
-        w(0x106000, 0x107000 | 1)                        # PASIDs 0-63
-        w(0x107000, 1 | 1 << 6)                          # RID_PASID: P, PGTT first-stage
-        w(0x107000 + 8, 7)                               # domain 7
-        w(0x107000 + 16, fs["pml4"])                     # FSPTPTR, 4-level
+        # RID_PASID: P, PGTT first-stage, FSPTPTR 4-level
+        w = sm_rid_pasid(vm, 1 | 1 << 6, fs["pml4"])
         w(fs["pml4"], fs["pdpt"] | table)
         w(fs["pdpt"], fs["pd"] | table)
         w(fs["pd"], fs["pt"] | table)
         w(fs["pt"] + (SRC_IOVA >> 12) * 8, 0x310000 | table | 0x40)   # dirty: RW
         w(fs["pt"] + (DST_IOVA >> 12) * 8, 0x320000 | 1 | 4 | 0x20)   # read-only
         w(fs["pt"] + (RING_IOVA >> 12) * 8, 0x300000 | 1 | 2 | 0x20)  # supervisor
-        vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
-        vm.writel(GCMD, GCMD_SRTP)
-        vm.writel(GCMD, GCMD_TE)
-        check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+        enable_sm(vm)
         out = vm.output()
         check("refused" not in out, "MAP notifier refused: %s" % out)
         for iova, pa, perm in ((SRC_IOVA, 0x310000, 3), (DST_IOVA, 0x320000, 1)):
@@ -982,17 +990,8 @@ def t_map_notifier_pass_through_with_pasids():
             extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
                    "-trace", "viommu_vtd_notify_map", "-trace", "viommu_vtd_replay*"])
     try:
-        w = lambda addr, val: vm.qtest("writeq 0x%x 0x%x" % (addr, val))
-        w(ROOT, CTX | 1)                                 # scalable root entry, lower half
-        ce = CTX + (DMA_SID & 0xff) * 32                 # 256-bit context entry
-        w(ce, 0x106000 | 1)                              # PASID directory, PDTS 0
-        w(0x106000, 0x107000 | 1)                        # PASIDs 0-63
-        w(0x107000, 1 | 2 << 2 | 4 << 6)                 # RID_PASID: P, AW 48, PGTT PT
-        w(0x107000 + 8, 7)                               # domain 7
-        vm.writeq(RTADDR, ROOT | RTADDR_TTM_SM)
-        vm.writel(GCMD, GCMD_SRTP)
-        vm.writel(GCMD, GCMD_TE)
-        check(vm.readl(GSTS) & GCMD_TE, "TE did not take effect")
+        sm_rid_pasid(vm, 1 | 2 << 2 | 4 << 6)           # RID_PASID: P, AW 48, PGTT PT
+        enable_sm(vm)
         out = vm.output()
         check("pass-through" in out and "ranges of guest memory one to one" in out,
               "no pass-through replay: %s" % out[-800:])
