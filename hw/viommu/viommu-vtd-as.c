@@ -68,6 +68,13 @@ static bool viommu_vtd_inv_sid_match(const ViommuVtdInv *inv, uint16_t sid)
     return (sid & keep) == (inv->id & keep);
 }
 
+/* An IOTLB invalidation concerns an address space last seen in domain d
+ * (-1: not known yet). */
+static bool viommu_vtd_inv_domain_match(const ViommuVtdInv *inv, int32_t d)
+{
+    return inv->all_domains || d < 0 || d == inv->id;
+}
+
 void viommu_vtd_invalidated(void *opaque, bool all_domains,
                             uint16_t domain_id, uint64_t iova, uint64_t size)
 {
@@ -743,11 +750,11 @@ void viommu_vtd_process_pending(ViommuVtdState *s)
             continue;
         }
         for (i = 0; i < n && !whole; i++) {
-            whole = (inv[i].all_domains || d < 0 || d == inv[i].id) &&
+            whole = viommu_vtd_inv_domain_match(&inv[i], d) &&
                     inv[i].first == 0 && inv[i].last >= viommu_vtd_limit(s);
         }
         for (i = 0; i < n; i++) {
-            if (!inv[i].all_domains && d >= 0 && d != inv[i].id) {
+            if (!viommu_vtd_inv_domain_match(&inv[i], d)) {
                 continue;
             }
             viommu_vtd_sync_as(vas, whole ? 0 : inv[i].first,
