@@ -227,13 +227,23 @@ TEST(Registers, ResetRestoresRegistersKeepsStats)
 
 // IVA.ADDR bits at and above MGAW are ignored: a page-selective request
 // with them set invalidates the page below.
-TEST(RegisterInvalidation, IvaBitsAboveMgawAreIgnored)
-{
+namespace {
+// Domain 7's page 0x1000 -> 0xa000 for source-id 0x0310, translation on.
+struct OneMappedPage : ::testing::Test {
     FakeHost h;
-    uint64_t pt = h.alloc_page();
-    h.set_context(0x0310, pt, 7, 4);
-    h.enable_translation();
-    h.map(pt, 4, 0x1000, 0xa000, 3);
+    uint64_t pt = 0;
+    void SetUp() override
+    {
+        pt = h.alloc_page();
+        h.set_context(0x0310, pt, 7, 4);
+        h.enable_translation();
+        h.map(pt, 4, 0x1000, 0xa000, 3);
+    }
+};
+}  // namespace
+
+TEST_F(OneMappedPage, IvaBitsAboveMgawAreIgnored)
+{
     VtdTranslation t{};
     ASSERT_EQ(h.translate(0x0310, 0x1000, VTD_PERM_READ, &t), VTD_FR_NONE);
     h.put64(h.pte_addr(pt, 4, 0x1000, 1), 0xb000 | 3);
@@ -246,13 +256,8 @@ TEST(RegisterInvalidation, IvaBitsAboveMgawAreIgnored)
 
 // IAIG reports the granularity the request was done at: a page range too
 // large to probe page by page goes domain-wide (10b).
-TEST(RegisterInvalidation, IaigReportsADomainWideRangeAsDomain)
+TEST_F(OneMappedPage, IaigReportsADomainWideRangeAsDomain)
 {
-    FakeHost h;
-    uint64_t pt = h.alloc_page();
-    h.set_context(0x0310, pt, 7, 4);
-    h.enable_translation();
-    h.map(pt, 4, 0x1000, 0xa000, 3);
     h.translate(0x0310, 0x1000, VTD_PERM_READ);
     h.w64(h.iva, 18);  // 2^18 pages
     h.w64(h.iotlb, (1ull << 63) | (3ull << 60) | (uint64_t{7} << 32));
