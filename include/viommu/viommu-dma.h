@@ -25,7 +25,7 @@
  * A queue is a ring of RING_SIZE 64-byte descriptors at RING_BASE (an IOVA,
  * 64-byte aligned).  Writing TAIL (the doorbell) hands descriptors
  * [HEAD, TAIL) to the device; it processes them in a bottom half, a bounded
- * number per run, writes each one's completion (status, result) back into the
+ * number per run and only while the VM runs, writes each one's completion (status, result) back into the
  * descriptor, advances HEAD, and raises the queue's vector if the descriptor
  * asked for it.  A descriptor that cannot be read or whose completion cannot
  * be written stops the queue with Q_STATUS.HALTED set; anything wrong inside

@@ -614,6 +614,65 @@ def t_migration_dma_in_flight():
                   doc["translate"]["requests"], doc["faults"]["recorded"]))
 
 
+def t_dma_waits_while_stopped():
+    """viommu-dma processes its ring only while the VM runs: nothing of a
+    doorbell rung in a stopped VM, nor, after an incoming migration, before
+    the destination is started; all of it once the VM runs."""
+    ring, dst, n = 0x300000, 0x400000, 8
+    q_head = 0x10
+
+    def head(vm):
+        return int(vm.qtest("readl 0x%x" % (DMA_BAR + Q0 + q_head)).split()[1], 16)
+
+    def push(vm, idx):
+        d = ring + idx * 64
+        for off, val in ((0, OP_FILL | 0x1000 << 32), (8, 0), (0x10, dst + idx * 0x1000),
+                         (0x18, 0x0101010101010101 * (idx + 1)), (0x20, ST_PENDING)):
+            vm.qtest("writeq 0x%x 0x%x" % (d + off, val))
+
+    def idle_main_loop(vm):
+        for _ in range(5):  # main-loop iterations, where the bottom half would run
+            vm.cmd("query-status")
+
+    def wait_head(vm, want):
+        deadline = time.monotonic() + TIMEOUT
+        while head(vm) != want and time.monotonic() < deadline:
+            time.sleep(0.02)
+        check(head(vm) == want, "HEAD %d after cont, want %d" % (head(vm), want))
+
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS) as src:
+        img = os.path.join(src.dir, "state")
+        cfg = 0x80000000 | DMA_DEV << 11
+        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
+        src.qtest("outl 0xcfc 0x%x" % DMA_BAR)
+        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
+        src.qtest("outl 0xcfc 0x6")
+        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
+            src.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        for i in range(n):
+            push(src, i)
+        src.cmd("stop")
+        dma_doorbell(src, n // 2)
+        idle_main_loop(src)
+        check(head(src) == 0, "HEAD %d while stopped" % head(src))
+        src.cmd("cont")
+        wait_head(src, n // 2)
+        check(phys_q(src, dst + 0xff8) == 0x0101010101010101, "the first FILL did not land")
+        src.cmd("stop")
+        dma_doorbell(src, n)
+        save_state(src, img)
+        check(head(src) == n // 2, "HEAD %d after the state was saved" % head(src))
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS, incoming="exec:cat %s" % img) as dst_vm:
+        wait_migration(dst_vm)
+        idle_main_loop(dst_vm)
+        check(dst_vm.cmd("query-status")["status"] != "running", "destination running")
+        check(head(dst_vm) == n // 2, "HEAD %d on the destination before it ran" % head(dst_vm))
+        dst_vm.cmd("cont")
+        wait_head(dst_vm, n)
+        check(phys_q(dst_vm, dst + (n - 1) * 0x1000) == 0x0808080808080808,
+              "the last FILL did not land on the destination")
+
+
 def t_analyze_migration():
     """QEMU's scripts/analyze-migration.py decodes the device's state field
     by field (no opaque buffer)."""
@@ -1031,6 +1090,8 @@ CASES = [
      t_migration_interrupt_remapping),
     ("migration with DMA in flight: queued DMA translates on the destination",
      t_migration_dma_in_flight),
+    ("viommu-dma processes its ring only while the VM runs, after a migration too",
+     t_dma_waits_while_stopped),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),
     ("-trace viommu_vtd_* shows the engine's events", t_trace_engine_events),
     ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),

@@ -14,6 +14,7 @@
 #include "exec/memory.h"
 #include "hw/pci/msix.h"
 #include "system/dma.h"
+#include "system/runstate.h"
 #include "viommu-dma-internal.h"
 #include "trace.h"
 
@@ -341,8 +342,12 @@ void viommu_dma_bh(void *opaque)
     unsigned descs = 0;
     uint64_t bytes = 0;
     bool more = true;
-    uint64_t t0 = vdma_cpu_ns();
+    uint64_t t0;
 
+    if (!runstate_is_running()) {
+        return;                 /* the VM's start kicks it again */
+    }
+    t0 = vdma_cpu_ns();
     /* Round-robin over queues, one descriptor each, within the budget. */
     while (more && descs < VDMA_BUDGET_DESCS && bytes < VDMA_BUDGET_BYTES) {
         more = false;
@@ -363,8 +368,17 @@ void viommu_dma_bh(void *opaque)
     }
 }
 
+/*
+ * Descriptors are processed only while the VM runs: they write guest
+ * memory and send interrupts, which must not happen in a stopped VM (its
+ * state may be being saved) nor, after an incoming migration, before the
+ * VM starts.
+ */
 void viommu_dma_kick(ViommuDmaState *s)
 {
+    if (!runstate_is_running()) {
+        return;
+    }
     for (uint32_t i = 0; i < s->nqueues; i++) {
         if (vdma_queue_active(&s->q[i])) {
             qemu_bh_schedule(s->bh);

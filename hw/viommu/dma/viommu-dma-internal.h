@@ -39,6 +39,7 @@ struct ViommuDmaState {
 
     MemoryRegion mmio;
     QEMUBH *bh;
+    VMChangeStateEntry *vmstate_change;
     uint32_t next_queue;        /* round-robin start for the next run */
 
     VDMAQueue q[VIOMMU_DMA_MAX_QUEUES];

@@ -25,6 +25,7 @@
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "system/runstate.h"
 #include "viommu-dma-internal.h"
 #include "trace.h"
 
@@ -215,6 +216,13 @@ static const MemoryRegionOps vdma_mmio_ops = {
     },
 };
 
+static void vdma_vm_state_change(void *opaque, bool running, RunState state)
+{
+    if (running) {
+        viommu_dma_kick(opaque);
+    }
+}
+
 static void vdma_realize(PCIDevice *pdev, Error **errp)
 {
     ViommuDmaState *s = VIOMMU_DMA(pdev);
@@ -242,6 +250,9 @@ static void vdma_realize(PCIDevice *pdev, Error **errp)
     }
     s->bh = qemu_bh_new_guarded(viommu_dma_bh, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
+    s->vmstate_change = qdev_add_vm_change_state_handler(DEVICE(pdev),
+                                                         vdma_vm_state_change,
+                                                         s);
     viommu_dma_map_notifier_realize(s);
 }
 
@@ -250,6 +261,7 @@ static void vdma_exit(PCIDevice *pdev)
     ViommuDmaState *s = VIOMMU_DMA(pdev);
 
     viommu_dma_map_notifier_exit(s);
+    qemu_del_vm_change_state_handler(s->vmstate_change);
     qemu_bh_delete(s->bh);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
