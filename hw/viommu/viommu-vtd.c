@@ -421,6 +421,30 @@ static const VMStateDescription viommu_vtd_sm_vmstate = {
     }
 };
 
+/*
+ * The record FSTS.FRI names while faults are pending, when it is not
+ * record 0: the next record to fill (FSTS's FRI in the main section) does
+ * not give it once the index restarted at 0 with older records pending.
+ * Absent, it is zero.
+ */
+static bool viommu_vtd_fault_oldest_needed(void *opaque)
+{
+    VtdState *st = opaque;
+
+    return st->fault_oldest;
+}
+
+static const VMStateDescription viommu_vtd_fault_oldest_vmstate = {
+    .name = "viommu-vtd/engine/fault-oldest",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = viommu_vtd_fault_oldest_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(fault_oldest, VtdState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /* In register-offset order. */
 static const VMStateDescription viommu_vtd_engine_vmstate = {
     .name = "viommu-vtd/engine",
@@ -458,6 +482,7 @@ static const VMStateDescription viommu_vtd_engine_vmstate = {
     .subsections = (const VMStateDescription * const []) {
         &viommu_vtd_ir_vmstate,
         &viommu_vtd_sm_vmstate,
+        &viommu_vtd_fault_oldest_vmstate,
         NULL
     }
 };

@@ -477,6 +477,12 @@ typedef struct VtdState {
      * zero.  RTADDR.TTM, the latched TTM and IQA.DW are in the registers
      * above. */
     uint64_t iqercd;
+    /* The record FSTS.FRI names while PPF is set: the oldest pending one
+     * (zero with none pending).  `fsts`'s FRI, the next record to fill,
+     * does not give it: turning TE and IRE off resets that index to 0
+     * while older records stay pending. */
+    uint32_t fault_oldest;
+    uint32_t reserved; /* zero */
 } VtdState;
 
 /* Why vtd_engine_set_state() refused a state. */

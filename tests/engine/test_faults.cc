@@ -234,11 +234,12 @@ TEST(FaultRecordLimit, AsManyRecordsAsFitInTheRegisterPage)
 
 // FSTS and the fault records after long random sequences of faults (some
 // repeats of a pending one), clears of records (32- and 64-bit writes, with
-// and without F), clears of PFO, masking and unmasking of the fault event
-// and a save and load of the state, against the registers recomputed at
-// each step from a model of the records: FRI the first record with F set
-// from the next free one on, PPF any F set, PFO once a fault found the next
-// record full, FECTL.IP and the messages from "no status pending before".
+// and without F), clears of PFO, masking and unmasking of the fault event,
+// translation turned off and on (the record index restarts at 0) and a save
+// and load of the state, against the registers recomputed at each step from
+// a model of the records: FRI the pending record filled first (the next free
+// one with none), PPF any F set, PFO once a fault found the next record full,
+// FECTL.IP and the messages from "no status pending before".
 // With 1, 3, 8 and 224 records.
 TEST(FaultRecordModel, RegistersMatchARecomputation)
 {
@@ -256,7 +257,9 @@ TEST(FaultRecordModel, RegistersMatchARecomputation)
         h.w32(FEADDR, 0xfee00000);
 
         std::vector<std::array<uint64_t, 2>> rec(n, {0, 0});
-        unsigned next = 0, collapsed = 0, overflows = 0, wraps = 0;
+        std::vector<uint64_t> age(n, 0);
+        uint64_t clock = 0;
+        unsigned next = 0, collapsed = 0, overflows = 0, wraps = 0, index_resets = 0;
         bool pfo = false, im = true, ip = false;
         size_t msis = 0;
         auto full = [&](unsigned i) { return (rec[i][1] >> 63) != 0; };
@@ -278,13 +281,16 @@ TEST(FaultRecordModel, RegistersMatchARecomputation)
             if (!pending())
                 ip = false;
         };
+        auto oldest = [&] {
+            unsigned o = n;
+            for (unsigned i = 0; i < n; i++)
+                if (full(i) && (o == n || age[i] < age[o]))
+                    o = i;
+            return o;
+        };
         auto fsts = [&] {
-            for (unsigned k = 0; k < n; k++) {
-                unsigned i = (next + k) % n;
-                if (full(i))
-                    return uint32_t{pfo} | 2u | i << 8;
-            }
-            return uint32_t{pfo} | next << 8;
+            unsigned o = oldest();
+            return o < n ? uint32_t{pfo} | 2u | o << 8 : uint32_t{pfo} | next << 8;
         };
 
         std::mt19937 rng(n);
@@ -314,6 +320,7 @@ TEST(FaultRecordModel, RegistersMatchARecomputation)
                     }
                 } else {
                     rec[next] = {page, info};
+                    age[next] = clock++;
                     next = (next + 1) % n;
                     wraps += next == 0;
                     raise(was);
@@ -346,6 +353,12 @@ TEST(FaultRecordModel, RegistersMatchARecomputation)
                     ip = false;
                 }
                 im = mask;
+            } else if (pick(2 * n) == 0) {  // TES and IRES clear: the index restarts at 0
+                h.gcmd_shadow &= ~TE;
+                h.w32(GCMD, h.gcmd_shadow);
+                h.enable_translation();
+                next = 0;
+                index_resets++;
             } else {  // the state out and back in
                 VtdState st;
                 vtd_engine_get_state(h.e, &st);
@@ -369,6 +382,7 @@ TEST(FaultRecordModel, RegistersMatchARecomputation)
         EXPECT_GT(collapsed, 0u) << "the sequence had repeats of pending faults";
         EXPECT_GT(overflows, 1u) << "and overflows";
         EXPECT_GT(wraps, 1u) << "and FRI wrapped";
+        EXPECT_GT(index_resets, 1u) << "and the index restarted";
     }
 }
 
@@ -387,4 +401,47 @@ TEST_F(Faults, RecordIndexResetsWhenRemappingGoesOff)
     h.enable_translation();
     EXPECT_EQ(h.translate(0x0108, 0x3000, VTD_PERM_READ), VTD_FR_READ);
     EXPECT_EQ(frcd_lo(0), 0x3000u) << "recorded in record 0 again";
+}
+
+// After the index restarts at 0 with records pending on both sides of it,
+// FRI still names the pending records in the order they were filled, also
+// after the state moved to another engine.
+TEST_F(Faults, RecordsKeepTheirOrderAcrossAnIndexRestart)
+{
+    h.w32(FECTL, 0);
+    auto fri = [](FakeHost &x) { return (x.mmio32(FSTS) >> 8) & 0xff; };
+    for (unsigned i = 0; i < 8; i++)  // records 0..7; the index wraps to 0
+        ASSERT_EQ(h.translate(0x0108, 0x1000 * (i + 1), VTD_PERM_READ), VTD_FR_READ);
+    for (unsigned i = 0; i < 6; i++)
+        clear_record(i);
+    for (unsigned i = 0; i < 5; i++)  // records 0..4; the index is at 5
+        ASSERT_EQ(h.translate(0x0108, 0x10000 * (i + 1), VTD_PERM_READ), VTD_FR_READ);
+    clear_record(0);
+    clear_record(1);
+    // Pending, oldest first: 6, 7, 2, 3, 4.  The index restarts at 0.
+    h.gcmd_shadow &= ~TE;
+    h.w32(GCMD, h.gcmd_shadow);
+    h.enable_translation();
+    ASSERT_EQ(h.translate(0x0108, 0x90000, VTD_PERM_READ), VTD_FR_READ);
+    EXPECT_EQ(frcd_lo(0), 0x90000u) << "the newest record";
+    EXPECT_EQ(fri(h), 6u);
+
+    VtdState st;
+    vtd_engine_get_state(h.e, &st);
+    EXPECT_EQ(st.fault_oldest, 6u);
+    EXPECT_EQ((st.fsts >> 8) & 0xff, 1u) << "the next record to fill";
+    FakeHost dst;
+    dst.ram = h.ram;
+    ASSERT_EQ(vtd_engine_set_state(dst.e, &st), VTD_STATE_OK);
+    EXPECT_EQ(dst.mmio32(FSTS), h.mmio32(FSTS));
+
+    for (FakeHost *x : {&h, &dst}) {
+        std::vector<unsigned> order;
+        while (x->mmio32(FSTS) & 2) {
+            unsigned i = fri(*x);
+            order.push_back(i);
+            x->w32(x->frcd + i * 16 + 12, 1u << 31);
+        }
+        EXPECT_EQ(order, (std::vector<unsigned>{6, 7, 2, 3, 4, 0}));
+    }
 }

@@ -227,7 +227,33 @@ TEST(Migration, RefusedStatesChangeNothing)
         {"IQA.DW", [](VtdState &s) { s.iqa |= 1u << 11; }, VTD_STATE_BAD_QUEUE},
         {"ICS reserved", [](VtdState &s) { s.ics |= 2; }, VTD_STATE_BAD_QUEUE},
         {"IEADDR unaligned", [](VtdState &s) { s.ieaddr |= 1; }, VTD_STATE_BAD_QUEUE},
+        // Values each register could hold, but not together with the rest.
+        {"FSTS.ICE", [](VtdState &s) { s.fsts |= 1u << 5; }, VTD_STATE_BAD_FAULTS},
+        {"FSTS.ITE", [](VtdState &s) { s.fsts |= 1u << 6; }, VTD_STATE_BAD_FAULTS},
+        {"FECTL.IP without IM", [](VtdState &s) { s.fectl = 1u << 30; }, VTD_STATE_BAD_FAULTS},
+        {"FECTL.IP with nothing pending",
+         [](VtdState &s) {
+             for (VtdFaultRecord &r : s.fault_records)
+                 r.hi &= ~(uint64_t{1} << 63);
+         },
+         VTD_STATE_BAD_FAULTS},
+        {"oldest record not pending", [](VtdState &s) { s.fault_oldest = 5; },
+         VTD_STATE_BAD_FAULTS},
+        {"oldest record beyond the records", [](VtdState &s) { s.fault_oldest = 8; },
+         VTD_STATE_BAD_FAULTS},
+        {"reserved", [](VtdState &s) { s.reserved = 1; }, VTD_STATE_BAD_FAULTS},
+        {"IQH with the queue off", [](VtdState &s) { s.gsts &= ~(1u << 26); }, VTD_STATE_BAD_QUEUE},
+        {"IECTL.IP without IM", [](VtdState &s) { s.iectl = 1u << 30; }, VTD_STATE_BAD_QUEUE},
+        {"IECTL.IP without ICS.IWC", [](VtdState &s) { s.ics = 0; }, VTD_STATE_BAD_QUEUE},
     };
+    // The spoiled values only: the good state has them otherwise.
+    ASSERT_EQ(good.fectl, 3u << 30) << "a fault event pending, masked";
+    ASSERT_EQ(good.iectl, 3u << 30) << "an invalidation event pending, masked";
+    ASSERT_EQ(good.ics, 1u);
+    ASSERT_NE(good.iqh, 0u);
+    ASSERT_NE(good.gsts & (1u << 26), 0u);
+    ASSERT_EQ(good.fault_oldest, 0u);
+    ASSERT_NE(good.fault_records[0].hi >> 63, 0u);
     for (const Case &c : cases) {
         VtdState bad = good;
         c.spoil(bad);

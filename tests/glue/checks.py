@@ -614,6 +614,33 @@ def t_migration_dma_in_flight():
                   doc["translate"]["requests"], doc["faults"]["recorded"]))
 
 
+def t_migration_fault_records():
+    """Pending fault records migrate with the record FRI names: three DMA
+    faults fill records 0-2, the guest clears 0 and 1, and the destination
+    reads the same FSTS (FRI 2) and records."""
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS) as src:
+        img = os.path.join(src.dir, "state")
+        dma_setup(src)
+        for i in range(3):
+            dma_push(src, i, UNMAPPED_IOVA + i * 0x1000, 0x5a5a5a5a5a5a5a5a)
+        dma_doorbell(src, 3)
+        for i in range(3):
+            check(dma_status(src, i) == ST_WRITE_FAULT, "DMA %d did not fault" % i)
+        frcd = ((src.readq(CAP) >> 24) & 0x3ff) * 16
+        for i in range(2):
+            src.writel(frcd + i * 16 + 12, 1 << 31)
+        fsts = src.readl(FSTS)
+        check(fsts & FSTS_PPF and (fsts >> 8) & 0xff == 2, "FSTS 0x%x: FRI not at record 2" % fsts)
+        records = [src.readq(frcd + i * 8) for i in range(6)]
+        save_state(src, img)
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS, incoming="exec:cat %s" % img) as dst:
+        wait_migration(dst)
+        check(dst.readl(FSTS) == fsts, "FSTS 0x%x after migration, 0x%x before" % (dst.readl(FSTS), fsts))
+        got = [dst.readq(frcd + i * 8) for i in range(6)]
+        check(got == records, "records %s after migration, %s before" % (
+            [hex(r) for r in got], [hex(r) for r in records]))
+
+
 def t_dma_waits_while_stopped():
     """viommu-dma processes its ring only while the VM runs: nothing of a
     doorbell rung in a stopped VM, nor, after an incoming migration, before
@@ -1090,6 +1117,8 @@ CASES = [
      t_migration_interrupt_remapping),
     ("migration with DMA in flight: queued DMA translates on the destination",
      t_migration_dma_in_flight),
+    ("migration keeps pending fault records and the record FRI names",
+     t_migration_fault_records),
     ("viommu-dma processes its ring only while the VM runs, after a migration too",
      t_dma_waits_while_stopped),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),

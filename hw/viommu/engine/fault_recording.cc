@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "fault_recording.hpp"
 
+#include <algorithm>
+
 #include "events.hpp"
 
 namespace viommu::vtd {
@@ -20,7 +22,8 @@ static constexpr auto LOCKED = std::memory_order_relaxed;
 static constexpr auto PUBLISH = std::memory_order_release;
 
 FaultRecorder::FaultRecorder(const Host &host, Stats &stats, unsigned records)
-    : host_(host), stats_(stats), frcd_(records), frcd_bytes_(records * reg::FRCD_LEN)
+    : host_(host), stats_(stats), frcd_(records), seq_(records),
+      frcd_bytes_(records * reg::FRCD_LEN)
 {
     reset();
 }
@@ -32,6 +35,8 @@ void FaultRecorder::reset()
     fri_ = 0;
     pending_ = 0;
     oldest_ = 0;
+    std::fill(seq_.begin(), seq_.end(), 0);
+    next_seq_ = 0;
     fectl_.store(ECTL_IM, PUBLISH);
     fedata_.store(0, PUBLISH);
     feaddr_.store(0, PUBLISH);
@@ -55,29 +60,26 @@ bool FaultRecorder::full_locked(size_t index) const
     return frcd_[index][1].load(LOCKED) & FRCD_F;
 }
 
-// While PPF is set, FRI names the oldest pending record: software reads
-// records from there until one has F clear.  Records fill in order from
-// fri_, the next free one, so the oldest pending record is the first one
-// with F set from fri_ on (wrapping); with none, FRI is fri_.  Every change
-// to status_, fri_ or an F bit ends here.
+// While PPF is set, FRI names the oldest pending record (oldest_):
+// software reads records from there until one has F clear; with none
+// pending, FRI is fri_.  Every change to status_, fri_ or an F bit ends
+// here.
 void FaultRecorder::publish_locked()
 {
     uint32_t v = status_ | (pending_ ? fsts::PPF | oldest_ << fsts::FRI : fri_ << fsts::FRI);
     fsts_.store(v, PUBLISH);
 }
 
-// oldest_ from a scan from `from` on, the first record with F set (pending_
-// says one is); after a clear of the oldest record, the records from fri_
-// to it are all clear, so a scan from the next one finds the same record
-// as a scan from fri_.
-void FaultRecorder::find_oldest_locked(size_t from)
+// oldest_ as the full record filled first (pending_ says one is).  Records
+// fill in circular order, but reset_index() restarts that order at 0 with
+// older records still pending, so the order is kept per record.
+void FaultRecorder::find_oldest_locked()
 {
-    size_t n = frcd_.size();
-    for (size_t i = 0; i < n; i++) {
-        size_t index = (from + i) % n;
-        if (full_locked(index)) {
-            oldest_ = static_cast<unsigned>(index);
-            return;
+    uint64_t oldest_seq = UINT64_MAX;
+    for (size_t i = 0; i < frcd_.size(); i++) {
+        if (full_locked(i) && seq_[i] < oldest_seq) {
+            oldest_seq = seq_[i];
+            oldest_ = static_cast<unsigned>(i);
         }
     }
 }
@@ -152,8 +154,7 @@ void FaultRecorder::record(uint16_t sid, uint64_t addr, VtdFaultReason reason, b
             r[0].store(page, PUBLISH);
             r[1].store(info, PUBLISH);
             host_.event([&] { return ev::fault_record(VTD_FAULT_RECORDED, fri_, {page, info}); });
-            // The records from fri_ on to the oldest pending one are clear
-            // (this one was), so the oldest stays the oldest.
+            seq_[fri_] = next_seq_++;
             if (pending_++ == 0)
                 oldest_ = fri_;
             fri_ = (fri_ + 1) % frcd_.size();
@@ -241,7 +242,7 @@ void FaultRecorder::write32(uint32_t offset, uint32_t value)
                 if (v & FRCD_F) {
                     hi.store(v & ~FRCD_F, PUBLISH);
                     if (--pending_ && index == oldest_)
-                        find_oldest_locked(index + 1);
+                        find_oldest_locked();
                     publish_locked();
                 }
                 after_clear_locked();
@@ -260,15 +261,26 @@ FaultRecorder::State FaultRecorder::save() const
     s.records.resize(frcd_.size());
     for (size_t i = 0; i < frcd_.size(); i++)
         s.records[i] = {frcd_[i][0].load(LOCKED), frcd_[i][1].load(LOCKED)};
+    s.oldest = pending_ ? oldest_ : 0;
     return s;
 }
 
+// A state the unit could hold: ITE and ICE never arise (every device-TLB
+// invalidation completes at once), FECTL.IP only with IM set and a status
+// or record pending, the oldest pending record one with F set.
 bool FaultRecorder::load(const State &s)
 {
     unsigned fri = field(s.fsts, 15, fsts::FRI);
     if (s.records.size() != frcd_.size() || fri >= frcd_.size() ||
-        (s.fsts & ~(fsts::W1C | mask(15, fsts::FRI))) || (s.fectl & ~(ECTL_IM | ECTL_IP)) ||
-        (s.fedata & ~EVENT_DATA_MASK) || (s.feaddr & ~EVENT_ADDR_MASK))
+        (s.fsts & ~(fsts::W1C | mask(15, fsts::FRI))) || (s.fsts & (fsts::ICE | fsts::ITE)) ||
+        (s.fectl & ~(ECTL_IM | ECTL_IP)) || (s.fedata & ~EVENT_DATA_MASK) ||
+        (s.feaddr & ~EVENT_ADDR_MASK))
+        return false;
+    auto full = [](const std::array<uint64_t, 2> &r) { return (r[1] & FRCD_F) != 0; };
+    size_t pending = std::count_if(s.records.begin(), s.records.end(), full);
+    if (pending ? s.oldest >= s.records.size() || !full(s.records[s.oldest]) : s.oldest != 0)
+        return false;
+    if ((s.fectl & ECTL_IP) && (!(s.fectl & ECTL_IM) || (!pending && !(s.fsts & fsts::W1C))))
         return false;
     std::lock_guard guard(lock_);
     status_ = s.fsts & fsts::W1C;
@@ -277,14 +289,22 @@ bool FaultRecorder::load(const State &s)
     fedata_.store(s.fedata, PUBLISH);
     feaddr_.store(s.feaddr, PUBLISH);
     feuaddr_.store(s.feuaddr, PUBLISH);
-    pending_ = 0;
     for (size_t i = 0; i < frcd_.size(); i++) {
         frcd_[i][0].store(s.records[i][0], PUBLISH);
         frcd_[i][1].store(s.records[i][1], PUBLISH);
-        pending_ += (s.records[i][1] & FRCD_F) != 0;
     }
-    if (pending_)
-        find_oldest_locked(fri_);
+    pending_ = static_cast<unsigned>(pending);
+    oldest_ = s.oldest;
+    // The order records were filled in, from the oldest one and the index:
+    // those below fri_ were filled last, in order (since the index last
+    // restarted at 0, or in this lap); the others before them, in circular
+    // order from the oldest.
+    next_seq_ = 0;
+    for (size_t i = 0; i < frcd_.size(); i++)
+        if (size_t index = (oldest_ + i) % frcd_.size(); index >= fri_)
+            seq_[index] = next_seq_++;
+    for (size_t index = 0; index < fri_; index++)
+        seq_[index] = next_seq_++;
     publish_locked();
     return true;
 }

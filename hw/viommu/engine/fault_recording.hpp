@@ -65,6 +65,7 @@ public:
     struct State {
         uint32_t fsts = 0, fectl = 0, fedata = 0, feaddr = 0, feuaddr = 0;
         std::vector<std::array<uint64_t, 2>> records;
+        uint32_t oldest = 0;  // the oldest pending record; 0 with none
     };
     State save() const;
     bool load(const State &s);  // false if inconsistent (nothing changed)
@@ -80,7 +81,7 @@ private:
     bool pending_locked() const { return status_ != 0 || pending_ != 0; }
     bool full_locked(size_t index) const;
     void publish_locked();
-    void find_oldest_locked(size_t from);
+    void find_oldest_locked();
     void raise_locked(bool was_pending, Msi &msi);
     void after_clear_locked();
     void deliver(const Msi &msi);
@@ -92,11 +93,13 @@ private:
     uint32_t status_ = 0;   // PFO, IQE, ICE, ITE
     unsigned fri_ = 0;      // the next record a fault goes to
     unsigned pending_ = 0;  // records with F set
-    unsigned oldest_ = 0;   // with pending_: the first record with F set from fri_ on
+    unsigned oldest_ = 0;   // with pending_: the oldest record with F set
     // Written under lock_, read without it.
     std::atomic<uint32_t> fsts_{0};  // status_ | PPF and FRI
     std::atomic<uint32_t> fectl_{0}, fedata_{0}, feaddr_{0}, feuaddr_{0};
     std::vector<Record> frcd_;
+    std::vector<uint64_t> seq_;  // under lock_: the order records were filled in
+    uint64_t next_seq_ = 0;
     const uint32_t frcd_bytes_;  // frcd_.size() * reg::FRCD_LEN
 };
 

@@ -470,6 +470,11 @@ bool InvalidationQueue::load(const State &s)
         (s.ieaddr & ~EVENT_ADDR_MASK))
         return false;  // IQH past the queue's end is reachable (IQA rewritten): process() stops
                        // there
+    // IQH resets whenever the queue is disabled; IECTL.IP arises only with
+    // IM set and goes with ICS.IWC.
+    if ((s.iqh && !s.enabled) ||
+        ((s.iectl & ECTL_IP) && (!(s.iectl & ECTL_IM) || !(s.ics & ICS_IWC))))
+        return false;
     // IQEI only with scalable mode and only while FSTS.IQE is set (the
     // fault recorder's state is loaded first); ITESID and ICESID are zero.
     if (s.iqercd > static_cast<uint64_t>(QueueErrorInfo::MisalignedTail) ||

@@ -47,6 +47,7 @@ void Engine::get_state(VtdState &st) const
     st.ieaddr = qs.ieaddr;
     st.ieuaddr = qs.ieuaddr;
     st.iqercd = qs.iqercd;
+    st.fault_oldest = fs.oldest;
 }
 
 VtdStateError Engine::set_state(const VtdState &st)
@@ -73,7 +74,8 @@ VtdStateError Engine::set_state(const VtdState &st)
     if (!ir_.valid(is))
         return VTD_STATE_BAD_INTERRUPT_REMAPPING;
 
-    FaultRecorder::State fs{st.fsts, st.fectl, st.fedata, st.feaddr, st.feuaddr, {}};
+    FaultRecorder::State fs{st.fsts,    st.fectl, st.fedata,      st.feaddr,
+                            st.feuaddr, {},       st.fault_oldest};
     fs.records.resize(st.n_fault_records);
     for (size_t i = 0; i < fs.records.size(); i++)
         fs.records[i] = {st.fault_records[i].lo, st.fault_records[i].hi};
@@ -88,7 +90,7 @@ VtdStateError Engine::set_state(const VtdState &st)
     const bool unused_zero =
         std::all_of(st.fault_records + st.n_fault_records, st.fault_records + VTD_MAX_FAULT_RECORDS,
                     [](const VtdFaultRecord &r) { return !r.lo && !r.hi; });
-    if (!records_ok || !unused_zero)
+    if (!records_ok || !unused_zero || st.reserved)
         return VTD_STATE_BAD_FAULTS;
 
     const InvalidationQueue::State qs{bool(st.gsts & gcmd::QIE),
