@@ -88,6 +88,9 @@ static void test_bad_descriptors(void)
     g_assert_cmphex(vdma_run(d, 0, &desc, &res), ==, VIOMMU_DMA_ST_BAD_LEN);
     desc.len = 16; desc.dst = ~0ULL - 7;
     g_assert_cmphex(vdma_run(d, 0, &desc, &res), ==, VIOMMU_DMA_ST_BAD_ADDR);
+    desc.op = VIOMMU_DMA_OP_COPY; desc.src = ~0ULL - 7; desc.dst = buf;
+    g_assert_cmphex(vdma_run(d, 0, &desc, &res), ==, VIOMMU_DMA_ST_BAD_ADDR);
+    desc.op = VIOMMU_DMA_OP_FILL; desc.src = 0;
     desc.dst = buf; desc.flags = 0x80;
     g_assert_cmphex(vdma_run(d, 0, &desc, &res), ==, VIOMMU_DMA_ST_BAD_FLAGS);
     /* beyond RAM: the access fails, reported with the failing offset */
@@ -104,8 +107,84 @@ static void test_bad_descriptors(void)
     /* the queue keeps going */
     g_assert_cmphex(vdma_fill(d, buf, 64, 1, &res), ==, VIOMMU_DMA_ST_OK);
     g_assert_cmpuint(vdma_reg_read(d, VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ERRS),
-                     ==, 7);
+                     ==, 8);
     g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_FAULTS), ==, 2);
+    vt_stop(&e);
+}
+
+/*
+ * DMA aimed at the device's own registers fails (QEMU's re-entrancy
+ * guard): a write of CTRL.RESET resets nothing, a read of ID reads nothing.
+ */
+static void test_dma_to_own_registers(void)
+{
+    VtEnv e;
+    VdmaDev *d;
+    uint64_t buf, regs;
+    uint32_t res;
+
+    start(&e);
+    d = &e.dma[0];
+    buf = vtd_alloc(&e.g, 4096, 4096);
+    regs = d->bar.addr;
+    qtest_writel(e.qts, buf, VIOMMU_DMA_CTRL_RESET);
+    g_assert_cmphex(vdma_copy(d, buf, regs + VIOMMU_DMA_REG_CTRL, 4, &res), ==,
+                    VIOMMU_DMA_ST_WRITE_FAULT);
+    g_assert_cmpuint(res, ==, 0);
+    g_assert_cmphex(vdma_reg_read(d, VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_CTRL),
+                    ==, VIOMMU_DMA_QCTRL_ENABLE);
+    g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_DESCS), ==, 1);
+    g_assert_cmphex(vdma_copy(d, regs + VIOMMU_DMA_REG_ID, buf + 8, 4, &res),
+                    ==, VIOMMU_DMA_ST_READ_FAULT);
+    g_assert_cmphex(qtest_readl(e.qts, buf + 8), ==, 0);
+    g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_DESCS), ==, 2);
+    vt_stop(&e);
+}
+
+/* The INTx line (GSI 16-23) that is high, or -1 with none. */
+static int intx_high(QTestState *qts)
+{
+    int high = -1;
+
+    for (int gsi = 16; gsi < 24; gsi++) {
+        if (qtest_get_irq(qts, gsi)) {
+            g_assert_cmpint(high, ==, -1);
+            high = gsi;
+        }
+    }
+    return high;
+}
+
+/*
+ * Without MSI-X, INTx is high while any queue's ISR bit is set: raised by a
+ * completion, lowered by clearing ISR, silent while MSI-X is on and high
+ * again when MSI-X goes off with ISR still set.
+ */
+static void test_intx(void)
+{
+    VtEnv e;
+    VdmaDev *d;
+    uint32_t isr = VIOMMU_DMA_Q_BASE(0) + VIOMMU_DMA_Q_ISR;
+    int gsi;
+
+    start(&e);
+    d = &e.dma[0];
+    qtest_irq_intercept_in(e.qts, "ioapic");
+    g_assert_cmpint(intx_high(e.qts), ==, -1);
+    g_assert_cmphex(vdma_raise_irq(d, 0), ==, VIOMMU_DMA_ST_OK);
+    gsi = intx_high(e.qts);
+    g_assert_cmpint(gsi, >=, 16);
+    vdma_reg_write(d, isr, 1);
+    g_assert_cmpint(intx_high(e.qts), ==, -1);
+
+    g_assert_cmphex(vdma_raise_irq(d, 0), ==, VIOMMU_DMA_ST_OK);
+    g_assert_cmpint(intx_high(e.qts), ==, gsi);
+    qpci_msix_enable(d->pdev);
+    g_assert_cmpint(intx_high(e.qts), ==, -1);
+    qpci_msix_disable(d->pdev);
+    g_assert_cmpint(intx_high(e.qts), ==, gsi);
+    vdma_reg_write(d, isr, 1);
+    g_assert_cmpint(intx_high(e.qts), ==, -1);
     vt_stop(&e);
 }
 
@@ -195,5 +274,8 @@ int main(int argc, char **argv)
     qtest_add_func("/viommu-dma/bad-descriptors", test_bad_descriptors);
     qtest_add_func("/viommu-dma/bad-rings", test_bad_rings);
     qtest_add_func("/viommu-dma/irq-and-reset", test_irq_and_reset);
+    qtest_add_func("/viommu-dma/dma-to-own-registers",
+                   test_dma_to_own_registers);
+    qtest_add_func("/viommu-dma/intx", test_intx);
     return g_test_run();
 }

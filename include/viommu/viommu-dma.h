@@ -25,11 +25,14 @@
  * A queue is a ring of RING_SIZE 64-byte descriptors at RING_BASE (an IOVA,
  * 64-byte aligned).  Writing TAIL (the doorbell) hands descriptors
  * [HEAD, TAIL) to the device; it processes them in a bottom half, a bounded
- * number per run and only while the VM runs, writes each one's completion (status, result) back into the
- * descriptor, advances HEAD, and raises the queue's vector if the descriptor
- * asked for it.  A descriptor that cannot be read or whose completion cannot
- * be written stops the queue with Q_STATUS.HALTED set; anything wrong inside
- * a descriptor is reported in its status and the queue goes on.
+ * number per run and only while the VM runs, writes each one's completion
+ * (status, result) back into the descriptor, advances HEAD, and, if the
+ * descriptor asked for it, sets the queue's ISR bit and raises its MSI-X
+ * vector.  Without MSI-X, INTx is asserted while any queue's ISR bit is
+ * set (also when MSI-X is turned off with ISR bits set).  A descriptor that
+ * cannot be read or whose completion cannot be written stops the queue with
+ * Q_STATUS.HALTED set; anything wrong inside a descriptor is reported in its
+ * status and the queue goes on.
  */
 #ifndef VIOMMU_DMA_H
 #define VIOMMU_DMA_H

@@ -2,7 +2,8 @@
 /*
  * viommu-dma: the DMA engine.  A bottom half walks the enabled queues
  * round-robin, one descriptor each, within a bounded budget per run (so a
- * hostile ring, huge, looping or unmapped, never stalls the main loop),
+ * hostile ring, huge, looping or unmapped, holds the main loop for at
+ * most the budget or one descriptor of max-len bytes),
  * and executes each descriptor through the PCI DMA API: an IOMMU in front
  * of the device translates every access, and a failed translation becomes
  * the descriptor's error status.
@@ -348,20 +349,28 @@ void viommu_dma_bh(void *opaque)
         return;                 /* the VM's start kicks it again */
     }
     t0 = vdma_cpu_ns();
-    /* Round-robin over queues, one descriptor each, within the budget. */
-    while (more && descs < VDMA_BUDGET_DESCS && bytes < VDMA_BUDGET_BYTES) {
+    /*
+     * Round-robin over queues, one descriptor each, until the budget is
+     * spent; the next run starts at the queue after the last one served.
+     */
+    while (more) {
         more = false;
         for (uint32_t n = 0; n < s->nqueues; n++) {
             uint32_t qi = (s->next_queue + n) % s->nqueues;
 
+            if (descs >= VDMA_BUDGET_DESCS || bytes >= VDMA_BUDGET_BYTES) {
+                s->next_queue = qi;
+                more = true;
+                goto out;
+            }
             if (vdma_queue_active(&s->q[qi])) {
                 bytes += vdma_process_one(s, qi);
                 descs++;
                 more |= vdma_queue_active(&s->q[qi]);
             }
         }
-        s->next_queue = (s->next_queue + 1) % s->nqueues;
     }
+out:
     s->bh_ns += vdma_cpu_ns() - t0;
     if (more) {
         qemu_bh_schedule(s->bh);

@@ -216,6 +216,14 @@ static const MemoryRegionOps vdma_mmio_ops = {
     },
 };
 
+/* INTx is the queues' ISRs again once MSI-X is off (it is silent while on). */
+static void vdma_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                              int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    viommu_dma_update_intx(VIOMMU_DMA(pdev));
+}
+
 static void vdma_vm_state_change(void *opaque, bool running, RunState state)
 {
     if (running) {
@@ -363,6 +371,7 @@ static void vdma_class_init(ObjectClass *klass, void *data)
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
 
     k->realize = vdma_realize;
+    k->config_write = vdma_write_config;
     k->exit = vdma_exit;
     k->vendor_id = VIOMMU_DMA_VENDOR_ID;
     k->device_id = VIOMMU_DMA_DEVICE_ID;
