@@ -146,10 +146,11 @@ uint32_t vdma_wait(VdmaDev *d, unsigned qi, uint32_t idx, uint32_t *result)
         }
         if (vdma_reg_read(d, VIOMMU_DMA_Q_BASE(qi) + VIOMMU_DMA_Q_STATUS) &
             (VIOMMU_DMA_QSTS_HALTED | VIOMMU_DMA_QSTS_BADRING)) {
-            break;
+            return VIOMMU_DMA_ST_PENDING;
         }
     }
-    return VIOMMU_DMA_ST_PENDING;
+    g_error("viommu-dma queue %u: descriptor %u neither completed nor "
+            "halted the queue after %d polls", qi, idx, VDMA_POLL_MAX);
 }
 
 uint32_t vdma_run(VdmaDev *d, unsigned qi, const VdmaDesc *desc,

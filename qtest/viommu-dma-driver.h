@@ -61,7 +61,11 @@ uint32_t vdma_raise_irq(VdmaDev *d, unsigned qi);
 uint32_t vdma_push(VdmaDev *d, unsigned qi, const VdmaDesc *desc);
 /* write queue qi's TAIL doorbell: the device runs what was pushed */
 void vdma_ring_doorbell(VdmaDev *d, unsigned qi);
-/* poll a descriptor's status until the device completes it */
+/*
+ * Poll a descriptor's status until the device completes it; PENDING if the
+ * queue halted first (the ring or the completion unreachable).  Neither
+ * within VDMA_POLL_MAX polls fails the test.
+ */
 uint32_t vdma_wait(VdmaDev *d, unsigned qi, uint32_t idx, uint32_t *result);
 /* push + kick + wait */
 uint32_t vdma_run(VdmaDev *d, unsigned qi, const VdmaDesc *desc,

@@ -172,9 +172,22 @@ static void vt_run_case(const void *data)
     ((const VtTestCase *)data)->fn();
 }
 
+void vt_check_deviation(const char *id, bool ok, const char *expr,
+                        const char *file, int line, const char *func)
+{
+    if (!ok) {
+        fprintf(stderr, "viommu-lab deviation %s at %s:%d\n", id, file, line);
+        g_assertion_message_expr(G_LOG_DOMAIN, file, line, func, expr);
+    }
+}
+
 static void vt_run_deviation_case(const void *data)
 {
     const VtTestCase *c = data;
+    g_autofree char *id = g_strndup(c->intel_deviation,
+                                    strcspn(c->intel_deviation, ":"));
+    g_autofree char *marker = g_strdup_printf("*viommu-lab deviation %s at *",
+                                              id);
 
     if (g_test_subprocess()) {
         c->fn();
@@ -186,6 +199,8 @@ static void vt_run_deviation_case(const void *data)
                            "reproduces: %s", c->intel_deviation);
         return;
     }
+    /* failed, and at the deviating check: anything else fails the case */
+    g_test_trap_assert_stderr(marker);
     g_test_message("known intel-iommu deviation reproduced: %s",
                    c->intel_deviation);
 }

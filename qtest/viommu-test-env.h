@@ -70,6 +70,17 @@ void vt_map_rings(VtEnv *e, VtdDomain *d, int i);
  */
 void vt_wait_migration(QTestState *src, QTestState *dst);
 bool vt_test_init(int *argc, char ***argv);
+
+/*
+ * The check of a case with intel_deviation that intel-iommu fails: an
+ * assertion of cond, which on failure also names the deviation id ("D1")
+ * on stderr.  On intel-iommu the case passes only if its subprocess failed
+ * at this check, so any other failure still fails the case.
+ */
+#define vt_assert_deviation(id, cond) \
+    vt_check_deviation((id), (cond), #cond, __FILE__, __LINE__, G_STRFUNC)
+void vt_check_deviation(const char *id, bool ok, const char *expr,
+                        const char *file, int line, const char *func);
 void vt_add_case(const char *prefix, const char *path, void (*fn)(void),
                  const char *intel_aborts, const char *intel_deviation,
                  bool vtd_only);

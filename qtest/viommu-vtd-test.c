@@ -148,6 +148,7 @@ static void test_enable_sequence(void)
 {
     VtEnv e;
     VtdGuest *g;
+    VtdFault f;
 
     vt_start(&e, vt_iommu_name(), NULL, 1, 256, NULL);
     g = &e.g;
@@ -159,9 +160,19 @@ static void test_enable_sequence(void)
     vtd_enable_translation(g);
     g_assert_cmphex(vtd_readl(g, VTD_GSTS), ==,
                     VTD_GCMD_SRTP | VTD_GCMD_QIE | VTD_GCMD_TE);
-    /* no context: DMA is blocked */
+    /* no root entry: the ring fetch faults, the queue halts, nothing moved */
     g_assert_cmphex(vdma_fill(&e.dma[0], e.ring[0] + 8192, 8, 1, NULL), ==,
                     VIOMMU_DMA_ST_PENDING);
+    g_assert_cmphex(vdma_reg_read(&e.dma[0], VIOMMU_DMA_Q_BASE(0) +
+                                  VIOMMU_DMA_Q_STATUS), ==,
+                    VIOMMU_DMA_QSTS_HALTED);
+    g_assert_cmpuint(vdma_reg_read(&e.dma[0], VIOMMU_DMA_Q_BASE(0) +
+                                   VIOMMU_DMA_Q_HEAD), ==, 0);
+    g_assert_cmphex(qtest_readq(e.qts, e.ring[0] + 8192), ==, 0);
+    g_assert_true(vtd_fault_pop(g, &f));
+    g_assert_cmphex(f.reason, ==, VTD_FR_ROOT_NP);
+    g_assert_cmphex(f.sid, ==, e.dma[0].sid);
+    g_assert_false(vtd_fault_pop(g, &f));
     vtd_disable_translation(g);
     g_assert_cmphex(vtd_readl(g, VTD_GSTS) & VTD_GCMD_TE, ==, 0);
     g_assert_true(vtd_qi_sync(g));
@@ -332,6 +343,7 @@ static void test_fault_write_cached_ro(void)
     g_assert_cmpint(probe(&f, ro), ==, 0);
     g_assert_cmphex(vdma_copy(&f.e.dma[0], ro, ro + 16, 8, &res), ==,
                     VIOMMU_DMA_ST_WRITE_FAULT);
+    vt_assert_deviation("D1", vtd_fault_count(&f.e.g) == 1);
     check_fault(&f.e.g, ro, vt_sid(0), VTD_FR_WRITE, false);
     fx_stop(&f);
 }
@@ -738,7 +750,7 @@ static void test_wait_plain(void)
     g = &f.e.g;
     vtd_qi_push(g, vtd_desc_wait(false, false, false, 0, 0));
     vtd_qi_push(g, vtd_desc_wait(false, false, true, 0, 0));
-    g_assert_true(vtd_qi_sync(g));
+    vt_assert_deviation("D2", vtd_qi_sync(g));
     g_assert_cmphex(vtd_readl(g, VTD_FSTS), ==, 0);
     fx_stop(&f);
 }
