@@ -11,18 +11,19 @@
 #   make qemu    only build build/qemu-system-x86_64
 #
 # Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
-# QEMU_ARGS="..." extra QEMU options (run), FUZZ_TIME=60 FUZZ_TARGETS="engine iova qemu" (fuzz).
+# VCPUS=2 guest vCPUs (run; not QEMU_ARGS=-smp), QEMU_ARGS="..." extra QEMU options (run, demo),
+# FUZZ_TIME=60 FUZZ_TARGETS="engine iova qemu" (fuzz).
 
 SHELL := /bin/bash
 IOMMU ?= viommu-vtd
 FUZZ_TIME ?= 60
 SUITES ?= unit qtest glue guest profile
-export IOMMU SUITES QEMU_ARGS FUZZ_TARGETS
+export IOMMU SUITES QEMU_ARGS VCPUS FUZZ_TARGETS
 
 .PHONY: run demo check bench qemu standalone setup report fuzz check-sanitize clean help
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@bash scripts/setup-host.sh guest
@@ -57,9 +58,8 @@ report:
 
 # Coverage-guided runs of every fuzz target (docs/fuzzing.rst); finds land in
 # build/fuzz/artifacts/<target>/.  FUZZ_TARGETS="engine iova qemu" picks some.
+# scripts/fuzz.sh checks FUZZ_TIME and FUZZ_TARGETS, then sets up the host.
 fuzz:
-	@bash scripts/setup-host.sh fuzz
-	@if [[ " $${FUZZ_TARGETS:-qemu} " == *" qemu "* ]]; then bash scripts/setup-host.sh qemu; fi
 	@FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
 
 # The qtest and glue suites and six guest boots against an ASan+UBSan build

@@ -21,9 +21,22 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# Both checked before any setup, as scripts/check.sh checks SUITES: libFuzzer
+# reads -max_total_time=0 (and a non-number, as 0) as "no limit".
 time=${FUZZ_TIME:-60}
+[[ $time =~ ^[1-9][0-9]{0,9}$ ]] && [ "$time" -le 2147483647 ] \
+    || die "FUZZ_TIME must be a whole number of seconds from 1 to 2147483647, not '$time'."
+all_targets="engine iova trace qemu qemu-sm"
+targets=${FUZZ_TARGETS:-$all_targets}
+set -f  # a '*' in FUZZ_TARGETS is a bad name, not a file list
+for t in $targets; do
+    case " $all_targets " in *" $t "*) ;; *) die "unknown fuzz target '$t' in FUZZ_TARGETS (known: $all_targets)." ;; esac
+done
+# shellcheck disable=SC2086,SC2116  # one space between the names
+targets=$(echo $targets)
+set +f
+[ -n "$targets" ] || die "FUZZ_TARGETS names no target (known: $all_targets)."
 FUZZ_OPTS=${FUZZ_OPTS:-}
-targets=${FUZZ_TARGETS:-engine iova trace qemu qemu-sm}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # The generic-fuzz configurations (docs/fuzzing.rst): the machine, then
@@ -42,6 +55,9 @@ summary() {  # summary TARGET LOG: the final libFuzzer figures
     rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$2")
     say "$1: ${execs:-?} executions in $time s (${rate:-?}/s), $(grep -o 'cov: [0-9]* ft: [0-9]*' <<<"$final" || echo 'no coverage line'); log build/fuzz/$1.log"
 }
+
+bash "$TOP/scripts/setup-host.sh" fuzz
+case " $targets " in *" qemu "*|*" qemu-sm "*) bash "$TOP/scripts/setup-host.sh" qemu ;; esac
 
 failed=0
 run_libfuzzer() {  # run_libfuzzer NAME BINARY FIRST-ARG SEEDS [OPTION...]
@@ -87,7 +103,6 @@ for t in $targets; do
         QEMU_FUZZ_ARGS=$args run_libfuzzer "$t" "$BUILD/qemu-fuzz/qemu-fuzz-x86_64" \
             --fuzz-target=generic-fuzz ""
         ;;
-    *) die "unknown fuzz target '$t' (engine, iova, trace, qemu, qemu-sm)" ;;
     esac
 done
 [ $failed = 0 ] || die "a fuzz target found something; see build/fuzz/artifacts/."

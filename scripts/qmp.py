@@ -6,18 +6,24 @@ command for the shell scripts.
   qmp.py [--wait S] SOCK COMMAND [ARGUMENTS-AS-JSON]
 
 connects to the QMP unix socket SOCK (waiting up to S seconds for it to appear,
-default 10), negotiates capabilities, runs COMMAND and prints its "return"
-value as JSON; it exits 1 with one sentence on stderr on any error.
+0 to 3600, default 10), negotiates capabilities, runs COMMAND with
+ARGUMENTS (a JSON object) and prints its "return" value as JSON; it exits 1
+with one sentence on stderr on any error.
 
 As a module: QMP(path, timeout=30, wait=0).cmd(name, **arguments) returns the
 "return" value and raises QMPError (one sentence) on an error reply, a closed
-connection or a socket that did not appear within `wait` seconds.  Events are
+connection or a socket that did not appear within `wait` seconds (0 to 3600).  Events are
 skipped.
 """
 import json
+import math
 import socket
 import sys
 import time
+
+# The longest --wait (and QMP(wait=)): a socket that has not appeared within
+# an hour is not coming.
+MAX_WAIT = 3600
 
 
 class QMPError(Exception):
@@ -27,6 +33,8 @@ class QMPError(Exception):
 class QMP:
     def __init__(self, path, timeout=30.0, wait=0.0):
         self.path = path
+        if not (isinstance(wait, (int, float)) and math.isfinite(wait) and 0 <= wait <= MAX_WAIT):
+            raise QMPError("the wait for QMP socket %s must be 0 to %d seconds, not %r" % (path, MAX_WAIT, wait))
         deadline = time.monotonic() + wait
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -80,15 +88,29 @@ class QMP:
 def main(argv):
     wait = 10.0
     if len(argv) >= 2 and argv[0] == "--wait":
-        wait = float(argv[1])
+        try:
+            wait = float(argv[1])
+        except ValueError:
+            wait = None
+        if wait is None or not math.isfinite(wait) or not 0 <= wait <= MAX_WAIT:
+            print("qmp.py: --wait needs seconds from 0 to %d, not '%s'" % (MAX_WAIT, argv[1]), file=sys.stderr)
+            return 1
         argv = argv[2:]
     if len(argv) not in (2, 3):
         print("usage: qmp.py [--wait S] SOCK COMMAND [ARGUMENTS-AS-JSON]", file=sys.stderr)
         return 1
-    try:
-        arguments = json.loads(argv[2]) if len(argv) == 3 else {}
+    arguments = {}
+    if len(argv) == 3:
+        try:
+            arguments = json.loads(argv[2])
+        except ValueError as e:
+            print("qmp.py: ARGUMENTS is not JSON (%s): %s" % (e, argv[2]), file=sys.stderr)
+            return 1
         if not isinstance(arguments, dict):
-            raise ValueError("arguments must be a JSON object")
+            print("qmp.py: ARGUMENTS must be a JSON object ({\"name\": value, ...}), not %s" % argv[2],
+                  file=sys.stderr)
+            return 1
+    try:
         print(json.dumps(QMP(argv[0], wait=wait).cmd(argv[1], **arguments)))
     except (QMPError, ValueError) as e:
         print("qmp.py: %s" % e, file=sys.stderr)

@@ -1316,7 +1316,8 @@ def parse_args(argv):
     ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 420 + 3 x duration, plus "
                     "2 x ramp duration + 60 per ramp step and round)")
     ap.add_argument("--append", default="", help="extra guest kernel command line")
-    ap.add_argument("--qemu-arg", action="append", default=[], help="extra QEMU argument (repeatable)")
+    ap.add_argument("--qemu-arg", action="append", default=[],
+                    help="extra QEMU argument (repeatable; not -smp: use --vcpus)")
     ap.add_argument("--json", action="store_true", help="also print the result as JSON")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
@@ -1337,6 +1338,12 @@ def parse_args(argv):
             ap.error("%s must be between %d and %d" % (name, lo, hi))
     if not a.threads:
         a.threads = a.vcpus
+    # QEMU takes the last -smp: the guest would get other vCPUs than the
+    # figures, labels, load-generator threads and replay assume (--vcpus).
+    for q in a.qemu_arg:
+        if re.match(r"\s*--?smp(\s|=|$)", q):
+            ap.error("--qemu-arg %s: set the guest's vCPUs with --vcpus N (make run: VCPUS=N); "
+                     "the report, the load generator and the replay follow --vcpus" % q)
     ramp = []
     for c in (a.ramp or "").split(","):
         if not c.strip():

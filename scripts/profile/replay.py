@@ -7,7 +7,7 @@
   replay.py --check RESULT.json [--json FILE]
 
 The first form runs viommu-sim --workload trace --trace TRACE for every
-allocator and CPU count and prints one table: replayed throughput (maps/s)
+allocator (viommu-sim --list) and CPU count (1 to 256) and prints one table: replayed throughput (maps/s)
 and its ratio to the same replay without an IOMMU; --svg draws it with
 scripts/report/svgplot.py.  linux-5.13 is the allocator variant whose logic
 the profiling guest's Debian 6.1 kernel runs (docs/profiling.rst,
@@ -41,6 +41,8 @@ DEFAULT_ALLOCATORS = (GUEST_61, "linux-4.7", "viommu-lab")
 # Counts agree when they differ by at most this share: the recording and the
 # device's statistics close their windows a few operations apart.
 TOLERANCE = 0.05
+# viommu-sim's --cpus range (guest/sim/params.cc).
+MAX_CPUS = 256
 
 
 class Failure(Exception):
@@ -148,14 +150,91 @@ def _share(d):
     return {k: v / tot for k, v in d.items()} if tot else {}
 
 
-def check(result_path):
-    """The recording against the guest's own counts and viommu-vtd's."""
-    with open(result_path) as f:
-        res = json.load(f)
-    rec = res.get("record") or {}
+def sim_allocators(sim):
+    """The allocator names viommu-sim --list gives, and "none"; None when it
+    lists none (the caller then leaves the check to viommu-sim)."""
+    r = subprocess.run([sim, "--list"], capture_output=True, text=True, timeout=60)
+    for line in r.stdout.splitlines():
+        if line.startswith("allocators:"):
+            return line.split()[1:] + ["none"]
+    return None
+
+
+def _json_kind(v):
+    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float))
+            else "null" if v is None else "a string" if isinstance(v, str)
+            else "an array" if isinstance(v, list) else "an object")
+
+
+def _is_count(n):
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+
+def _is_number_key(k):
+    return k.isascii() and k.isdigit()
+
+
+def _counts(d):
+    """A {"N": count} map as JSON has it (CPU or size keys) -> {N: count}, or None."""
+    if not isinstance(d, dict) or not all(_is_number_key(k) and _is_count(v) for k, v in d.items()):
+        return None
+    return {int(k): v for k, v in d.items()}
+
+
+def load_result(path):
+    """A profile.py --record run's result.json -> (result, its "record"), with
+    every part check() reads there and of the right kind; else Failure, one
+    sentence naming the first part that is not."""
+    with open(path) as f:
+        try:
+            res = json.load(f)
+        except ValueError as e:
+            raise Failure("%s is not JSON (%s)" % (path, e))
+
+    def bad(what):
+        return Failure("%s is not the result.json of a profile.py --record run: %s" % (path, what))
+    if not isinstance(res, dict):
+        raise bad("it holds %s, not an object" % _json_kind(res))
+    rec = res.get("record")
+    if rec is None:
+        raise Failure("%s holds no recording (no \"record\" object: run profile.py with --record)" % path)
+    if not isinstance(rec, dict):
+        raise bad("its \"record\" is %s, not an object" % _json_kind(rec))
     if rec.get("error") or not rec.get("trace"):
         raise Failure("%s holds no converted recording (%s)" % (
-            result_path, rec.get("error") or rec.get("convert_error") or "no 'record'"))
+            path, rec.get("error") or rec.get("convert_error") or "no \"trace\" in its \"record\""))
+    if not isinstance(rec["trace"], str):
+        raise bad("its \"record\" \"trace\" is %s, not a file name" % _json_kind(rec["trace"]))
+    if "vcpus" not in res:
+        raise bad("no \"vcpus\" (the guest's vCPU count)")
+    v = res["vcpus"]
+    if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_CPUS:
+        raise bad("\"vcpus\" is %s, not a whole number from 1 to %d" % (json.dumps(v), MAX_CPUS))
+    g = rec.get("guest_counts")
+    if not isinstance(g, dict):
+        raise bad("no \"guest_counts\" object in its \"record\"")
+    if not isinstance(g.get("events"), dict) or not all(_is_count(n) for n in g["events"].values()):
+        raise bad("its \"guest_counts\" has no \"events\" object of counts")
+    if not isinstance(g.get("sizes"), dict) or _counts(g["sizes"].get("map", {})) is None:
+        raise bad("its \"guest_counts\" has no \"sizes\" object with map sizes and their counts")
+    pc = g.get("per_cpu")
+    if not isinstance(pc, dict) or not all(_is_number_key(k) and isinstance(c, dict) and _is_count(c.get("map", 0))
+                                           for k, c in pc.items()):
+        raise bad("its \"guest_counts\" has no \"per_cpu\" object of counts by CPU")
+    span = g.get("span_s")
+    if span is not None and (not isinstance(span, (int, float)) or isinstance(span, bool) or span < 0):
+        raise bad("its \"guest_counts\" \"span_s\" is %s, not seconds" % json.dumps(span))
+    vi = res.get("viommu")
+    if vi is not None and (not isinstance(vi, dict) or not isinstance(vi.get("delta") or {}, dict)):
+        raise bad("its \"viommu\" is not an object with a \"delta\" object")
+    if not _is_count(rec.get("overrun", 0)):
+        raise bad("its \"record\" \"overrun\" is %s, not a count" % _json_kind(rec["overrun"]))
+    return res, rec
+
+
+def check(result_path):
+    """The recording against the guest's own counts and viommu-vtd's."""
+    res, rec = load_result(result_path)
     g = rec["guest_counts"]
     trace = rec["trace"]
     ts = trace_stats(trace)
@@ -165,7 +244,8 @@ def check(result_path):
     checks = []
 
     def close(a, b, tol=TOLERANCE):
-        return a is not None and b is not None and abs(a - b) <= tol * max(abs(a), abs(b), 1)
+        return (all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+                and abs(a - b) <= tol * max(abs(a), abs(b), 1))
 
     def add(name, ok, **kv):
         checks.append(dict(name=name, ok=bool(ok), **kv))
@@ -201,7 +281,7 @@ def check(result_path):
     add("replay at %d CPUs: maps per second at least the guest's (less %d%%) and at most the "
         "maps over the longest CPU's recorded time outside the IOMMU" % (vcpus, 100 * TOLERANCE),
         ok, guest=g_rate, maps_over_longest_outside=hi, replay=r_rate)
-    gs = {int(k): v for k, v in g["sizes"].get("map", {}).items()}
+    gs = _counts(g["sizes"].get("map", {}))
     tsz = {int(k): v for k, v in ts.get("sizes", {}).items()}
     add("map sizes: the trace's distribution is the guest's", gs and gs == tsz, guest=gs, trace=tsz)
     gcpu = {int(c): v.get("map", 0) for c, v in g["per_cpu"].items()}
@@ -243,15 +323,35 @@ def main(argv):
             return 0 if all(c["ok"] for c in checks) else 1
         if not a.trace:
             ap.error("give a TRACE or --check RESULT.json")
-        try:
-            cpus = [int(c) for c in a.cpus.split(",") if c.strip()]
-        except ValueError:
-            ap.error("--cpus: '%s' is not a list of CPU counts" % a.cpus)
-        if not cpus or any(not 1 <= c <= 1024 for c in cpus):
-            ap.error("--cpus: CPU counts between 1 and 1024")
+        # Everything checked before the first replay.
+        cpus = []
+        for c in a.cpus.split(","):
+            c = c.strip()
+            if not c:
+                ap.error("--cpus: an empty entry in '%s' (a list of whole numbers from 1 to %d, "
+                         "e.g. 2,16,64)" % (a.cpus, MAX_CPUS))
+            if not (c.isascii() and c.isdigit()) or not 1 <= int(c) <= MAX_CPUS:
+                ap.error("--cpus: '%s' is not a CPU count (a list of whole numbers from 1 to %d, "
+                         "e.g. 2,16,64)" % (c, MAX_CPUS))
+            if int(c) in cpus:
+                ap.error("--cpus: %s CPUs twice" % c)
+            cpus.append(int(c))
+        allocators = []
+        for al in a.allocators.split(","):
+            al = al.strip()
+            if not al:
+                ap.error("--allocators: an empty name in '%s' (a list of viommu-sim allocators, "
+                         "e.g. %s)" % (a.allocators, ",".join(DEFAULT_ALLOCATORS)))
+            if al in allocators:
+                ap.error("--allocators: %s twice" % al)
+            allocators.append(al)
         if not os.path.isfile(a.trace):
             ap.error("%s: no such trace file" % a.trace)
-        rows, text = table(a.trace, cpus, [x for x in a.allocators.split(",") if x], a.svg, a.title)
+        known = sim_allocators(sim_binary())
+        for al in allocators:
+            if known is not None and al not in known:
+                ap.error("--allocators: unknown allocator '%s' (viommu-sim knows %s)" % (al, ", ".join(known)))
+        rows, text = table(a.trace, cpus, allocators, a.svg, a.title)
         print(text, flush=True)
         if a.json:
             with open(a.json, "w") as f:
@@ -260,7 +360,11 @@ def main(argv):
     except Failure as e:
         print("[viommu-lab] replay: error: %s." % str(e).rstrip("."), file=sys.stderr)
         return 1
-    except (OSError, ValueError, KeyError) as e:
+    except OSError as e:
+        print("[viommu-lab] replay: error: %s." % ("%s: %s" % (e.filename, e.strerror) if e.filename else e),
+              file=sys.stderr)
+        return 1
+    except (ValueError, KeyError) as e:
         print("[viommu-lab] replay: error: %s." % e, file=sys.stderr)
         return 1
 

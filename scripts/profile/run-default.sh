@@ -7,12 +7,15 @@
 #
 #   run-default.sh            DURATION=S seconds of load per run (default 10)
 #                             IOMMU=viommu-vtd|intel-iommu|none
-#   Extra arguments go to profile.py (e.g. --vcpus 1, --qemu-arg=-smp).
+#                             VCPUS=N the guest's vCPUs (default 2; profile.py --vcpus)
+#   Extra arguments go to profile.py (e.g. --conns 128, --qemu-arg=-d --qemu-arg=guest_errors).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 DURATION=${DURATION:-10}
 [[ $DURATION =~ ^[0-9]+$ ]] && [ "$DURATION" -ge 1 ] || die "DURATION must be a whole number of seconds, not '$DURATION'."
+VCPUS=${VCPUS:-2}
+[[ $VCPUS =~ ^[1-9][0-9]?$ ]] && [ "$VCPUS" -le 64 ] || die "VCPUS must be a whole number of vCPUs from 1 to 64, not '$VCPUS'."
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
 [ -x "$qemu" ] || die "no QEMU at $qemu; run 'bash scripts/fetch-qemu.sh && bash scripts/build-qemu.sh' first."
 command -v debootstrap >/dev/null || die "the profiling guest needs debootstrap; install it with 'apt-get install debootstrap'."
@@ -45,21 +48,25 @@ out=$BUILD/profile/$(date +%Y%m%d-%H%M%S)-memcached-compare
 # status still says it failed.
 rc=0
 python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION" \
-    --accel "$accel" --compare "$configs" --out "$out" "$@" || rc=$?
+    --vcpus "$VCPUS" --accel "$accel" --compare "$configs" --out "$out" "$@" || rc=$?
 [ $record = 1 ] || exit $rc
 say "recording $IOMMU's DMA stream: memcached for $DURATION s with the guest kernel's iommu tracepoints and kprobes (one more boot)"
 python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU" --duration "$DURATION" \
-    --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record" --quiet "$@" \
+    --vcpus "$VCPUS" --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record" --quiet "$@" \
     > "$out/record.log" 2>&1 || { sed 's/^/    /' "$out/record.log" | tail -n 20; die "the recording run failed (its report: $out/record/report.txt)."; }
 sed -n '/^-- recording/,/^-- /p' "$out/record/report.txt" | sed '$d'
 # The recording run's own load (idle share, host), as the table's rows have it.
 echo "-- the recording run's load"
 sed -n '/^   guest idle/,/^   QEMU threads/p' "$out/record/report.txt"
 [ -s "$out/memcached.trace" ] || die "the recording run wrote no trace (its report: $out/record/report.txt)."
+# The recording's vCPUs as profile.py ran it (a --vcpus among the extra
+# arguments overrides VCPUS).
+vcpus=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["vcpus"])' \
+    "$out/record/result.json" 2>/dev/null) || vcpus=$VCPUS
 say "replaying $out/memcached.trace with viommu-sim at 2, 16 and 64 CPUs"
 python3 "$TOP/scripts/profile/replay.py" "$out/memcached.trace" --cpus 2,16,64 \
     --svg "$out/replay.svg" --json "$out/replay.json" \
-    --title "memcached recorded behind $IOMMU (2 vCPU, TCG), replayed by viommu-sim" | tee "$out/replay.txt"
+    --title "memcached recorded behind $IOMMU ($vcpus vCPU, ${accel^^}), replayed by viommu-sim" | tee "$out/replay.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || die "the replay failed (messages above)."
 say "replay table: $out/replay.txt  plot: $out/replay.svg"
 exit $rc

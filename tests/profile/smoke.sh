@@ -32,7 +32,7 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
 NREC=10
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((21 + NREC))"; else echo "1..$((20 + NREC))"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((26 + NREC))"; else echo "1..$((25 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -93,6 +93,27 @@ check "--record without an IOMMU is refused" "no error for --record with --iommu
 check "--record into a directory that does not exist is refused" "no error for /nonexistent/dir" \
     bad "its directory does not exist" --record /nonexistent/dir/f.trace
 check "a negative --top is refused" "no error for --top -1" bad "--top must be between" --top -1
+check "-smp among --qemu-arg is refused in favour of --vcpus" "no error for --qemu-arg=-smp" \
+    bad "--qemu-arg -smp: set the guest's vCPUs with --vcpus" --qemu-arg=-smp --qemu-arg=4
+# replay.py: bad input refused before any replay, in one sentence.
+badr() {  # badr PATTERN ARGS...
+    local pat=$1; shift
+    local msg rc=0
+    msg=$(cd "$tmp" && timeout 60 python3 "$TOP/scripts/profile/replay.py" "$@" 2>&1) || rc=$?
+    [ "$rc" != 0 ] && grep -q -- "$pat" <<< "$msg" && ! grep -q Traceback <<< "$msg"
+}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+echo '[]' > "$tmp/list.json"
+echo '{"record": {"trace": "t.vtrace", "guest_counts": {"events": {}, "sizes": {}, "per_cpu": {}}}}' > "$tmp/novcpus.json"
+printf 'viommu-trace 1\n0 0 map size=4096 iova=0x1000\n1 0 unmap size=4096 iova=0x1000\nend 2\n' > "$tmp/t.vtrace"
+check "replay.py --check of JSON that is not a result object is refused" "no one-sentence error for []" \
+    badr "list.json is not the result.json of a profile.py --record run: it holds an array" --check list.json
+check "replay.py --check of a result without vcpus names it" "no error naming \"vcpus\"" \
+    badr 'novcpus.json is not the result.json of a profile.py --record run: no "vcpus"' --check novcpus.json
+check "replay.py --cpus above viommu-sim's 256 is refused up front" "no error for --cpus 300" \
+    badr "--cpus: '300' is not a CPU count (a list of whole numbers from 1 to 256" t.vtrace --cpus 2,300
+check "replay.py --allocators with no name is refused" "no error for --allocators ," \
+    badr "--allocators: an empty name" t.vtrace --allocators ,
 # Killed mid-run (a timeout, a CI job's end), profile.py stops the guest it
 # started: QEMU has a process group of its own and would outlive it.  The
 # kill waits for QEMU however long profile.py takes to get there (on a fresh
