@@ -5,6 +5,7 @@
  */
 #include "qemu/osdep.h"
 #include "viommu-test-env.h"
+#include "hw/pci/pci_regs.h"
 
 static void start(VtEnv *e)
 {
@@ -138,6 +139,46 @@ static void test_dma_to_own_registers(void)
                     ==, VIOMMU_DMA_ST_READ_FAULT);
     g_assert_cmphex(qtest_readl(e.qts, buf + 8), ==, 0);
     g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_DESCS), ==, 2);
+    vt_stop(&e);
+}
+
+/*
+ * A masked MSI-X vector (its own mask bit, or the function's) holds the
+ * message as pending in the PBA and sends it when unmasked.
+ */
+static void test_msix_masking(void)
+{
+    VtEnv e;
+    VdmaDev *d;
+    QPCIDevice *pdev;
+    uint64_t ctrl;
+    uint16_t flags;
+    uint8_t cap;
+
+    start(&e);
+    d = &e.dma[0];
+    pdev = d->pdev;
+    vdma_msix_setup(d, 0, 0x52);
+    ctrl = pdev->msix_table_off + PCI_MSIX_ENTRY_VECTOR_CTRL;
+    qpci_io_writel(pdev, pdev->msix_table_bar, ctrl, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    g_assert_true(qpci_msix_masked(pdev, 0));
+    g_assert_cmphex(vdma_raise_irq(d, 0), ==, VIOMMU_DMA_ST_OK);
+    g_assert_false(vtd_lapic_irr(e.qts, 0x52));
+    g_assert_true(qpci_msix_pending(pdev, 0));
+    qpci_io_writel(pdev, pdev->msix_table_bar, ctrl, 0);
+    g_assert_true(vtd_lapic_irr(e.qts, 0x52));
+    g_assert_false(qpci_msix_pending(pdev, 0));
+
+    /* the function mask, on another vector */
+    vdma_msix_setup(d, 0, 0x54);
+    cap = qpci_find_capability(pdev, PCI_CAP_ID_MSIX, 0);
+    flags = qpci_config_readw(pdev, cap + PCI_MSIX_FLAGS);
+    qpci_config_writew(pdev, cap + PCI_MSIX_FLAGS, flags | PCI_MSIX_FLAGS_MASKALL);
+    g_assert_cmphex(vdma_raise_irq(d, 0), ==, VIOMMU_DMA_ST_OK);
+    g_assert_false(vtd_lapic_irr(e.qts, 0x54));
+    g_assert_true(qpci_msix_pending(pdev, 0));
+    qpci_config_writew(pdev, cap + PCI_MSIX_FLAGS, flags);
+    g_assert_true(vtd_lapic_irr(e.qts, 0x54));
     vt_stop(&e);
 }
 
@@ -277,5 +318,6 @@ int main(int argc, char **argv)
     qtest_add_func("/viommu-dma/dma-to-own-registers",
                    test_dma_to_own_registers);
     qtest_add_func("/viommu-dma/intx", test_intx);
+    qtest_add_func("/viommu-dma/msix-masking", test_msix_masking);
     return g_test_run();
 }
