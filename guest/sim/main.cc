@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -84,9 +86,15 @@ void print_text(const SimResult &r)
     if (r.window_cut)
         std::printf("  window cut short: a CPU started %llu operations before --duration ended\n",
                     (unsigned long long)kMaxOpsPerCpu);
-    std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
-                r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
-    if (c.workload == "map-bench")
+    if (!r.untimed_baseline)
+        std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
+                    r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
+    else if (c.allocator != "none")
+        std::printf("  throughput %.0f %s/s; without IOMMU n/a (an operation takes no time)\n",
+                    r.throughput, r.unit.c_str());
+    else
+        std::printf("  throughput n/a (an operation takes no time)\n");
+    if (c.workload == "map-bench" && (c.allocator != "none" || !r.untimed_baseline))
         std::printf("  per thread: %.0f map+unmap/s\n", r.throughput / r.cpus);
     std::printf("  latency per operation %.0f ns (without IOMMU %.0f ns)\n", r.latency_ns,
                 r.baseline_latency_ns);
@@ -172,6 +180,11 @@ bool set_cost(CostModel &c, const std::string &arg, std::string &err)
 // fields, rounded to whole ns (at least 1)
 bool cost_from(CostModel &c, const std::string &path, std::string &err)
 {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        err = "--cost-from " + path + ": is a directory, not a --calibrate file";
+        return false;
+    }
     std::ifstream f(path);
     std::stringstream text;
     text << f.rdbuf();
@@ -192,8 +205,14 @@ bool cost_from(CostModel &c, const std::string &path, std::string &err)
                               {"lock_local_ns", "lock_local"},
                               {"line_transfer_ns", "line_transfer"}}) {
         const json::Value *v = doc->find(key);
-        if (!v || v->is(json::Value::Type::null))
-            continue;  // one CPU: no transfer measured
+        const bool optional = std::string_view(key) == "line_transfer_ns";
+        if (!v || (optional && v->is(json::Value::Type::null))) {
+            if (optional)
+                continue;  // one CPU: no transfer measured
+            err = "--cost-from " + path + ": no " + key +
+                  " (a --calibrate file has atomic_ns and lock_local_ns)";
+            return false;
+        }
         if (!v->is(json::Value::Type::number) || !(v->number() >= 0) || v->number() > 1e9) {
             err = "--cost-from " + path + ": " + key + " is not a time in ns";
             return false;
@@ -220,10 +239,18 @@ int main(int argc, char **argv)
     std::string cost_file;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
-        if (a == "--cost" || a == "--cost-from") {
-            if (i + 1 >= argc)
+        if (a == "--cost" || a == "--cost-from" || a.rfind("--cost=", 0) == 0 ||
+            a.rfind("--cost-from=", 0) == 0) {
+            const size_t eq = a.find('=');
+            if (eq == std::string::npos && i + 1 >= argc)
                 return die(a + ": needs a value");
-            (a == "--cost" ? cost_args.emplace_back() : cost_file) = argv[++i];
+            const std::string value = eq == std::string::npos ? argv[++i] : a.substr(eq + 1);
+            if (a.rfind("--cost-from", 0) != 0)
+                cost_args.push_back(value);
+            else if (value.empty())
+                return die("--cost-from: needs a file name");
+            else
+                cost_file = value;
             continue;
         }
         if (a == "--record" || a.rfind("--record=", 0) == 0) {
@@ -334,6 +361,13 @@ int main(int argc, char **argv)
         runs.push_back(std::move(p));
     }
 
+    if (real) {
+        std::set<std::string> given;
+        for (const auto &f : flags)
+            given.insert(f.first);
+        if (std::string why = real_threads_refusal(runs[0], given); !why.empty())
+            return die(why);
+    }
     const unsigned online = cpus_online();
     for (const Params &p : runs) {
         const unsigned threads = real_thread_config(p).active_cpus();  // map-bench: --threads

@@ -252,6 +252,35 @@ SimConfig real_thread_config(const SimConfig &cfg)
     return c;
 }
 
+std::string real_threads_refusal(const SimConfig &cfg, const std::set<std::string> &command_line)
+{
+    const SimConfig d;
+    const std::pair<std::string, bool> run[] = {
+        {"duration", cfg.duration_ns != 0},
+        {"device-ns-per-op", cfg.device_ns_per_op != d.device_ns_per_op},
+        {"iommu " + cfg.iommu, cfg.iommu != d.iommu},
+        {"cmdq-entries", cfg.cmdq_entries != d.cmdq_entries},
+        {"rcache-drain", cfg.rcache_drain_ns != d.rcache_drain_ns},
+        {"dma sac-flush", cfg.dma == "sac-flush"},
+    };
+    for (const auto &[name, set] : run)
+        if (set)
+            return "--real-threads: --" + name +
+                   " is not modelled there (the threads run the workload's steps through the "
+                   "allocator and flush policy, and busy-wait the work): run it simulated";
+    const std::pair<const char *, bool> machine[] = {
+        {"sockets", cfg.sockets != d.sockets},
+        {"spinlock", cfg.spinlock != d.spinlock},
+        {"llc", cfg.llc != d.llc},
+    };
+    for (auto [name, set] : machine)
+        if (set && command_line.count(name))
+            return std::string("--real-threads: --") + name +
+                   " does not apply (the threads run on this machine's own sockets, spinlock "
+                   "and caches): run it simulated";
+    return "";
+}
+
 namespace {
 
 std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,11 @@ std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *er
 // @cfg uses: its --cpus if given (a case file's counts as given), else that.
 unsigned cpus_online();
 SimConfig real_thread_config(const SimConfig &cfg);
+
+// Why a real-thread run of @cfg cannot honour it ("" if it can): a
+// parameter set away from its default that the threads do not model.
+// The machine (--sockets, --spinlock, --llc) is this one: refused only if
+// in @command_line, a case file's is replaced.
+std::string real_threads_refusal(const SimConfig &cfg, const std::set<std::string> &command_line);
 
 }  // namespace viommu::sim

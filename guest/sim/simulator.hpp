@@ -74,6 +74,9 @@ struct SimResult {
     std::string allocator_stats;  // the allocator's own JSON (an array if several domains)
     std::string cost_overrides;   // a JSON object of the fields not CostModel::standard()'s, or ""
     bool window_cut = false;      // a --duration window ended at 2^24 operations on some CPU
+    // no time passed without the IOMMU (free operations): that run has no
+    // rate, and baseline_throughput and relative are 0 but mean nothing
+    bool untimed_baseline = false;
 
     // Share of all CPU time spent spinning on @lock (all sites if @site empty).
     double spin_share_of(std::string_view lock, std::string_view site = {}) const;

@@ -2,11 +2,13 @@
 #include "trace_format.hpp"
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <sstream>
 
 #include "decimal.hpp"
+#include "params.hpp"
 
 namespace viommu::sim::trace {
 
@@ -200,8 +202,10 @@ bool Parser::parse_event(std::string_view text, Event &e)
     if (is_mapping_op(e.op) && !e.has_size)
         return fail(std::string(op_name(e.op)) + " without size=: every map and unmap needs its "
                                                  "size in bytes");
-    if (e.ts > ~uint64_t{0} - e.dur)
-        return fail("timestamp + dur overflows");
+    if (e.ts > max_ts || e.dur > max_ts - e.ts)
+        return fail("timestamp " + std::to_string(e.ts) + (e.has_dur ? " + dur" : "") +
+                    ": ends after " + std::to_string(max_ts) +
+                    " ns (2^42, 73 minutes; a recording's clock starts near 0)");
     size_t slot = size_t(e.cpu + 1);
     if (last_ts_.size() <= slot)
         last_ts_.resize(slot + 1, 0);
@@ -255,8 +259,10 @@ bool Parser::line(std::string_view text, std::optional<Event> &out)
             } else if (k == "unit")
                 header_.unit = std::string(val);
             else if (k == "window") {
-                if (!parse_u64(val, header_.window))
-                    return fail("header window=" + shown(val) + ": needs a whole number");
+                if (!parse_u64(val, header_.window) || header_.window > kMaxOpsPerCpu)
+                    return fail("header window=" + shown(val) +
+                                ": needs a whole number from 0 to " +
+                                std::to_string(kMaxOpsPerCpu) + " (as --warmup)");
             } else
                 return fail("unknown header key " + shown(k) + " (source side unit window)");
         }
@@ -334,6 +340,12 @@ std::optional<Trace> parse(std::string_view text, const std::string &name, std::
 
 std::optional<Trace> read_file(const std::string &path, std::string *error)
 {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        if (error)
+            *error = path + ": is a directory, not a trace file";
+        return std::nullopt;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         if (error)

@@ -21,6 +21,9 @@ namespace viommu::sim::trace {
 
 inline constexpr unsigned format_version = 1;
 inline constexpr size_t max_line = 4096;
+// The latest time an event may end (ts + dur, about 73 minutes): a
+// recording's clock starts near 0, and a replay adds its gaps up.
+inline constexpr uint64_t max_ts = uint64_t{1} << 42;
 
 enum class Op : uint8_t {
     map,    // a DMA mapping created (dma_map_*: IOVA allocated, PTEs written)

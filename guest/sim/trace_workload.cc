@@ -305,7 +305,9 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, const trace::Tr
                 list->push_back({Item::work, 0, gap, e.ts});
         }
     }
-    (void)before_recording;
+    if (maps.empty())
+        return fail(name + ": no map records (each of its " + std::to_string(before_recording) +
+                    " unmaps is of a mapping made before the recording): nothing to replay");
 
     const unsigned ncpus = p.cpus;
     const unsigned partial_n = ncpus % nstreams;  // streams of the last, partial replica
@@ -453,6 +455,27 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, const trace::Tr
         }
     }
     info.work_ns = ops ? work / ops : 0;
+    // every CPU's clock stays far from wrapping: its warm-up and window at
+    // the longest transaction of any stream (a shared count may all go to one CPU)
+    Nanos longest = 0;
+    for (const auto *streams : {&full, &partial})
+        for (const Stream &s : *streams)
+            for (const Txn &tx : s.txns) {
+                Nanos w = 0;
+                for (const Entry &e : tx)
+                    w += e.gap;
+                longest = std::max(longest, w);
+            }
+    uint64_t window_ops = p.given.count("duration")   ? kMaxOpsPerCpu
+                          : info.measure_each.empty() ? uint64_t{info.measure_per_cpu} * ncpus
+                                                      : *std::max_element(info.measure_each.begin(),
+                                                                          info.measure_each.end());
+    constexpr Nanos max_clock = Nanos{1} << 62;
+    if (longest && (uint64_t{warmup} + window_ops) > max_clock / longest)
+        return fail(name + ": a transaction of " + std::to_string(longest) + " ns, run " +
+                    std::to_string(uint64_t{warmup} + window_ops) +
+                    " times by one CPU (warm-up and window), takes the virtual clock past 2^62 "
+                    "ns: give a smaller --warmup or --ops-per-cpu");
     return std::make_unique<TraceReplay>(std::move(info), nstreams, 1, std::move(full),
                                          std::move(partial));
 }

@@ -85,6 +85,38 @@ bad --cost --cost inv_poll=0
 bad --cost --cost atomic=100001
 bad --cost --real-threads --cost atomic=3
 bad --duration --workload nic --cpu-ns-per-op 2us --duration 101s
+# the = form, as every other option takes its value
+eq=$("$sim" --json --workload nic --cpus 4 --ops-per-cpu 50 --cost=line_transfer=500 --cost=atomic=9)
+[ "$eq" = "$slow" ] || check "--cost=FIELD=VALUE: not the run of --cost FIELD=VALUE"
+out=$("$sim" --json --workload nic --cpus 4 --ops-per-cpu 50 --cost-from="$tmp/cal.json")
+case $out in *'"cost_overrides":{"lock_local":10,"line_transfer":40,"atomic":2}'*) ;;
+    *) check "--cost-from=FILE: not the calibration's figures: $out";; esac
+bad --cost-from --cost-from=
+# a calibration without its always-written figures; a directory
+printf '%s\n' '{"provenance":{"command":"viommu-sim --calibrate"}}' >"$tmp/empty-cal.json"
+bad "no atomic_ns" --cost-from "$tmp/empty-cal.json"
+printf '%s\n' '{"provenance":{"command":"viommu-sim --calibrate"},"atomic_ns":2.4,"lock_local_ns":9.6,"line_transfer_ns":null}' >"$tmp/one-cpu.json"
+"$sim" --workload nic --cpus 2 --ops-per-cpu 20 --cost-from "$tmp/one-cpu.json" >/dev/null ||
+    check "--cost-from: a one-CPU calibration (line_transfer_ns null) refused"
+bad "$tmp: is a directory" --cost-from "$tmp"
+bad "$tmp: is a directory" --workload trace --trace "$tmp" --cpus 2
+# a trace's window is bounded as --warmup is
+printf 'viommu-trace 1 window=16777217\n0 0 map size=4096 iova=0x1000\nend 1\n' >"$tmp/w.vtrace"
+bad "w.vtrace:1: header window='16777217'" --workload trace --trace "$tmp/w.vtrace" --cpus 1
+# operations that take no time without the IOMMU: that rate is n/a, not 0
+out=$("$sim" --cpus 2 --ops-per-cpu 20 --cpu-ns-per-op 0)
+case $out in *"without IOMMU n/a"*) ;; *) check "--cpu-ns-per-op 0: no n/a: $out";; esac
+out=$("$sim" --json --cpus 2 --ops-per-cpu 20 --cpu-ns-per-op 0)
+case $out in *'"relative_to_no_iommu":null,"no_iommu_ops_per_s":null'*) ;;
+    *) check "--cpu-ns-per-op 0: relative_to_no_iommu not null";; esac
+# what real threads do not model is refused
+bad "--real-threads: --duration" --real-threads --cpus 1 --duration 1ms
+bad "--real-threads: --device-ns-per-op" --real-threads --cpus 1 --device-ns-per-op 100us
+bad "--real-threads: --iommu smmuv3" --real-threads --cpus 1 --iommu smmuv3 --cmdq spinlock
+bad "--real-threads: --rcache-drain" --real-threads --cpus 1 --rcache-drain 1ms
+bad "--real-threads: --dma sac-flush" --real-threads --cpus 1 --dma sac-flush
+bad "--real-threads: --llc" --real-threads --cpus 1 --llc inclusive
+bad "--real-threads: --spinlock" --real-threads --cpus 1 --spinlock ticket
 
 # real threads: one per CPU online unless --cpus says otherwise, and more
 # threads than CPUs online are run with a warning that says what they measure

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -307,6 +308,50 @@ TEST(Simulator, DeviceServiceTimeBoundsThroughput)
     EXPECT_LE(r->throughput, 1.0e6 * 1.01);
     EXPECT_GT(r->throughput, 0.9e6);
     EXPECT_GT(double(cycle_ns(*r, "device-wait")), 0.5 * double(r->cpu_time_ns));
+}
+
+TEST(Simulator, ADeviceBoundRunIsNoFasterWithAnIommuThanWithout)
+{
+    // the same work through one device: the IOMMU only adds CPU time, and
+    // neither run serves more mappings than the device can
+    for (auto [workload, cpus, ops, device] : {std::tuple{"nic", "2", "20", "5000000"},
+                                               {"nic", "2", "100", "100000"},
+                                               {"nic", "4", "400", "10000"},
+                                               {"block", "4", "400", "10000"}}) {
+        SimConfig c = from_args({{"workload", workload},
+                                 {"cpus", cpus},
+                                 {"ops-per-cpu", ops},
+                                 {"device-ns-per-op", device}});
+        auto r = simulate(c);
+        ASSERT_TRUE(r);
+        SCOPED_TRACE(std::string(workload) + " on " + cpus + " CPUs");
+        EXPECT_LE(r->throughput, r->baseline_throughput);
+        const double device_ns = double(c.device_ns_per_op);
+        const double maps_per_op = double(r->maps) / double(r->transactions);
+        EXPECT_LE(r->throughput * maps_per_op * device_ns, 1e9 * 1.000001);
+        EXPECT_LE(r->baseline_throughput * maps_per_op * device_ns, 1e9 * 1.000001);
+    }
+}
+
+// Operations that take no time without the IOMMU leave that run no rate:
+// the comparison is n/a (null), never 0% or a division by zero.
+TEST(Simulator, ABaselineInWhichNoTimePassesHasNoRate)
+{
+    auto r = simulate(from_args({{"cpus", "2"}, {"ops-per-cpu", "20"}, {"cpu-ns-per-op", "0"}}));
+    ASSERT_TRUE(r);
+    EXPECT_GT(r->throughput, 0);
+    const std::string j = r->json();
+    EXPECT_NE(j.find("\"relative_to_no_iommu\":null,\"no_iommu_ops_per_s\":null"),
+              std::string::npos)
+        << j;
+    EXPECT_EQ(j.find("\"ops_per_s\":null"), std::string::npos) << j;
+    auto none = simulate(from_args(
+        {{"cpus", "2"}, {"ops-per-cpu", "20"}, {"cpu-ns-per-op", "0"}, {"allocator", "none"}}));
+    ASSERT_TRUE(none);
+    EXPECT_NE(none->json().find("\"ops_per_s\":null"), std::string::npos) << none->json();
+    auto timed = simulate(from_args({{"cpus", "2"}, {"ops-per-cpu", "20"}}));
+    ASSERT_TRUE(timed);
+    EXPECT_EQ(timed->json().find(":null,\"no_iommu_ops_per_s\""), std::string::npos);
 }
 
 // The cost model's fields by name (viommu-sim --cost): every name of

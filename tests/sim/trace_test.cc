@@ -115,7 +115,14 @@ TEST(TraceFormat, BadInputNamesTheFileAndTheLine)
         {"viommu-trace 1 side=device\n0 - map size=1\nend 1\n", "t.vtrace:2: map in a device-side"},
         {"viommu-trace 1\n0 0 xlate\nend 1\n", "t.vtrace:2: xlate in a trace of side=cpu"},
         {"viommu-trace 1\n18446744073709551615 0 txn dur=1\nend 1\n",
-         "t.vtrace:2: timestamp + dur"},
+         "t.vtrace:2: timestamp 18446744073709551615 + dur: ends after 4398046511104 ns"},
+        {"viommu-trace 1\n4398046511105 0 txn\nend 1\n",
+         "t.vtrace:2: timestamp 4398046511105: ends after 4398046511104 ns"},
+        {"viommu-trace 1\n4398046511100 0 txn dur=5\nend 1\n", "t.vtrace:2: timestamp"},
+        // the replay's warm-up, bounded as --warmup is
+        {"viommu-trace 1 window=16777217\nend 0\n",
+         "t.vtrace:1: header window='16777217': needs a whole number from 0 to 16777216"},
+        {"viommu-trace 1 window=4294967296\nend 0\n", "t.vtrace:1: header window="},
         // out of order within one CPU (other CPUs may interleave)
         {"viommu-trace 1\n10 0 txn\n5 1 txn\n9 0 txn\nend 3\n",
          "t.vtrace:4: out of order: timestamp 9 before the previous event of CPU 0 at 10"},
@@ -199,6 +206,9 @@ TEST(TraceReplay, RefusesWhatItCannotReplayAndSaysWhere)
               std::string::npos);
     EXPECT_NE(replay_error("viommu-trace 1\n0 0 txn\nend 1\n").find("no map or unmap records"),
               std::string::npos);
+    EXPECT_NE(replay_error("viommu-trace 1\n0 0 unmap size=4096 iova=0x1000\nend 1\n")
+                  .find("bad.vtrace: no map records"),
+              std::string::npos);
     std::string err;
     Params d = trace_params(write_temp("still.vtrace", "viommu-trace 1\n0 0 map size=4096 "
                                                        "iova=0x1000\n0 0 txn\nend 2\n"),
@@ -206,6 +216,16 @@ TEST(TraceReplay, RefusesWhatItCannotReplayAndSaysWhere)
     ASSERT_TRUE(d.set("duration", "1ms", &err));
     EXPECT_FALSE(create_trace_workload(d, &err));
     EXPECT_NE(err.find("still.vtrace: no time passes"), std::string::npos) << err;
+    // a transaction of 2^41 ns run 2^24 times would wrap the virtual clock
+    Params w = trace_params(write_temp("long.vtrace", "viommu-trace 1 window=16777216\n"
+                                                      "0 0 map size=4096 iova=0x1000\n"
+                                                      "2199023255552 0 unmap size=4096 "
+                                                      "iova=0x1000\nend 2\n"),
+                            1);
+    EXPECT_FALSE(create_trace_workload(w, &err));
+    EXPECT_NE(err.find("long.vtrace: a transaction of 2199023255552 ns"), std::string::npos) << err;
+    ASSERT_TRUE(w.set("warmup", "0", &err));
+    EXPECT_TRUE(create_trace_workload(w, &err)) << err;
     Params p;
     ASSERT_TRUE(p.set("workload", "trace", &err));
     EXPECT_FALSE(p.validate(&err));
