@@ -204,7 +204,9 @@ public:
         {
             LockGuard g(ring.lock, Site::unmap_add);
             free_done(ring);
-            if (ring.entries.size() >= t_.ring_size) {
+            // fq_full(): a ring of IOVA_FQ_SIZE slots is full one entry
+            // short of them (tail + 1 == head).
+            if (ring.entries.size() + 1 >= t_.ring_size) {
                 domain_flush();
                 free_done(ring);
             }

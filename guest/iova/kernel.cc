@@ -28,7 +28,7 @@ const Generation generations[] = {
     {"linux-5.0", Walk::v5_0, true, {128, 32, true, false}, false},
     {"linux-5.11", Walk::v5_11, true, {128, 32, true, false}, true},
     {"linux-5.13", Walk::v5_13, true, {128, 32, true, false}, true},
-    {"linux-6.7", Walk::v5_13, true, {127, 0, true, true}, true},
+    {"linux-6.7", Walk::v5_18, true, {127, 0, true, true}, true},
 };
 
 class KernelAllocator final : public Allocator {

@@ -37,7 +37,7 @@ class RangeOwnership final : public Allocator {
 public:
     RangeOwnership(Env &env, const Config &cfg)
         : Allocator("viommu-lab", env, cfg),
-          tree_(env, stats_, Walk::v5_13, cfg_.start_pfn, dma32_, cfg_.lock_timing, true),
+          tree_(env, stats_, Walk::v5_18, cfg_.start_pfn, dma32_, cfg_.lock_timing, true),
           zones_(cfg_.end_pfn - 1 > dma32_ ? 2 : 1)
     {
         for (unsigned c = 0; c < ncpus_; c++)

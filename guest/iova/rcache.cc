@@ -74,7 +74,11 @@ std::optional<Pfn> Rcache::get(unsigned cpu, uint64_t pages, Pfn limit)
         level = Counter::rcache_hit_depot;
     }
     env_.charge(Work::mag_op, 1);
-    pfn = cc.loaded.pop(limit, p_.scan_magazine);
+    // 4.7 takes the top range if it starts below @limit (none if top >=
+    // limit); 6.1 needs the whole range at or below it (iova_rcache_get()
+    // pops with limit_pfn - size), applied here with the magazine scan.
+    if (p_.scan_magazine ? limit + 1 >= pages : limit > 0)
+        pfn = cc.loaded.pop(p_.scan_magazine ? limit + 1 - pages : limit - 1, p_.scan_magazine);
     stats_.add(cpu, pfn ? level : Counter::rcache_miss);
     return pfn;
 }
@@ -132,16 +136,15 @@ void Rcache::flush_cpu(unsigned cpu)
     }
 }
 
+// free_global_cached_iovas(): the depot lock is held while its magazines
+// go back to the tree (6.1), so a CPU reaching the depot waits for all of it.
 void Rcache::flush_depot()
 {
     for (auto &sc : classes_) {
-        std::vector<Magazine> mags;
-        {
-            LockGuard g(sc->lock, Site::rcache_flush);
-            mags.swap(sc->depot);
-        }
-        for (auto &m : mags)
+        LockGuard g(sc->lock, Site::rcache_flush);
+        for (auto &m : sc->depot)
             tree_.free_batch(env_.current_cpu() % ncpus_, m.pfns(), Site::rcache_flush);
+        sc->depot.clear();
     }
 }
 

@@ -59,6 +59,12 @@ AllocResult IovaTree::alloc(unsigned cpu, uint64_t pages, Pfn limit, Site site)
 
 AllocResult IovaTree::alloc_locked(unsigned cpu, uint64_t pages, Pfn limit)
 {
+    // 5.0: a 32-bit request at least as large as one that failed fails
+    // before any walk (a lock hold, but no tree allocation).
+    if (walk_ >= Walk::v5_0 && limit <= dma32_ && pages >= max32_) {
+        stats_.add(cpu, Counter::fast_fail_32bit);
+        return {Status::no_space, 0};
+    }
     WalkStart v0 = begin_walk(cpu);
     AllocResult r = walk_ == Walk::v4_4 ? alloc_v4_4(pages, limit) : alloc_v4_15(cpu, pages, limit);
     account(cpu, v0, true, r.ok());
@@ -122,11 +128,6 @@ AllocResult IovaTree::alloc_v4_15(unsigned cpu, uint64_t size, Pfn limit_incl)
     const bool has_fail_fast = walk_ >= Walk::v5_0;
     const bool has_retry = walk_ >= Walk::v5_11;
 
-    if (has_fail_fast && limit <= dma32 && size >= max32_) {
-        stats_.add(cpu, Counter::fast_fail_32bit);
-        return {Status::no_space, 0};
-    }
-
     IovaNode *curr = limit <= dma32 ? cached32_ : cached_;
     IovaNode *prev = curr;
     Pfn high = limit, low = start_pfn_, new_pfn = 0;
@@ -157,7 +158,7 @@ AllocResult IovaTree::alloc_v4_15(unsigned cpu, uint64_t size, Pfn limit_incl)
             stats_.add(cpu, Counter::retry_from_last);
             continue;
         }
-        if (has_fail_fast && (exact_max32_ ? limit == dma32 : limit <= dma32))
+        if (has_fail_fast && (!exact_max32_ || limit == dma32))
             max32_ = size;
         return {Status::no_space, 0};
     }
@@ -190,11 +191,15 @@ void IovaTree::delete_update(IovaNode *n)
         cached32_ = next && next->pfn_lo <= dma32_ ? next : nullptr;
         return;
     }
-    if (n == cached32_ || (n->pfn_hi <= dma32_ && n->pfn_lo >= cached32_->pfn_lo))
+    const bool moves32 = n == cached32_ || (n->pfn_hi <= dma32_ && n->pfn_lo >= cached32_->pfn_lo);
+    if (moves32)
         cached32_ = rb_.next(n);
     if (n->pfn_lo >= cached_->pfn_lo)
         cached_ = rb_.next(n);
-    if (walk_ >= Walk::v5_0 && n->pfn_hi <= dma32_)
+    // Until 5b61343b5059 only a free that moved cached32_node reset
+    // max32_alloc_size; a free below that node left 32-bit requests failing
+    // fast with space free.
+    if (walk_ >= Walk::v5_18 ? n->pfn_lo <= dma32_ : walk_ >= Walk::v5_0 && moves32)
         max32_ = dma32_ + 1;
 }
 

@@ -8,6 +8,8 @@
 //   Walk::v5_0   + max32_alloc_size fail-fast
 //   Walk::v5_11  + second pass [cached.hi + 1, limit) from the anchor
 //   Walk::v5_13  + second pass starts at iova_find_limit(limit)
+//   Walk::v5_18  + max32_alloc_size reset by any free below 4 GiB, not only
+//                with cached32_node's move (commit 5b61343b5059)
 //
 // Limits passed in are inclusive (alloc_iova_fast's limit_pfn).
 #pragma once
@@ -20,13 +22,13 @@
 
 namespace viommu::iova {
 
-enum class Walk { v4_4, v4_15, v5_0, v5_11, v5_13 };
+enum class Walk { v4_4, v4_15, v5_0, v5_11, v5_13, v5_18 };
 
 class IovaTree {
 public:
     // @exact_max32: only a failure at exactly the 32-bit limit lowers
-    // max32_alloc_size (the kernel also lets a failure under a lower limit
-    // do it, which makes later 32-bit requests fail fast wrongly).
+    // max32_alloc_size (the kernel lets every failed walk do it, whatever
+    // its limit, which makes later 32-bit requests fail fast wrongly).
     IovaTree(Env &env, Stats &stats, Walk walk, Pfn start_pfn, Pfn dma32_pfn, bool timed,
              bool exact_max32 = false);
 

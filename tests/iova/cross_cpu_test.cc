@@ -74,7 +74,9 @@ TEST(CrossCpu, TheSameCpuKeepsItsOwnIovasWithoutTheDepot)
         rounds(*a, env, 0, 100, 4);
         EXPECT_EQ(puts(*a, 1), 0u) << v;
         EXPECT_EQ(on(*a, 0, Counter::rcache_hit_depot), 0u) << v;
-        EXPECT_EQ(hits(*a, 0), 3u * 100) << v;
+        // 4.7 never hands out the range at the limit itself (its top-only
+        // check refuses top >= limit): the first one, 0xfffff, misses once
+        EXPECT_EQ(hits(*a, 0), 3u * 100 - (std::string_view(v) == "linux-4.7")) << v;
     }
 }
 

@@ -26,7 +26,7 @@ CASES = [
     ("nginx", "flush-queue", "vtd", ["sac"], 1000, "4,16,64", []),
     ("nvme", "strict", "smmu-lockfree", ["sac"], 0, "4,16,32", []),
     # the case's window is short against the flush queues of its three
-    # drives: a CPU's 256-entry ring per domain fills once in ~750 I/Os
+    # drives: a CPU's 255-entry ring per domain fills once in ~750 I/Os
     ("nvme", "flush-queue", "vtd", ["sac"], 0, "4,16,32", LONG),
     ("nic64k", "flush-queue", "vtd", ["sac", "sac-once", "forcedac"], 0, "32", []),
 ]

@@ -467,6 +467,116 @@ TEST(Variants, LabFlushCountsOnlyCarvedRangesOfARetiredChunk)
     }
 }
 
+// A cached range is handed out only if it fits under the limit: 6.1's
+// iova_rcache_get() pops with limit_pfn - size, so a two-page range whose
+// second page lies above the limit stays in the magazine.  4.7 takes the
+// top range only if it starts below the limit (top >= limit: none).
+TEST(Variants, CachedRangeMustFitUnderTheLimit)
+{
+    for (auto v : {"linux-4.15", "linux-5.13", "linux-6.7"}) {
+        Fixture f(v, {}, 1);
+        AllocResult r = f.a->alloc(2, f.a->dma_32bit_pfn(), false);
+        ASSERT_TRUE(r.ok());
+        ASSERT_EQ(f.a->free(r.pfn, 2), Status::ok);
+        AllocResult again = f.a->alloc(2, r.pfn, false);
+        ASSERT_TRUE(again.ok()) << v;
+        EXPECT_LE(again.pfn + 1, r.pfn) << v;
+    }
+    Fixture f("linux-4.7", {}, 1);
+    const Pfn dma32 = f.a->dma_32bit_pfn();
+    AllocResult r = f.a->alloc(1, dma32, false);
+    ASSERT_EQ(r.pfn, dma32);
+    ASSERT_EQ(f.a->free(r.pfn, 1), Status::ok);
+    uint64_t hits = counter(*f.a, Counter::rcache_hit_loaded);
+    AllocResult again = f.a->alloc(1, dma32, false);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(counter(*f.a, Counter::rcache_hit_loaded), hits);
+    EXPECT_NE(again.pfn, dma32);
+}
+
+// Every failed walk sets max32_alloc_size, whatever its limit (iova.c's
+// failure path): once the whole domain is full, a failed allocation
+// under the full mask makes the next 32-bit request of that size fail
+// fast instead of walking.
+TEST(Variants, AFailedWalkAboveFourGiBLowersMax32)
+{
+    for (auto v : {"linux-5.0", "linux-5.13", "linux-6.7"}) {
+        Config c;
+        c.start_pfn = 0xfff00;
+        c.end_pfn = 0x100000 + 256;  // 256 pages on each side of 4 GiB
+        Fixture f(v, c, 1);
+        const Pfn top = c.end_pfn - 1;
+        unsigned n = 0;
+        while (f.a->alloc(1, top, false).ok())
+            n++;
+        ASSERT_EQ(n, 512u) << v;
+        const uint64_t fast = counter(*f.a, Counter::fast_fail_32bit), nodes = f.nodes();
+        EXPECT_FALSE(f.a->alloc(1, f.a->dma_32bit_pfn(), false).ok());
+        EXPECT_EQ(counter(*f.a, Counter::fast_fail_32bit) - fast, 1u) << v;
+        EXPECT_EQ(f.nodes(), nodes) << v;
+    }
+}
+
+// Until commit 5b61343b5059 ("iommu/iova: Improve 32-bit free space
+// estimate", 5.18) only a free that moved cached32_node reset
+// max32_alloc_size: a 32-bit range freed below that node left requests of
+// the failed size failing fast with the space free.  From then on (6.7
+// here) any free below 4 GiB resets it.
+TEST(Variants, Max32ResetFollowsTheCached32NodeUntil518)
+{
+    for (auto v : {"linux-5.13", "linux-6.7"}) {
+        Fixture f(v, mb_pages(), 1);
+        const Pfn dma32 = f.a->dma_32bit_pfn();
+        std::vector<Pfn> live;  // 64-page ranges bypass the rcache
+        for (AllocResult r; (r = f.a->alloc(64, dma32, false)).ok();)
+            live.push_back(r.pfn);
+        ASSERT_GT(live.size(), 20u);
+        // a free above the cached node moves it (and resets max32 in both)
+        ASSERT_EQ(f.a->free(live[3], 64), Status::ok);
+        ASSERT_TRUE(f.a->alloc(64, dma32, false).ok());  // the hole; cached32 there
+        ASSERT_FALSE(f.a->alloc(64, dma32, false).ok());
+        ASSERT_EQ(f.a->free(live[10], 64), Status::ok);  // below cached32
+        const uint64_t fast = counter(*f.a, Counter::fast_fail_32bit);
+        AllocResult r = f.a->alloc(64, dma32, false);
+        const bool coupled = std::string_view(v) == "linux-5.13";
+        EXPECT_EQ(r.ok(), !coupled) << v;
+        EXPECT_EQ(counter(*f.a, Counter::fast_fail_32bit) - fast, coupled ? 1u : 0u) << v;
+        if (!coupled)
+            EXPECT_EQ(r.pfn, live[10]) << v;
+    }
+}
+
+// free_global_cached_iovas() holds the depot's lock while its magazines
+// go back to the tree (6.1 iova.c), so the depot lock's hold at the flush
+// covers the tree holds of the depot's magazines.
+TEST(Variants, DepotFlushHoldsTheDepotLock)
+{
+    struct ChargingEnv final : ManualEnv {
+        ChargingEnv() : ManualEnv(1) {}
+        void charge(Work, uint64_t n) override { advance(10 * n); }
+    };
+    for (auto v : {"linux-5.11", "linux-5.13", "linux-6.7"}) {
+        ChargingEnv env;
+        Config c;
+        c.ncpus = 1;
+        c.end_pfn = c.start_pfn + 128 * 10;  // the loaded, prev and 8 depot magazines
+        auto a = Allocator::create(v, env, c);
+        std::vector<Pfn> p;
+        for (AllocResult r; (r = a->alloc(1, c.end_pfn - 1, false)).ok();)
+            p.push_back(r.pfn);
+        for (Pfn x : p)
+            ASSERT_EQ(a->free(x, 1), Status::ok);
+        a->reset_stats();
+        ASSERT_TRUE(a->alloc(64, c.end_pfn - 1, true).ok()) << v;  // fails, flushes, retries
+        SiteLockStats depot, tree;
+        site_stats(*a, "rcache_depot", Site::rcache_flush, depot);
+        site_stats(*a, "iova_rbtree_lock", Site::rcache_flush, tree);
+        ASSERT_GT(tree.hold_ns.sum, 0u) << v;
+        // 8 of the 10 magazines freed at the flush were the depot's
+        EXPECT_GE(depot.hold_ns.sum * 10, tree.hold_ns.sum * 7) << v;
+    }
+}
+
 }  // namespace
 }  // namespace viommu::iova::test
 
