@@ -19,6 +19,8 @@ _WORD = re.compile(r"^[A-Za-z0-9:._/-]{1,64}$")
 _DEC = re.compile(r"^[0-9]{1,20}$")
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
 U64 = (1 << 64) - 1
+MAX_WINDOW = 1 << 24  # as viommu-sim's --warmup
+MAX_TS = 1 << 42      # ns, 73 minutes: where viommu-sim's reader stops
 
 
 class TraceError(Exception):
@@ -119,8 +121,9 @@ class Reader:
             elif k == "unit":
                 h.unit = v
             elif k == "window":
-                if not _DEC.match(v):
-                    self._fail("header window=%s: needs a whole number" % _shown(v))
+                if not _DEC.match(v) or int(v) > MAX_WINDOW:
+                    self._fail("header window=%s: needs a whole number from 0 to %d (as --warmup)"
+                               % (_shown(v), MAX_WINDOW))
                 h.window = int(v)
             else:
                 self._fail("unknown header key %s (source side unit window)" % _shown(k))
@@ -177,8 +180,9 @@ class Reader:
                 setattr(e, k, int(v, 16))
         if op in ("map", "unmap") and e.size is None:
             self._fail("%s without size=: every map and unmap needs its size in bytes" % op)
-        if e.ts + (e.dur or 0) > U64:
-            self._fail("timestamp + dur overflows")
+        if e.ts + (e.dur or 0) > MAX_TS:
+            self._fail("timestamp %d%s: ends after %d ns (2^42, 73 minutes; a recording's clock "
+                       "starts near 0)" % (e.ts, " + dur" if e.dur is not None else "", MAX_TS))
         last = self._last.get(cpu, 0)
         if e.ts < last:
             self._fail("out of order: timestamp %d before the previous event of %s at %d"

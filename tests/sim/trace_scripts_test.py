@@ -182,6 +182,10 @@ class Format(unittest.TestCase):
             ("viommu-trace 1\n0 - txn\nend 1\n", "t.vtrace:2: CPU '-' (device side)"),
             ("viommu-trace 1\n10 0 txn\n5 1 txn\n9 0 txn\nend 3\n",
              "t.vtrace:4: out of order: timestamp 9 before the previous event of CPU 0 at 10"),
+            ("viommu-trace 1 window=16777217\nend 0\n",
+             "t.vtrace:1: header window='16777217': needs a whole number from 0 to 16777216"),
+            ("viommu-trace 1\n4398046511105 0 txn\nend 1\n",
+             "t.vtrace:2: timestamp 4398046511105: ends after 4398046511104 ns"),
         ]
         for text, want in cases:
             got = self.bad(text)
