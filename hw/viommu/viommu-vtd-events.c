@@ -21,14 +21,25 @@ static const char *viommu_vtd_desc_name(unsigned type)
 {
     static const char *const names[] = {
         [1] = "context", [2] = "iotlb", [3] = "device-iotlb",
-        [4] = "iec", [5] = "wait",
+        [4] = "iec", [5] = "wait", [6] = "pasid-iotlb", [7] = "pasid-cache",
+        [8] = "pasid-device-iotlb",
     };
 
     return type < ARRAY_SIZE(names) && names[type] ? names[type] : "invalid";
 }
 
-static const char *viommu_vtd_gran_name(unsigned type, unsigned gran)
+/* The scalable-mode descriptors' own granularity field (bits 5:4). */
+static const char *viommu_vtd_gran_name(unsigned type, unsigned gran,
+                                        uint64_t lo)
 {
+    static const char *const pasid_iotlb[] = { "-", "-", "pasid", "page" };
+    static const char *const pasid_cache[] = {
+        "domain", "pasid", "-", "global",
+    };
+
+    if (type == 6 || type == 7) {
+        return (type == 6 ? pasid_iotlb : pasid_cache)[(lo >> 4) & 3];
+    }
     switch (gran) {
     case VTD_GRAN_GLOBAL:
         return "global";
@@ -136,7 +147,8 @@ void viommu_vtd_event(void *opaque, const VtdEvent *ev)
         const VtdEventDescriptor *d = &ev->u.descriptor;
 
         trace_viommu_vtd_qi_desc(d->index, viommu_vtd_desc_name(d->type),
-                                 viommu_vtd_gran_name(d->type, d->granularity),
+                                 viommu_vtd_gran_name(d->type, d->granularity,
+                                                      d->lo),
                                  d->hi, d->lo);
         break;
     }
@@ -166,7 +178,7 @@ void viommu_vtd_event(void *opaque, const VtdEvent *ev)
         const VtdEventContextInvalidation *c = &ev->u.context_invalidation;
 
         trace_viommu_vtd_cc_inv(viommu_vtd_source_name(c->source),
-                                viommu_vtd_gran_name(1, c->granularity),
+                                viommu_vtd_gran_name(1, c->granularity, 0),
                                 c->did, c->sid, c->sid_mask, c->dropped);
         break;
     }
@@ -174,7 +186,7 @@ void viommu_vtd_event(void *opaque, const VtdEvent *ev)
         const VtdEventIotlbInvalidation *i = &ev->u.iotlb_invalidation;
 
         trace_viommu_vtd_iotlb_inv(viommu_vtd_source_name(i->source),
-                                   viommu_vtd_gran_name(2, i->granularity),
+                                   viommu_vtd_gran_name(2, i->granularity, 0),
                                    i->did, i->addr, i->am, i->ih, i->dropped);
         break;
     }

@@ -1265,3 +1265,60 @@ TEST_F(Scalable, PasidBeyondPdtsIsRecordedWithThePasid)
     EXPECT_TRUE(hi & (1ull << 31));
     EXPECT_EQ((hi >> 40) & 0xfffff, 8192u);
 }
+
+// Statistics of requests with PASID: a (DID, PASID) tag reassigned once
+// all 65536 are in use is counted; a P_IOTLB range counts at most the
+// pages of an address space however large its AM; a PASID wider than the
+// unit's is no request that reached the context entry.
+TEST(ScalableStats, PasidSpacesRecycledAreCounted)
+{
+    FakeHost h{64 << 20, scalable_config()};
+    ScalableTables t{h};
+    const uint16_t sid = 8, did = 3;
+    uint64_t dir = t.set_context(sid, 0, 4);  // 2048 directory entries
+    uint64_t ss = h.alloc_page();
+    h.map(ss, 4, 0x1000, 0x5000, 3);
+    const uint32_t n = 65536 + 64 * 8;
+    uint64_t table = h.alloc_page();  // one PASID table behind every directory entry
+    for (uint32_t d = 0; d < n / 64; d++)
+        h.put64(dir + d * 8, table | 1);
+    for (uint32_t p = 0; p < 64; p++)
+        t.set_pasid(dir, p, ScalableTables::second_stage(ss, did));
+    t.enable();
+    VtdTranslation out{};
+    for (uint32_t p = 1; p < n; p++)
+        ASSERT_EQ(vtd_engine_translate_pasid(h.e, sid, p, false, 0x1000, VTD_PERM_READ, true, &out),
+                  VTD_FR_NONE)
+            << p;
+    const std::string j = h.stats();
+    EXPECT_GE(json_counter(j, "iotlb", "pasid_spaces_recycled"), n - 1 - 65536) << j;
+}
+
+TEST(ScalableStats, PasidIotlbPagesAreBoundedByTheAddressSpace)
+{
+    FakeHost h{8 << 20, scalable_config()};
+    ScalableTables t{h};
+    t.set_context(8);
+    t.enable();
+    h.enable_qi(0, true);
+    for (int i = 0; i < 2; i++)
+        h.push(FakeHost::piotlb_desc(3, 1, 1), 63);  // AM 63 at address 0
+    h.kick();
+    const std::string j = h.stats();
+    EXPECT_EQ(json_counter(j, "pasid_iotlb", "page"), 2u);
+    EXPECT_EQ(json_counter(j, "pasid_iotlb", "pages"), 2 * (uint64_t{1} << (48 - 12)));
+}
+
+TEST(ScalableStats, APasidWiderThanTheUnitsIsNoRequestWithPasid)
+{
+    VtdConfig c = scalable_config();
+    c.pasid_bits = 8;
+    FakeHost h{8 << 20, c};
+    ScalableTables t{h};
+    t.set_context(8);
+    t.enable();
+    VtdTranslation out{};
+    EXPECT_EQ(vtd_engine_translate_pasid(h.e, 8, 0x1000, false, 0x1000, VTD_PERM_READ, true, &out),
+              VTD_FR_SM_PASID_BEYOND_PDTS);
+    EXPECT_EQ(json_counter(h.stats(), "scalable", "requests_with_pasid"), 0u);
+}

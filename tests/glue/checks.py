@@ -754,6 +754,26 @@ def t_trace_engine_events():
     check(re.search(r"viommu_vtd_qi_desc .*: iotlb page", log), "no page-selective descriptor")
 
 
+def t_trace_scalable_descriptors():
+    """The scalable-mode descriptors are traced by name and granularity:
+    a page-selective P_IOTLB and a PASID-selective PASID-cache one."""
+    with running("viommu-vtd,id=iommu0,x-scalable-mode=on",
+                 ["-trace", "viommu_vtd_qi_desc"]) as vm:
+        q = 0x200000
+        for off, val in ((0, 6 | 3 << 4 | 1 << 16 | 5 << 32), (8, 0x30000),
+                         (32, 7 | 1 << 4 | 1 << 16 | 5 << 32)):
+            vm.qtest("writeq 0x%x 0x%x" % (q + off, val))
+        vm.writeq(IQA, q | IQA_DW)
+        vm.writel(GCMD, GCMD_QIE)
+        vm.writeq(IQT, 0x40)
+        check(vm.readq(IQH) == 0x40, "IQH 0x%x: the queue stopped" % vm.readq(IQH))
+    log = open(vm.log).read()
+    check(re.search(r"viommu_vtd_qi_desc .*: pasid-iotlb page hi 0x30000 ", log),
+          "no page-selective P_IOTLB in the trace: %s" % log[-400:])
+    check(re.search(r"viommu_vtd_qi_desc .*: pasid-cache pasid ", log),
+          "no PASID-selective PASID-cache descriptor in the trace")
+
+
 def t_queue_on_registers():
     """Tables and queues are read from RAM only: a queue aimed at the unit's
     own register window is an invalidation queue error, not a re-entry."""
@@ -1123,6 +1143,8 @@ CASES = [
      t_dma_waits_while_stopped),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),
     ("-trace viommu_vtd_* shows the engine's events", t_trace_engine_events),
+    ("scalable-mode descriptors are traced by name and granularity",
+     t_trace_scalable_descriptors),
     ("queue aimed at the register window: IQE, no re-entry", t_queue_on_registers),
     ("wait status write aimed at the register window is dropped", t_wait_status_to_registers),
     ("system_reset returns the unit to its reset state", t_system_reset),

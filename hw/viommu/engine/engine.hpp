@@ -116,6 +116,7 @@ private:
                                           const Context &ctx, DomainStats &ds, uint64_t epoch,
                                           unsigned shard, VtdTranslation &out);
     // `supervisor`: the address space of supervisor requests (SPACE_SUPERVISOR).
+    Iotlb::Space sm_space(const Context &ctx, bool supervisor);
     Iotlb::FillToken sm_prepare_fill(const Context &ctx, bool supervisor = false);
     std::optional<Leaf> sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale,
                                   bool supervisor = false);

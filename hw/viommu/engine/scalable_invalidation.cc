@@ -2,6 +2,8 @@
 // The engine's side of the scalable-mode invalidation descriptors
 // (PASID-based IOTLB, PASID cache, PASID-based device-TLB); the queue
 // decodes them (invalidation_queue.cc).
+#include <algorithm>
+
 #include "engine.hpp"
 
 namespace viommu::vtd {
@@ -21,7 +23,9 @@ uint64_t Engine::invalidate_pasid_iotlb(const PasidIotlbInvalidation &req)
     } else {
         const uint64_t pages = uint64_t{1} << req.am;
         stats_.add(Counter::PasidIotlbPage);
-        stats_.add(Counter::PasidIotlbPages, pages);
+        // at most the pages of an address space: AM goes to 63
+        stats_.add(Counter::PasidIotlbPages,
+                   std::min(pages, uint64_t{1} << (f_.aw_bits - PAGE_SHIFT)));
         if (ds)
             ds->inv_page.fetch_add(1, std::memory_order_relaxed);
         // Linux (6.1) does not bound AM by MAMV in P_IOTLB descriptors

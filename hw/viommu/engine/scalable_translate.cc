@@ -223,9 +223,20 @@ static uint32_t space_pasid(const Context &ctx, bool supervisor)
     return ctx.pasid | (supervisor ? SPACE_SUPERVISOR : 0);
 }
 
+// The (DID, PASID) tag of a context's space; a tag taken from another
+// space drops that space's entries (counted).
+Iotlb::Space Engine::sm_space(const Context &ctx, bool supervisor)
+{
+    size_t recycled = 0;
+    Iotlb::Space space = iotlb_.space(ctx.did, space_pasid(ctx, supervisor), &recycled);
+    if (recycled)
+        stats_.add(Counter::IotlbSpacesRecycled, recycled);
+    return space;
+}
+
 Iotlb::FillToken Engine::sm_prepare_fill(const Context &ctx, bool supervisor)
 {
-    return iotlb_.prepare_fill(iotlb_.space(ctx.did, space_pasid(ctx, supervisor)));
+    return iotlb_.prepare_fill(sm_space(ctx, supervisor));
 }
 
 std::optional<Leaf> Engine::sm_lookup(const Context &ctx, uint64_t addr, Iotlb::Slot *stale,
@@ -241,8 +252,8 @@ Iotlb::InsertResult Engine::sm_insert(const Context &ctx, uint64_t addr, const L
                                       const Iotlb::FillToken &token, const Iotlb::Slot &stale,
                                       bool supervisor)
 {
-    return iotlb_.insert(iotlb_.space(ctx.did, space_pasid(ctx, supervisor)), addr, leaf, token,
-                         ctx.pgtt == Pgtt::Nested, stale);
+    return iotlb_.insert(sm_space(ctx, supervisor), addr, leaf, token, ctx.pgtt == Pgtt::Nested,
+                         stale);
 }
 
 // A request with PASID: resolved through the PASID cache
@@ -267,12 +278,13 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
     const uint64_t rta = root_table_.load(std::memory_order_acquire);
     if (!(rta & rtaddr::TTM_SCALABLE))
         return fault(sid, addr, access, record, VTD_FR_SM_TTM0_PASID, false, nullptr, tag);
-    stats_.add(Counter::SmWithPasid, 1, shard);
     ContextLookup cl;
-    if (!f_.pasid_bits || pasid >> f_.pasid_bits)  // a PASID the unit cannot have
+    if (!f_.pasid_bits || pasid >> f_.pasid_bits) {  // a PASID the unit cannot have
         cl.fault = VTD_FR_SM_PASID_BEYOND_PDTS;
-    else
+    } else {
+        stats_.add(Counter::SmWithPasid, 1, shard);
         cl = resolve_scalable(sid, pasid, rta, shard);
+    }
     if (cl.entries_read || cl.fault != VTD_FR_NONE) {
         stats_.add(Counter::ContextEntriesRead, cl.entries_read, shard);
         stats_.add(Counter::SmPasidEntriesRead, cl.entries_read, shard);
