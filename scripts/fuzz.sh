@@ -50,7 +50,7 @@ export QEMU_FUZZ_ARGS QEMU_FUZZ_OBJECTS
 
 summary() {  # summary TARGET LOG: the final libFuzzer figures
     local final rate execs
-    final=$(grep -aE '^#[0-9]+' "$2" | tail -1)
+    final=$(grep -aE '^#[0-9]+' "$2" | tail -1 || true)  # none if it failed at once
     execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$2")
     rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$2")
     say "$1: ${execs:-?} executions in $time s (${rate:-?}/s), $(grep -o 'cov: [0-9]* ft: [0-9]*' <<<"$final" || echo 'no coverage line'); log build/fuzz/$1.log"

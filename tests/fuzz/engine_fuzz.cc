@@ -1107,9 +1107,12 @@ struct Host {
         // rightly get another answer.
         bool changed = flag_updates != updates;
         // Nothing changed in between: a pass-through source-id gets the
-        // identity for any address.
+        // identity for any address below its context's AW (at least 39
+        // bits: AW must be in SAGAW), 0x4 above it.
         if (pt)
-            FUZZ_CHECK(r == VTD_FR_NONE && t.phys_base == (addr & ~(PAGE - 1)), r, addr);
+            FUZZ_CHECK((r == VTD_FR_NONE && t.phys_base == (addr & ~(PAGE - 1))) ||
+                           (r == VTD_FR_ADDR_BEYOND_MGAW && addr >> 39),
+                       r, addr);
         bool te_after = vtd_engine_translation_enabled(e);
         FUZZ_CHECK(known_reason(r), r);
         if (!cfg.scalable_mode)
