@@ -57,7 +57,7 @@ PATHS = {
                    "__iova_rcache", "iommu_dma_alloc_iova", "free_iova", "__free_iova",
                    "iova_magazine", "remove_iova", "iova_insert_rbtree", "iommu_dma_free_iova"),
     "unmap_flush": ("iommu_dma_unmap", "__iommu_dma_unmap", "fq_ring", "fq_flush", "fq_full", "queue_iova",
-                    "iommu_flush", "iommu_dma_flush", "iommu_iotlb_sync", "intel_iommu_tlb_sync",
+                    "iommu_dma_flush", "iommu_iotlb_sync", "intel_iommu_tlb_sync",
                     "intel_flush_iotlb", "iommu_unmap", "__iommu_unmap", "intel_iommu_unmap",
                     "dma_pte_clear", "domain_unmap"),
     "invalidation": ("qi_submit_sync", "qi_flush", "qi_check_fault", "__iommu_flush_iotlb",
@@ -169,8 +169,12 @@ def _num(s):
         return None
 
 
-def log2_percentiles(hist, pcts=(50, 90, 99, 99.9)):
-    """hist: {exponent: count} of [2^e, 2^(e+1)) us buckets -> {p: upper bound}."""
+def log2_percentiles(hist, pcts=(50, 90, 99, 99.9), most=None):
+    """hist: {exponent: count} of memaslap's log2 buckets -> {p: upper bound}.
+
+    memaslap files a time t under the smallest e with 2^e >= t (ms_local_log2),
+    so bucket e holds (2^(e-1), 2^e] us and its upper bound is 2^e, capped at
+    the largest time seen (@most) when known."""
     total = sum(hist.values())
     res = {}
     if not total:
@@ -180,7 +184,7 @@ def log2_percentiles(hist, pcts=(50, 90, 99, 99.9)):
         for e in sorted(hist):
             acc += hist[e]
             if acc >= need:
-                res[p] = float(2 ** (e + 1))
+                res[p] = float(2 ** e if most is None else min(2 ** e, most))
                 break
     return res
 
@@ -219,10 +223,10 @@ def parse_memcaslap(text):
                     e0 = int(mm.group(1))
                     for i, c in enumerate(mm.group(2).split()):
                         hist[e0 + i] = hist.get(e0 + i, 0) + int(c)
-        for p, v in log2_percentiles(hist).items():
+        for p, v in log2_percentiles(hist, most=r.get("lat_max_us")).items():
             r["lat_p%s_us" % ("%g" % p).replace(".", "_")] = v
         if hist:
-            r["lat_percentiles_note"] = "upper bound of the log2 bucket"
+            r["lat_percentiles_note"] = "upper bound of the log2 bucket, at most the maximum"
     return r
 
 
@@ -965,8 +969,10 @@ def viommu_summary(v):
     s = {
         "window_s": dt,
         "translations_per_s": rate(g("translate.requests")),
-        "pages_mapped_per_s": rate(g("pages.mapped")),
-        "pages_unmapped_per_s": rate(g("pages.unmapped")),
+        # counted from page-selective invalidations: with none (lazy mode's
+        # domain-wide flushes) there is nothing to count
+        "pages_mapped_per_s": rate(g("pages.mapped")) if g("invalidations.iotlb.page") else None,
+        "pages_unmapped_per_s": rate(g("pages.unmapped")) if g("invalidations.iotlb.page") else None,
         "inv_iotlb_global": g("invalidations.iotlb.global"),
         "inv_iotlb_domain": g("invalidations.iotlb.domain"),
         "inv_iotlb_page": g("invalidations.iotlb.page"),
@@ -1101,9 +1107,11 @@ def report(res):
     if ev:
         L.append("-- guest DMA API (ftrace, tracepoints iommu:map/unmap)")
         L.append("   iommu:map %s   iommu:unmap %s" % (fmt(ev.get("map")), fmt(ev.get("unmap"))))
-    if ev.get("map") is not None and a["duration"]:
-        L.append("   maps/s %s   unmaps/s %s" % (fmt(ev["map"] / a["duration"]),
-                                                fmt((ev.get("unmap") or 0) / a["duration"])))
+    # the instances count the load generator's whole run (start-up included)
+    run_s = ((a.get("guest_cpu") or {}).get("whole") or {}).get("elapsed_s") or a["duration"]
+    if ev.get("map") is not None and run_s:
+        L.append("   maps/s %s   unmaps/s %s  (over the load generator's %.1f s)" % (
+            fmt(ev["map"] / run_s), fmt((ev.get("unmap") or 0) / run_s), run_s))
     if a["iommu"] == "viommu-vtd":
         L.append("-- viommu-vtd statistics over the load window (QMP, scripts/viommu-stats --json)")
         v = a.get("viommu")

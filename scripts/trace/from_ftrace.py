@@ -7,11 +7,15 @@ Events understood (by name, with or without their system prefix):
   map, unmap            iommu:map / iommu:unmap (Linux 6.1 include/trace/
                         events/iommu.h): iova, paddr, size
   qi_submit             intel_iommu:qi_submit: one descriptor queued
-                        (inv_wait -> wait, the others -> inv)
+                        (inv_wait -> wait, the others -> inv; 6.1 traces
+                        the caller's descriptors only, not the wait
+                        descriptor qi_submit_sync appends)
   dma_map, dma_unmap, dma_map_sg, dma_unmap_sg, fq_flush, qi_sync
                         kprobes on iommu_dma_map_page, iommu_dma_unmap_page,
                         iommu_dma_map_sg, iommu_dma_unmap_sg,
-                        fq_flush_timeout, qi_submit_sync (sync: submit and wait); NAME_ret: the
+                        fq_flush_iotlb (the flush queue's flush, from its
+                        timer or a full ring), qi_submit_sync (sync: submit
+                        and wait); NAME_ret: the
                         return probes.  Their pairs give each map and unmap
                         its device and its duration, flushes and queued
                         invalidations theirs.

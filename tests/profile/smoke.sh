@@ -32,7 +32,7 @@ if [ ! -x "$qemu" ] || ! timeout 60 "$qemu" -device help 2>/dev/null | grep -q '
 fi
 # The recording checks (profile.py --record, scripts/profile/replay.py).
 NREC=10
-if [ "$iommu" = viommu-vtd ]; then echo "1..$((26 + NREC))"; else echo "1..$((25 + NREC))"; fi
+if [ "$iommu" = viommu-vtd ]; then echo "1..$((27 + NREC))"; else echo "1..$((26 + NREC))"; fi
 
 # Bad input: refused before anything boots, with a sentence naming the cause.
 bad() {  # bad PATTERN ARGS...
@@ -88,6 +88,28 @@ PY
 }
 check "a ramp of several rounds runs every other round in reverse and takes each concurrency's median" \
     "ramp_steps or ramp_by_conns gave another answer" rounds
+# memaslap's log2 buckets: e holds (2^(e-1), 2^e] us; percentiles at most the maximum.
+percentiles() {
+    python3 - "$prof" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("prof", sys.argv[1])
+p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+out = '''Total Statistics (35975 events)
+   Min:      2546
+   Max:    342099
+   Avg:     72423
+   Log2 Dist:
+      12:        1       11      574     5558
+      16:    13298    12794     3567      172
+'''
+r = p.parse_memcaslap(out)
+ok = (r["lat_p50_us"] == 65536 and r["lat_p90_us"] == 262144 and r["lat_p99_us"] == 262144
+      and r["lat_p99_9_us"] == 342099)
+sys.exit(0 if ok else 1)
+PY
+}
+check "memaslap's latency percentiles are the upper edges of its log2 buckets, at most the maximum" \
+    "parse_memcaslap gave other percentiles" percentiles
 check "--record without an IOMMU is refused" "no error for --record with --iommu none" \
     bad "--record needs a run behind an IOMMU" --iommu none --record /tmp/never.trace
 check "--record into a directory that does not exist is refused" "no error for /nonexistent/dir" \
