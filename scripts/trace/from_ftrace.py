@@ -169,6 +169,19 @@ class Converter:
                         # no iommu:map tracepoint: the returned handle and the size asked
                         mine = [Event(t_in, cpu, "map", size=size, iova=ret, dev=dev)]
                         inner.append(mine[0])
+                    if base == "dma_map_sg" and len(mine) > 1:
+                        # iommu_dma_map_sg() allocates one IOVA for the list and maps
+                        # it a contiguous run at a time: one map over the span, as
+                        # its unmap is one
+                        first = min(mine, key=lambda e: e.iova)
+                        merged = Event(t_in, cpu, "map", iova=first.iova, dev=first.dev,
+                                       size=max(e.iova + e.size for e in mine) - first.iova)
+                        merged.pa = first.pa
+                        ids = {id(e) for e in mine}
+                        at = next(k for k, e in enumerate(inner) if id(e) in ids)
+                        inner = [e for e in inner if id(e) not in ids]
+                        inner.insert(at, merged)
+                        mine = [merged]
                     if mine:
                         mine[0].ts = t_in
                         mine[0].dur = ts - t_in

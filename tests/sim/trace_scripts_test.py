@@ -61,6 +61,18 @@ class Ftrace(unittest.TestCase):
             "9900100 1 wait",
         ])
 
+    def test_a_scatter_gather_list_is_one_map(self):
+        # iommu_dma_map_sg() allocates one IOVA for the list and iommu:map
+        # fires once per contiguous run: one map over the span, as the
+        # list's one iommu:unmap
+        _, ev, _ = convert(from_ftrace.convert, "dma-map-sg.txt")
+        self.assertEqual(lines(ev), [
+            "0 0 map size=8192 dev=0000:00:03.0 iova=0xfff00000 pa=0x10000000 dur=4000",
+            "10000 0 map size=4096 dev=0000:00:03.0 iova=0xffe00000 pa=0x30000000 dur=2000",
+            "20000 0 unmap size=8192 dev=0000:00:03.0 iova=0xfff00000 dur=2000",
+            "30000 0 unmap size=4096 dev=0000:00:03.0 iova=0xffe00000 dur=2000",
+        ])
+
     def test_masks_from_sysfs_list(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write("# device bits\n0000:00:03.0 32\n")
