@@ -7,10 +7,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -180,19 +177,13 @@ bool set_cost(CostModel &c, const std::string &arg, std::string &err)
 // fields, rounded to whole ns (at least 1)
 bool cost_from(CostModel &c, const std::string &path, std::string &err)
 {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-        err = "--cost-from " + path + ": is a directory, not a --calibrate file";
+    std::string why;
+    const std::optional<std::string> text = read_text_file(path, why);
+    if (!text) {
+        err = "--cost-from " + path + ": cannot read it: " + why;
         return false;
     }
-    std::ifstream f(path);
-    std::stringstream text;
-    text << f.rdbuf();
-    if (!f) {
-        err = "--cost-from " + path + ": cannot read it";
-        return false;
-    }
-    auto doc = json::parse(text.str(), &err);
+    auto doc = json::parse(*text, &err);
     const json::Value *prov = doc ? doc->find("provenance") : nullptr;
     const json::Value *cmd = prov ? prov->find("command") : nullptr;
     if (!doc || !cmd || !cmd->is(json::Value::Type::string) ||

@@ -2,7 +2,10 @@
 #include "params.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -370,15 +373,6 @@ const Info *info(std::string_view name)
         if (i.name == name)
             return &i;
     return nullptr;
-}
-
-std::string read_file(const std::string &path, bool &ok)
-{
-    std::ifstream f(path, std::ios::binary);
-    ok = bool(f);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
 }
 
 // A parameter's value in a case file: a scalar, or {"value": scalar,
@@ -844,6 +838,25 @@ std::string case_path(const std::string &name)
     return cases_dir() + "/" + name + ".json";
 }
 
+std::optional<std::string> read_text_file(const std::string &path, std::string &why)
+{
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        why = std::strerror(EISDIR);
+        return std::nullopt;
+    }
+    errno = 0;
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    if (f)
+        s << f.rdbuf();
+    if (!f) {
+        why = std::strerror(errno ? errno : EIO);
+        return std::nullopt;
+    }
+    return s.str();
+}
+
 bool load_case(const std::string &path_in, const std::string &config, Params &p, std::string *error,
                std::vector<std::string> *configs)
 {
@@ -853,12 +866,12 @@ bool load_case(const std::string &path_in, const std::string &config, Params &p,
             *error = path + ": " + m;
         return false;
     };
-    bool ok;
-    std::string text = read_file(path, ok);
-    if (!ok)
-        return fail("cannot read the case file");
+    std::string why;
+    const std::optional<std::string> text = read_text_file(path, why);
+    if (!text)
+        return fail("cannot read the case file: " + why);
     std::string e;
-    auto doc = json::parse(text, &e);
+    auto doc = json::parse(*text, &e);
     if (!doc)
         return fail(e);
     if (!doc->is(json::Value::Type::object))

@@ -293,6 +293,8 @@ private:
 
     // The device serves the mappings handed to it one after the other,
     // each for --device-ns-per-op.
+    // @mp: the ring slot the booking completes, to be served in turn at
+    // setup; none for a mapping posted to another CPU's mailbox (a copy).
     Nanos book_device(unsigned cpu, uint8_t dev, Mapping *mp = nullptr)
     {
         const WorkloadInfo &info = wl_.info();

@@ -2,10 +2,7 @@
 #include "trace_format.hpp"
 
 #include <array>
-#include <filesystem>
-#include <fstream>
 #include <ostream>
-#include <sstream>
 
 #include "decimal.hpp"
 #include "params.hpp"
@@ -340,21 +337,14 @@ std::optional<Trace> parse(std::string_view text, const std::string &name, std::
 
 std::optional<Trace> read_file(const std::string &path, std::string *error)
 {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
+    std::string why;
+    const std::optional<std::string> text = read_text_file(path, why);
+    if (!text) {
         if (error)
-            *error = path + ": is a directory, not a trace file";
+            *error = path + ": cannot open the trace: " + why;
         return std::nullopt;
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        if (error)
-            *error = path + ": cannot open the trace";
-        return std::nullopt;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse(ss.str(), path, error);
+    return parse(*text, path, error);
 }
 
 std::string format_event(const Event &e)

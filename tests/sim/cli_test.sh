@@ -98,8 +98,8 @@ bad "no atomic_ns" --cost-from "$tmp/empty-cal.json"
 printf '%s\n' '{"provenance":{"command":"viommu-sim --calibrate"},"atomic_ns":2.4,"lock_local_ns":9.6,"line_transfer_ns":null}' >"$tmp/one-cpu.json"
 "$sim" --workload nic --cpus 2 --ops-per-cpu 20 --cost-from "$tmp/one-cpu.json" >/dev/null ||
     check "--cost-from: a one-CPU calibration (line_transfer_ns null) refused"
-bad "$tmp: is a directory" --cost-from "$tmp"
-bad "$tmp: is a directory" --workload trace --trace "$tmp" --cpus 2
+bad "$tmp: cannot read it: Is a directory" --cost-from "$tmp"
+bad "$tmp: cannot open the trace: Is a directory" --workload trace --trace "$tmp" --cpus 2
 # a trace's window is bounded as --warmup is
 printf 'viommu-trace 1 window=16777217\n0 0 map size=4096 iova=0x1000\nend 1\n' >"$tmp/w.vtrace"
 bad "w.vtrace:1: header window='16777217'" --workload trace --trace "$tmp/w.vtrace" --cpus 1
