@@ -74,13 +74,21 @@ std::optional<Pfn> Rcache::get(unsigned cpu, uint64_t pages, Pfn limit)
         level = Counter::rcache_hit_depot;
     }
     env_.charge(Work::mag_op, 1);
-    // 4.7 takes the top range if it starts below @limit (none if top >=
-    // limit); 6.1 needs the whole range at or below it (iova_rcache_get()
-    // pops with limit_pfn - size), applied here with the magazine scan.
-    if (p_.scan_magazine ? limit + 1 >= pages : limit > 0)
-        pfn = cc.loaded.pop(p_.scan_magazine ? limit + 1 - pages : limit - 1, p_.scan_magazine);
+    if (std::optional<Pfn> start = highest_start(pages, limit))
+        pfn = cc.loaded.pop(*start, p_.scan_magazine);
     stats_.add(cpu, pfn ? level : Counter::rcache_miss);
     return pfn;
+}
+
+// The highest pfn a cached range of @pages may start at under @limit, none
+// if none can: 6.1's iova_rcache_get() pops with limit_pfn - size (the whole
+// range fits), which comes here with the magazine scan; 4.7 compares the
+// start alone and refuses the top at the limit itself (top >= limit).
+std::optional<Pfn> Rcache::highest_start(uint64_t pages, Pfn limit) const
+{
+    if (!p_.scan_magazine)
+        return limit ? std::optional<Pfn>(limit - 1) : std::nullopt;
+    return limit + 1 >= pages ? std::optional<Pfn>(limit + 1 - pages) : std::nullopt;
 }
 
 bool Rcache::put(unsigned cpu, Pfn pfn, uint64_t pages)

@@ -76,6 +76,7 @@ public:
     void locks(std::vector<const InstrumentedLock *> &out) const;
 
 private:
+    std::optional<Pfn> highest_start(uint64_t pages, Pfn limit) const;
     struct CpuCache {
         CpuCache(Env &env, unsigned cpu, unsigned mag, bool timed)
             : lock(env, "cpu_rcache", cpu, timed), loaded(mag), prev(mag)
