@@ -28,18 +28,8 @@ static const char *viommu_vtd_desc_name(unsigned type)
     return type < ARRAY_SIZE(names) && names[type] ? names[type] : "invalid";
 }
 
-/* The scalable-mode descriptors' own granularity field (bits 5:4). */
-static const char *viommu_vtd_gran_name(unsigned type, unsigned gran,
-                                        uint64_t lo)
+static const char *viommu_vtd_gran_name(unsigned type, unsigned gran)
 {
-    static const char *const pasid_iotlb[] = { "-", "-", "pasid", "page" };
-    static const char *const pasid_cache[] = {
-        "domain", "pasid", "-", "global",
-    };
-
-    if (type == 6 || type == 7) {
-        return (type == 6 ? pasid_iotlb : pasid_cache)[(lo >> 4) & 3];
-    }
     switch (gran) {
     case VTD_GRAN_GLOBAL:
         return "global";
@@ -50,6 +40,27 @@ static const char *viommu_vtd_gran_name(unsigned type, unsigned gran,
                type == 4 ? "index" : "selective";
     }
     return "-";
+}
+
+/*
+ * A fetched descriptor's granularity; the scalable-mode P_IOTLB and
+ * PASID-cache ones have their own field (bits 5:4), which the engine's
+ * VtdGranularity does not name.
+ */
+static const char *viommu_vtd_desc_gran(const VtdEventDescriptor *d)
+{
+    static const char *const pasid_iotlb[] = { "-", "-", "pasid", "page" };
+    static const char *const pasid_cache[] = {
+        "domain", "pasid", "-", "global",
+    };
+
+    switch (d->type) {
+    case 6:
+        return pasid_iotlb[(d->lo >> 4) & 3];
+    case 7:
+        return pasid_cache[(d->lo >> 4) & 3];
+    }
+    return viommu_vtd_gran_name(d->type, d->granularity);
 }
 
 static const char *viommu_vtd_source_name(unsigned source)
@@ -147,8 +158,7 @@ void viommu_vtd_event(void *opaque, const VtdEvent *ev)
         const VtdEventDescriptor *d = &ev->u.descriptor;
 
         trace_viommu_vtd_qi_desc(d->index, viommu_vtd_desc_name(d->type),
-                                 viommu_vtd_gran_name(d->type, d->granularity,
-                                                      d->lo),
+                                 viommu_vtd_desc_gran(d),
                                  d->hi, d->lo);
         break;
     }
@@ -178,7 +188,7 @@ void viommu_vtd_event(void *opaque, const VtdEvent *ev)
         const VtdEventContextInvalidation *c = &ev->u.context_invalidation;
 
         trace_viommu_vtd_cc_inv(viommu_vtd_source_name(c->source),
-                                viommu_vtd_gran_name(1, c->granularity, 0),
+                                viommu_vtd_gran_name(1, c->granularity),
                                 c->did, c->sid, c->sid_mask, c->dropped);
         break;
     }
@@ -186,7 +196,7 @@ void viommu_vtd_event(void *opaque, const VtdEvent *ev)
         const VtdEventIotlbInvalidation *i = &ev->u.iotlb_invalidation;
 
         trace_viommu_vtd_iotlb_inv(viommu_vtd_source_name(i->source),
-                                   viommu_vtd_gran_name(2, i->granularity, 0),
+                                   viommu_vtd_gran_name(2, i->granularity),
                                    i->did, i->addr, i->am, i->ih, i->dropped);
         break;
     }
