@@ -342,7 +342,7 @@ void viommu_dma_bh(void *opaque)
     ViommuDmaState *s = opaque;
     unsigned descs = 0;
     uint64_t bytes = 0;
-    bool more = true;
+    uint32_t qi = s->next_queue, idle = 0;
     uint64_t t0;
 
     if (!runstate_is_running()) {
@@ -350,29 +350,24 @@ void viommu_dma_bh(void *opaque)
     }
     t0 = vdma_cpu_ns();
     /*
-     * Round-robin over queues, one descriptor each, until the budget is
-     * spent; the next run starts at the queue after the last one served.
+     * Round-robin over queues, one descriptor each, until a whole round
+     * found every queue idle or the budget is spent; the next run goes on
+     * at the queue where this one stopped.
      */
-    while (more) {
-        more = false;
-        for (uint32_t n = 0; n < s->nqueues; n++) {
-            uint32_t qi = (s->next_queue + n) % s->nqueues;
-
-            if (descs >= VDMA_BUDGET_DESCS || bytes >= VDMA_BUDGET_BYTES) {
-                s->next_queue = qi;
-                more = true;
-                goto out;
-            }
-            if (vdma_queue_active(&s->q[qi])) {
-                bytes += vdma_process_one(s, qi);
-                descs++;
-                more |= vdma_queue_active(&s->q[qi]);
-            }
+    while (idle < s->nqueues && descs < VDMA_BUDGET_DESCS &&
+           bytes < VDMA_BUDGET_BYTES) {
+        if (vdma_queue_active(&s->q[qi])) {
+            bytes += vdma_process_one(s, qi);
+            descs++;
+            idle = 0;
+        } else {
+            idle++;
         }
+        qi = (qi + 1) % s->nqueues;
     }
-out:
+    s->next_queue = qi;
     s->bh_ns += vdma_cpu_ns() - t0;
-    if (more) {
+    if (idle < s->nqueues) {
         qemu_bh_schedule(s->bh);
     }
 }
