@@ -26,6 +26,10 @@ import time
 MAX_WAIT = 3600
 
 
+def valid_wait(w):
+    return isinstance(w, (int, float)) and math.isfinite(w) and 0 <= w <= MAX_WAIT
+
+
 class QMPError(Exception):
     pass
 
@@ -33,7 +37,7 @@ class QMPError(Exception):
 class QMP:
     def __init__(self, path, timeout=30.0, wait=0.0):
         self.path = path
-        if not (isinstance(wait, (int, float)) and math.isfinite(wait) and 0 <= wait <= MAX_WAIT):
+        if not valid_wait(wait):
             raise QMPError("the wait for QMP socket %s must be 0 to %d seconds, not %r" % (path, MAX_WAIT, wait))
         deadline = time.monotonic() + wait
         while True:
@@ -92,7 +96,7 @@ def main(argv):
             wait = float(argv[1])
         except ValueError:
             wait = None
-        if wait is None or not math.isfinite(wait) or not 0 <= wait <= MAX_WAIT:
+        if not valid_wait(wait):
             print("qmp.py: --wait needs seconds from 0 to %d, not '%s'" % (MAX_WAIT, argv[1]), file=sys.stderr)
             return 1
         argv = argv[2:]
