@@ -744,6 +744,59 @@ TEST_F(Scalable, RequestsWithPasidThroughSecondStageAndPassThrough)
     EXPECT_EQ(out.phys_base, 0x123000u);
 }
 
+// No first-stage or nested translation, and no request with PASID passed
+// through, may produce an address in the interrupt range (87h), whether
+// the leaf comes from a walk or from the IOTLB; the rest of a large leaf
+// over the range translates a page at a time.
+TEST_F(Scalable, OutputInTheInterruptRangeIsBlocked)
+{
+    const uint32_t PASID = 12;
+    t.map_fs(fs, 0x1000, 0xfee00000ull, FS_RW | FS_US | FS_A | FS_D);
+    t.map_fs(fs, 0x40000000, 0xfee00000ull, FS_RW | FS_US | FS_A | FS_D, 2);
+    t.set_pasid(dir, PASID, ScalableTables::first_stage(fs, DID, 1));  // SRE
+    for (int pass = 0; pass < 2; pass++) {
+        const char *what = pass ? "an IOTLB hit" : "a walk";
+        EXPECT_EQ(h.translate(SID, 0x1000, VTD_PERM_READ), VTD_FR_SM_INTERRUPT_ADDR) << what;
+        EXPECT_EQ(pasid_translate(PASID, false, 0x1000, VTD_PERM_READ), VTD_FR_SM_INTERRUPT_ADDR)
+            << what;
+        EXPECT_EQ(pasid_translate(PASID, true, 0x1000, VTD_PERM_WRITE), VTD_FR_SM_INTERRUPT_ADDR)
+            << what;
+    }
+    EXPECT_EQ((record_hi(0) >> 32) & 0xff, uint64_t{VTD_FR_SM_INTERRUPT_ADDR});
+    // The 2 MiB leaf: its upper half first, so that the lower half hits.
+    VtdTranslation out{};
+    for (int pass = 0; pass < 2; pass++) {
+        ASSERT_EQ(h.translate(SID, 0x40100010, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.iova_base, 0x40100000u);
+        EXPECT_EQ(out.phys_base, 0xfef00000u);
+        EXPECT_EQ(out.addr_mask, 0xfffu) << "not the whole leaf, which covers the range";
+        ASSERT_EQ(pasid_translate(PASID, false, 0x40100010, VTD_PERM_READ, &out), VTD_FR_NONE);
+        EXPECT_EQ(out.addr_mask, 0xfffu);
+    }
+    EXPECT_EQ(h.translate(SID, 0x40000000, VTD_PERM_READ), VTD_FR_SM_INTERRUPT_ADDR);
+    EXPECT_EQ(pasid_translate(PASID, false, 0x400ff000, VTD_PERM_READ), VTD_FR_SM_INTERRUPT_ADDR);
+
+    // Nested: the first stage's output, translated by the second, lands
+    // there (GPA 16 MiB -> host 0xfee00000).
+    uint64_t ss = h.alloc_page();
+    for (uint64_t gpa = 0; gpa < h.ram.size(); gpa += 0x200000)
+        h.map(ss, 4, gpa, gpa, 3, 2);  // RAM, where the tables are: identity
+    h.map(ss, 4, 0x1000000, 0xfee00000ull, 3);
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x5000, 0x1000000, FS_RW | FS_US | FS_A | FS_D);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs2, DID, 0, PGTT_NESTED, ss, 4));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_READ), VTD_FR_SM_INTERRUPT_ADDR);
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_READ), VTD_FR_SM_INTERRUPT_ADDR) << "the IOTLB too";
+
+    // PGTT pass-through, request with PASID: the address is the output.
+    t.set_pasid(dir, PASID + 1, ScalableTables::pass_through(DID + 1));
+    EXPECT_EQ(pasid_translate(PASID + 1, false, 0xfee01000, VTD_PERM_WRITE),
+              VTD_FR_SM_INTERRUPT_ADDR);
+    ASSERT_EQ(pasid_translate(PASID + 1, false, 0xfef00000, VTD_PERM_WRITE, &out), VTD_FR_NONE);
+    EXPECT_EQ(out.phys_base, 0xfef00000u);
+}
+
 // --- entry formats: presence, access errors and reserved bits ---
 
 TEST_F(Scalable, RootAndContextEntryFaults)

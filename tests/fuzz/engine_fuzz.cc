@@ -1094,6 +1094,11 @@ struct Host {
                 ref = reference(sid, addr, access & 3);
             else
                 ref.clean = true;  // a request with PASID in legacy mode: a fault
+            // An output in the interrupt range is blocked, except the
+            // identity of a request without PASID (such a request is an
+            // interrupt; the engine is not asked to translate it).
+            if (ref.ok && (ref.page >> 20) == 0xfee && !(ref.pt && pasid < 0))
+                ref.ok = false;
             assert_ref = m.covered(ref, addr);
             m.activity();
         }
@@ -1297,11 +1302,14 @@ struct Host {
             return in.u64();
         return (b % RAM_PAGES) * PAGE + (in.u16() & 0xff8);
     }
-    // A table pointer with low flag bits from the input.
+    // A table pointer with low flag bits from the input; rarely a page of
+    // the interrupt range, which no translation may output.
     static uint64_t pointer(fuzz::Input &in)
     {
         uint8_t b = in.u8();
         uint64_t v = (b % RAM_PAGES) * PAGE | (in.u16() & 0xfff);
+        if ((b & 0x7f) == 0x7f)
+            v = 0xfee00000 | (v & 0xfffff);
         if (b & 0x80)
             v |= uint64_t{in.u16()} << 48;  // high flag/reserved bits
         return v;

@@ -150,11 +150,9 @@ VtdFaultReason Engine::translate_first_stage(uint16_t sid, std::optional<FaultPa
     if (auto leaf = sm_lookup(ctx, addr, &stale, supervisor);
         leaf && check_access(leaf->perm, access) == VTD_FR_NONE) {
         count_lookup(true, ds_hot, shard);
-        uint64_t size_mask = (uint64_t{1} << level_shift(leaf->level)) - 1;
-        out = {addr & ~size_mask, leaf->phys, size_mask, leaf->perm, ctx.did};
-        if (!pasid)
-            remember_scalable(sid, addr, epoch, out, ds, ctx.pgtt);
-        return VTD_FR_NONE;
+        // map_leaf blocks an output in the interrupt range, hit or miss.
+        return map_leaf_scalable(sid, addr, access, record, *leaf, ctx, ds, pasid, !pasid, epoch,
+                                 out);
     }
     count_lookup(false, ds_hot, shard);
     const Iotlb::FillToken token = sm_prepare_fill(ctx, supervisor);
@@ -301,6 +299,10 @@ VtdFaultReason Engine::translate_pasid(uint16_t sid, uint32_t pasid, bool privil
     switch (ctx.pgtt) {
     case Pgtt::PassThrough:
         stats_.add(Counter::SmPassThrough, 1, shard);
+        // A request with PASID to the interrupt range is a DMA request
+        // like any other; passed through, its output would be there.
+        if (addr >= INTERRUPT_RANGE_FIRST && addr <= INTERRUPT_RANGE_LAST)
+            return fault(sid, addr, access, record, VTD_FR_SM_INTERRUPT_ADDR, ctx.fpd, &ds, tag);
         stats_.add(Counter::PassThrough, 1, shard);
         identity(addr, ctx.did, out);
         return VTD_FR_NONE;
