@@ -12,12 +12,16 @@ Follows the guest's console log:
   driver ejects it) and waits until QEMU has deleted it;
 - "VIOMMU-SUSPEND: sleeping": waits until QEMU reports the guest suspended,
   then wakes it (system_wakeup).
+The guest says a hotplug cue again every 10 s until it sees the disk come or
+go, since printk may split a line on the console it shares: a cue counts
+wherever it starts in a line, and only its first sighting acts.
 It stops at the guest's "VIOMMU-TEST: end" line, after TIMEOUT-S seconds, or
 on QEMU's exit.  One line per action on stdout: "ok ACTION - detail" or
 "fail ACTION - detail".  Each command opens its own QMP connection: the
 suite asks QMP too once the guest ends.
 """
 import os
+import re
 import sys
 import time
 
@@ -76,6 +80,7 @@ def main():
     sock, log, rounds, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     deadline = time.monotonic() + timeout
     seen = 0  # console lines handled so far
+    done = set()  # hotplug cues acted on: ("want"|"done", N)
     while time.monotonic() < deadline:
         try:
             with open(log, errors="replace") as f:
@@ -86,12 +91,14 @@ def main():
             seen += 1
             if line.startswith("VIOMMU-TEST: end"):
                 return
-            if line.startswith("VIOMMU-SUSPEND: sleeping"):
+            if "VIOMMU-SUSPEND: sleeping" in line:
                 wake(sock, deadline)
                 continue
-            if not line.startswith("VIOMMU-HOTPLUG: "):
+            cue = re.search(r"VIOMMU-HOTPLUG: (want|done) ([0-9]+)", line)
+            if not cue or cue.groups() in done:
                 continue
-            what, n = line.split()[1:3]
+            done.add(cue.groups())
+            what, n = cue.groups()
             dev = "hpblk" + n
             if int(n) > rounds:
                 report(False, "device_" + what + n, "the guest asked for round %s of %d" % (n, rounds))
