@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -700,6 +701,44 @@ def t_dma_waits_while_stopped():
               "the last FILL did not land on the destination")
 
 
+def t_dma_migrated_state_checked():
+    """viommu-dma refuses a migrated state its registers cannot hold, with
+    a message: a next queue beyond its queues (where the bottom half would
+    start), an enabled queue's ring not 64-byte aligned; the state as saved
+    loads."""
+    ring = 0xc0ffee00  # enabled, never rung: a pattern to find in the stream
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS) as src:
+        img = os.path.join(src.dir, "state")
+        cfg = 0x80000000 | DMA_DEV << 11
+        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
+        src.qtest("outl 0xcfc 0x%x" % DMA_BAR)
+        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
+        src.qtest("outl 0xcfc 0x6")
+        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
+            src.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        save_state(src, img)
+    data = open(img, "rb").read()
+    # nqueues (4, VMSTATE_UINT32_EQUAL), next_queue, then queue 0's ring
+    at = [m.start() for m in re.finditer(
+        re.escape(struct.pack(">I", 4)) + b"(.{4})" + re.escape(struct.pack(">Q", ring)), data,
+        re.S)]
+    check(len(at) == 1, "queue 0's state found %d times in the stream" % len(at))
+    nq = at[0] + 4
+    with running("viommu-vtd,id=iommu0", extra=DMA_ARGS, incoming="exec:cat %s" % img) as dst:
+        wait_migration(dst)
+    for field, where, value, why in (
+            ("next queue", nq, struct.pack(">I", 0xffffffff), "next queue 4294967295 of 4"),
+            ("next queue", nq, struct.pack(">I", 4), "next queue 4 of 4"),
+            ("ring", nq + 4, struct.pack(">Q", ring | 8), "queue 0: enabled with a ring")):
+        bad = os.path.join(SCRATCH, "bad-state")
+        with open(bad, "wb") as f:
+            f.write(data[:where] + value + data[where + len(value):])
+        rc, out = run_fail("viommu-vtd", DMA_ARGS + ["-m", "128", "-incoming", "exec:cat %s" % bad])
+        check(rc != 0, "a state with %s %s loaded" % (field, value.hex()))
+        check("viommu-dma: migrated state refused: " + why in out,
+              "unclear error for %s %s: %s" % (field, value.hex(), out[-300:]))
+
+
 def t_analyze_migration():
     """QEMU's scripts/analyze-migration.py decodes the device's state field
     by field (no opaque buffer)."""
@@ -1141,6 +1180,8 @@ CASES = [
      t_migration_fault_records),
     ("viommu-dma processes its ring only while the VM runs, after a migration too",
      t_dma_waits_while_stopped),
+    ("viommu-dma refuses a migrated state its registers cannot hold, with a message",
+     t_dma_migrated_state_checked),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),
     ("-trace viommu_vtd_* shows the engine's events", t_trace_engine_events),
     ("scalable-mode descriptors are traced by name and granularity",

@@ -18,6 +18,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -282,6 +283,32 @@ static void vdma_reset(DeviceState *dev)
     vdma_reset_all(s);
 }
 
+/*
+ * What the registers cannot hold is refused: the bottom half starts at
+ * next_queue and an enabled queue's ring registers bound its DMA.
+ */
+static const char *vdma_queue_invalid(const VDMAQueue *q)
+{
+    const uint32_t status = VIOMMU_DMA_QSTS_HALTED | VIOMMU_DMA_QSTS_BADRING;
+
+    if (q->ctrl & ~VIOMMU_DMA_QCTRL_ENABLE || q->isr & ~1u ||
+        q->status & ~status) {
+        return "undefined bits set";
+    }
+    if (!(q->ctrl & VIOMMU_DMA_QCTRL_ENABLE)) {
+        return NULL;
+    }
+    if (q->size == 0 || q->size > VIOMMU_DMA_MAX_RING_SIZE ||
+        !is_power_of_2(q->size) || q->ring & (VIOMMU_DMA_DESC_SIZE - 1) ||
+        q->status & VIOMMU_DMA_QSTS_BADRING) {
+        return "enabled with a ring it refuses";
+    }
+    if (q->head >= q->size || q->tail >= q->size) {
+        return "head or tail beyond its ring";
+    }
+    return NULL;
+}
+
 static int vdma_post_load(void *opaque, int version_id)
 {
     ViommuDmaState *s = opaque;
@@ -289,19 +316,24 @@ static int vdma_post_load(void *opaque, int version_id)
     memset(s->pf_head, 0, sizeof(s->pf_head));
     memset(s->pf_end, 0, sizeof(s->pf_end));
 
+    if (s->next_queue >= s->nqueues) {
+        error_report("viommu-dma: migrated state refused: next queue %u of %u",
+                     s->next_queue, s->nqueues);
+        return -EINVAL;
+    }
     for (uint32_t i = 0; i < VIOMMU_DMA_MAX_QUEUES; i++) {
         VDMAQueue *q = &s->q[i];
+        const char *why;
 
         if (i >= s->nqueues) {
             vdma_queue_reset(q);
             continue;
         }
-        if (q->ctrl & VIOMMU_DMA_QCTRL_ENABLE) {
-            if (q->size == 0 || q->size > VIOMMU_DMA_MAX_RING_SIZE ||
-                !is_power_of_2(q->size) || q->head >= q->size ||
-                q->tail >= q->size) {
-                return -EINVAL;
-            }
+        why = vdma_queue_invalid(q);
+        if (why) {
+            error_report("viommu-dma: migrated state refused: queue %u: %s",
+                         i, why);
+            return -EINVAL;
         }
     }
     viommu_dma_kick(s);
