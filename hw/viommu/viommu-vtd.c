@@ -73,6 +73,10 @@ static void viommu_vtd_queue_bh(void *opaque)
 {
     ViommuVtdState *s = opaque;
 
+    /* scheduled before the VM stopped: the start kicks it again */
+    if (!runstate_is_running()) {
+        return;
+    }
     vtd_engine_process_queue(s->engine);
     viommu_vtd_process_pending(s);
     viommu_vtd_queue_kick(s);
