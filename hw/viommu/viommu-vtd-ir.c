@@ -22,21 +22,39 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/main-loop.h"
 #include "hw/i386/apic_internal.h"
 #include "hw/i386/x86.h"
 #include "viommu-vtd-internal.h"
 #include "trace.h"
 
+static void viommu_vtd_apic_send_bh(void *opaque)
+{
+    MSIMessage *msg = opaque;
+
+    apic_get_class(NULL)->send_msi(msg);
+    g_free(msg);
+}
+
 /*
- * To the APIC bus, not through the memory API: no BQL is taken (a fault
- * can be raised by a translation on an I/O thread, which must not wait
- * for the main loop), and an x2APIC destination's bits 31:8 in the upper
- * address reach the APIC (apic_send_msi() and KVM read them there).
+ * To the APIC bus, not through the memory API, so that an x2APIC
+ * destination's bits 31:8 in the upper address reach the APIC
+ * (apic_send_msi() and KVM read them there).  The TCG APIC needs the BQL
+ * (cpu_interrupt()); a fault raised by a translation on an I/O thread,
+ * which holds none and must not wait for the main loop, is sent from
+ * there instead.
  */
 void viommu_vtd_apic_send(uint64_t addr, uint32_t data)
 {
     MSIMessage msg = { .address = addr, .data = data };
 
+    if (!bql_locked()) {
+        trace_viommu_vtd_msi_deferred(addr, data);
+        aio_bh_schedule_oneshot(qemu_get_aio_context(),
+                                viommu_vtd_apic_send_bh,
+                                g_memdup2(&msg, sizeof(msg)));
+        return;
+    }
     apic_get_class(NULL)->send_msi(&msg);
 }
 
