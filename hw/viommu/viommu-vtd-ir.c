@@ -176,7 +176,9 @@ void viommu_vtd_ir_realize(ViommuVtdState *s, PCIBus *bus)
  * recorded.  An interrupt KVM delivers through a route (irqfd, the split
  * IOAPIC's pins) never reaches the window, so a blocked one records no
  * fault either; and for a blocked answer QEMU keeps the route it had
- * (kvm_irqchip_update_msi_route() fails before replacing it).
+ * (kvm_irqchip_update_msi_route() fails before replacing it).  A route is
+ * always an interrupt to KVM, which would deliver a message outside the
+ * window (upper address bits set included) as it stands: refused too.
  */
 int viommu_vtd_int_remap(X86IOMMUState *iommu, MSIMessage *src,
                          MSIMessage *dst, uint16_t sid)
@@ -188,12 +190,7 @@ int viommu_vtd_int_remap(X86IOMMUState *iommu, MSIMessage *src,
     }
     *dst = *src;
     trace_viommu_vtd_ir_route(sid, src->address, src->data);
-    if (!viommu_vtd_ir_remap(s, sid, dst, false)) {
-        /* outside the window: not an interrupt the unit sees; unchanged */
-        return (src->address & ~(VIOMMU_VTD_MSI_SIZE - 1)) ==
-               VIOMMU_VTD_MSI_BASE ? -EINVAL : 0;
-    }
-    return 0;
+    return viommu_vtd_ir_remap(s, sid, dst, false) ? 0 : -EINVAL;
 }
 
 /* IEC notifiers */
