@@ -116,7 +116,9 @@ static void viommu_vtd_event_command(const VtdEventGlobalCommand *g)
     if ((g->status_before ^ g->status_after) & VIOMMU_VTD_GSTS_QIES) {
         trace_viommu_vtd_qi_enable(!!(g->status_after & VIOMMU_VTD_GSTS_QIES),
                                    g->iqa & ~0xfffULL,
-                                   256u << (g->iqa & 7));
+                                   /* IQA.DW (bit 11): 256-bit entries */
+                                   (256u << (g->iqa & 7)) >>
+                                   ((g->iqa >> 11) & 1));
     }
 }
 

@@ -98,6 +98,11 @@ static MemTxResult viommu_vtd_ir_read(void *opaque, hwaddr addr,
                                       uint64_t *data, unsigned size,
                                       MemTxAttrs attrs)
 {
+    ViommuVtdAS *vas = opaque;
+
+    trace_viommu_vtd_ir_bad_access(attrs.unspecified ? viommu_vtd_sid(vas) :
+                                   attrs.requester_id,
+                                   VIOMMU_VTD_MSI_BASE + addr, size, false);
     *data = 0;
     return MEMTX_ERROR;
 }
@@ -120,6 +125,7 @@ static MemTxResult viommu_vtd_ir_write(void *opaque, hwaddr addr,
     };
 
     if (size != 4) {
+        trace_viommu_vtd_ir_bad_access(sid, msg.address, size, true);
         return MEMTX_ERROR;
     }
     if (!viommu_vtd_ir_remap(vas->s, sid, &msg, true)) {

@@ -795,9 +795,10 @@ def t_trace_engine_events():
 
 def t_trace_scalable_descriptors():
     """The scalable-mode descriptors are traced by name and granularity:
-    a page-selective P_IOTLB and a PASID-selective PASID-cache one."""
+    a page-selective P_IOTLB and a PASID-selective PASID-cache one; the
+    queue's size in 256-bit descriptors (QS 0: 128)."""
     with running("viommu-vtd,id=iommu0,x-scalable-mode=on",
-                 ["-trace", "viommu_vtd_qi_desc"]) as vm:
+                 ["-trace", "viommu_vtd_qi_desc", "-trace", "viommu_vtd_qi_enable"]) as vm:
         q = 0x200000
         for off, val in ((0, 6 | 3 << 4 | 1 << 16 | 5 << 32), (8, 0x30000),
                          (32, 7 | 1 << 4 | 1 << 16 | 5 << 32)):
@@ -811,6 +812,8 @@ def t_trace_scalable_descriptors():
           "no page-selective P_IOTLB in the trace: %s" % log[-400:])
     check(re.search(r"viommu_vtd_qi_desc .*: pasid-cache pasid ", log),
           "no PASID-selective PASID-cache descriptor in the trace")
+    check(re.search(r"viommu_vtd_qi_enable queued invalidation 1 base 0x200000 entries 128\b",
+                    log), "queue not traced as 128 entries of 256 bits: %s" % log[-400:])
 
 
 def t_queue_on_registers():
@@ -1014,6 +1017,35 @@ def t_events_with_upper_address():
         check("viommu_vtd_msi addr 0x100fee00000 data 0x30" in out,
               "no event to the x2APIC destination: %s" % out[-600:])
         check("viommu_vtd_msi_dropped" not in out, "an event was dropped: %s" % out[-600:])
+        check("viommu_vtd_msi_deferred" not in out,
+              "an event raised under the BQL was deferred: %s" % out[-600:])
+
+
+def t_interrupt_window_refuses_other_accesses():
+    """Only DWORD writes into a device's interrupt window are interrupt
+    requests: an 8-byte DMA write there fails, and the trace says so
+    (accesses below 4 bytes the memory core refuses before the window)."""
+    ring = 0x300000
+    with running("viommu-vtd,intremap=on", DMA_ARGS + ["-trace", "viommu_vtd_ir_*"]) as vm:
+        cfg = 0x80000000 | DMA_DEV << 11
+        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
+        vm.qtest("outl 0xcfc 0x%x" % DMA_BAR)
+        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
+        vm.qtest("outl 0xcfc 0x6")
+        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
+            vm.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        for off, val in ((0, OP_FILL | 8 << 32), (8, 0), (0x10, 0xfee00000), (0x18, 0x4242),
+                         (0x20, ST_PENDING)):
+            vm.qtest("writeq 0x%x 0x%x" % (ring + off, val))
+        dma_doorbell(vm, 1)
+        for _ in range(1000):
+            st = int(vm.qtest("readl 0x%x" % (ring + 0x20)).split()[1], 16)
+            if st != ST_PENDING:
+                break
+        check(st == ST_WRITE_FAULT, "an 8-byte write into the window: status 0x%x" % st)
+        out = vm.output()
+        check(re.search(r"viommu_vtd_ir_bad_access sid 0x0020 addr 0xfee00000 size 8 write 1", out),
+              "no trace of the refused write: %s" % out[-600:])
 
 
 def t_system_reset():
@@ -1238,6 +1270,8 @@ CASES = [
      t_map_notifier_pass_through_with_pasids),
     ("an event's upper address register reaches the APIC (x2APIC destinations)",
      t_events_with_upper_address),
+    ("only DWORD writes into the interrupt window are interrupts; others are traced",
+     t_interrupt_window_refuses_other_accesses),
     ("a bridge unplugged by the guest leaves no address space on its freed bus",
      t_bridge_removed),
 ]
