@@ -308,6 +308,51 @@ static void test_irq_and_reset(void)
     vt_stop(&e);
 }
 
+/*
+ * A busy queue holds no other back: with both doorbells rung while the VM
+ * is stopped, the device's first run after 'cont' takes one descriptor
+ * from each active queue in turn (from queue 0, where a new device
+ * starts), so queue 1's one COPY reads queue 0's last destination before
+ * queue 0's last FILL, several runs of 256 descriptors later, has written
+ * it.  This holds whenever the bottom half runs.
+ */
+static void test_queues_take_turns(void)
+{
+    const uint32_t n = 600, ring_size = 1024;
+    const uint64_t mark = 0xf111000000000000ULL;
+    VtEnv e;
+    VdmaDev *d;
+    uint64_t ring0, ring1, dst, out;
+    uint32_t last, copy;
+
+    start(&e);
+    d = &e.dma[0];
+    ring0 = vtd_alloc(&e.g, ring_size * VIOMMU_DMA_DESC_SIZE, 4096);
+    ring1 = vtd_alloc(&e.g, 16 * VIOMMU_DMA_DESC_SIZE, 4096);
+    dst = vtd_alloc(&e.g, n * 8, 4096);
+    out = vtd_alloc(&e.g, 8, 8);
+    g_assert_true(vdma_queue_setup(d, 0, ring0, ring0, ring_size));
+    g_assert_true(vdma_queue_setup(d, 1, ring1, ring1, 16));
+    qtest_qmp_assert_success(e.qts, "{'execute': 'stop'}");
+    for (uint32_t i = 0; i < n; i++) {
+        VdmaDesc fill = { .op = VIOMMU_DMA_OP_FILL, .len = 8,
+                          .dst = dst + i * 8, .pattern = mark + i };
+
+        last = vdma_push(d, 0, &fill);
+    }
+    copy = vdma_push(d, 1, &(VdmaDesc){ .op = VIOMMU_DMA_OP_COPY, .len = 8,
+                                        .src = dst + (n - 1) * 8, .dst = out });
+    vdma_ring_doorbell(d, 0);
+    vdma_ring_doorbell(d, 1);
+    g_assert_cmpuint(vdma_counter(d, VIOMMU_DMA_REG_DESCS), ==, 0);
+    qtest_qmp_assert_success(e.qts, "{'execute': 'cont'}");
+    g_assert_cmphex(vdma_wait(d, 1, copy, NULL), ==, VIOMMU_DMA_ST_OK);
+    g_assert_cmphex(vdma_wait(d, 0, last, NULL), ==, VIOMMU_DMA_ST_OK);
+    g_assert_cmphex(qtest_readq(e.qts, dst + (n - 1) * 8), ==, mark + n - 1);
+    g_assert_cmphex(qtest_readq(e.qts, out), ==, 0);
+    vt_stop(&e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -319,5 +364,6 @@ int main(int argc, char **argv)
                    test_dma_to_own_registers);
     qtest_add_func("/viommu-dma/intx", test_intx);
     qtest_add_func("/viommu-dma/msix-masking", test_msix_masking);
+    qtest_add_func("/viommu-dma/queues-take-turns", test_queues_take_turns);
     return g_test_run();
 }
