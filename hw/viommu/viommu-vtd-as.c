@@ -319,15 +319,21 @@ static bool viommu_vtd_ram_leaf(Int128 start, Int128 len,
  * The guest's leaves over [first, last], sorted by IOVA.  A pass-through
  * context (one that keeps the IOMMU region in use: x-pasid-mode=on) maps
  * guest RAM one to one, so that is what its MAP notifiers are told.
+ * *known is false when a walk that ran out of its entry budget (looping
+ * or shared tables) reported nothing; otherwise the leaves are all there
+ * are over [first, *known_last].
  */
 static GArray *viommu_vtd_walk_leaves(ViommuVtdAS *vas, hwaddr first,
-                                      hwaddr last)
+                                      hwaddr last, bool *known,
+                                      hwaddr *known_last)
 {
     GArray *leaves = g_array_new(false, false, sizeof(VtdTranslation));
     uint16_t sid = viommu_vtd_sid(vas);
     VtdDeviceContext c;
     int ret;
 
+    *known = true;
+    *known_last = last;
     if (vtd_engine_device_context(vas->s->engine, sid, &c) &&
         c.fault == VTD_FR_NONE && c.pass_through) {
         ViommuVtdRamLeaves r = { .leaves = leaves, .first = first,
@@ -344,6 +350,15 @@ static GArray *viommu_vtd_walk_leaves(ViommuVtdAS *vas, hwaddr first,
                           viommu_vtd_collect_leaf, leaves);
     trace_viommu_vtd_replay(viommu_vtd_name(vas), sid, first, last, ret);
     g_array_sort(leaves, viommu_vtd_leaf_cmp);
+    if (ret == VTD_WALK_TRUNCATED) {
+        const VtdTranslation *t;
+
+        *known = leaves->len > 0;
+        if (*known) {
+            t = &g_array_index(leaves, VtdTranslation, leaves->len - 1);
+            *known_last = MIN(last, t->iova_base + t->addr_mask);
+        }
+    }
     return leaves;
 }
 
@@ -362,7 +377,8 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
     g_autoptr(GPtrArray) stale = g_ptr_array_new();
     g_autoptr(GArray) leaves = NULL;
     IntervalTreeNode *node;
-    hwaddr lo = first, hi = last;
+    hwaddr lo = first, hi = last, known_last;
+    bool known;
 
     /* whole leaves: those told that overlap the range are walked again */
     for (node = interval_tree_iter_first(&vas->mapped, first, last); node;
@@ -370,7 +386,20 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
         lo = MIN(lo, node->start);
         hi = MAX(hi, node->last);
     }
-    leaves = viommu_vtd_walk_leaves(vas, lo, hi);
+    leaves = viommu_vtd_walk_leaves(vas, lo, hi, &known, &known_last);
+    /*
+     * A walk cut short says nothing past its last leaf: what was told
+     * there stays (a looping table only keeps the guest's own stale
+     * mappings; a table too large for the budget keeps its good ones).
+     */
+    if (!known) {
+        trace_viommu_vtd_replay_kept(viommu_vtd_name(vas), lo, hi);
+        return;
+    }
+    if (known_last < hi) {
+        trace_viommu_vtd_replay_kept(viommu_vtd_name(vas), known_last + 1, hi);
+        hi = known_last;
+    }
     for (node = interval_tree_iter_first(&vas->mapped, lo, hi); node;
          node = interval_tree_iter_next(node, lo, hi)) {
         ViommuVtdMapped *m = container_of(node, ViommuVtdMapped, node);

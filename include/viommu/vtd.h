@@ -347,11 +347,15 @@ bool vtd_engine_device_context(VtdEngine *e, uint16_t sid, VtdDeviceContext *out
  * every level and the leaf's D flag is set.  Nested: those leaves'
  * output translated by the second stage, in pieces of the smaller page
  * size with both stages' permissions.  Malformed entries and tables that
- * cannot be read are skipped (their addresses would fault); at most 2^24
- * entries are read, so looping tables end the walk.  Returns 0, or a fault
- * reason if the context itself is unusable: its context or PASID entry
- * (nothing to replay for pass-through either), or, first-stage, a top table
- * that cannot be read (73h; nested: 74h, 75h or the second stage's fault). */
+ * cannot be read are skipped (their addresses would fault).  Leaves come
+ * in increasing IOVA order.  At most 2^24 entries are read, so looping
+ * tables end the walk.  Returns 0; VTD_WALK_TRUNCATED if that budget ended
+ * it before `end` (every leaf below the last one reported was reported;
+ * beyond it nothing is known); or a fault reason if the context itself is
+ * unusable: its context or PASID entry (nothing to replay for pass-through
+ * either), or, first-stage, a top table that cannot be read (73h; nested:
+ * 74h, 75h or the second stage's fault). */
+#define VTD_WALK_TRUNCATED (-1)
 typedef void (*VtdWalkFn)(void *ctx, const VtdTranslation *t);
 int vtd_engine_walk(VtdEngine *e, uint16_t sid, uint64_t start, uint64_t end,
                     VtdWalkFn cb, void *ctx);

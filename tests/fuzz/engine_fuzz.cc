@@ -1233,10 +1233,12 @@ struct Host {
     struct WalkCtx {
         Host *h;
         uint64_t start, end, leaves;
+        uint64_t next;  // where the next leaf may start: they come in IOVA order
+        bool wrapped;   // a leaf ended at 2^64
     };
     void walk(uint16_t sid, uint64_t start, uint64_t end)
     {
-        WalkCtx c{this, start, end, 0};
+        WalkCtx c{this, start, end, 0, 0, false};
         int r = vtd_engine_walk(
             e, sid, start, end,
             [](void *p, const VtdTranslation *t) {
@@ -1245,10 +1247,13 @@ struct Host {
                 FUZZ_CHECK(t->iova_base < c->end && t->iova_base + t->addr_mask >= c->start,
                            t->iova_base, c->start);
                 FUZZ_CHECK(t->perm != VTD_PERM_NONE && t->perm <= VTD_PERM_RW, t->perm);
+                FUZZ_CHECK(!c->wrapped && t->iova_base >= c->next, t->iova_base, c->next);
+                c->next = t->iova_base + t->addr_mask + 1;
+                c->wrapped = c->next == 0;
                 c->h->check_leaf(*t, "replayed leaf not backed by a PTE the engine read");
             },
             &c);
-        FUZZ_CHECK(r >= 0 && known_reason(VtdFaultReason(r)), r);
+        FUZZ_CHECK(r == VTD_WALK_TRUNCATED || (r >= 0 && known_reason(VtdFaultReason(r))), r);
         if (!cfg.scalable_mode)
             FUZZ_CHECK(r <= VTD_FR_CONTEXT_ENTRY_TT, r);
     }

@@ -991,6 +991,49 @@ def t_map_notifier_keeps_unchanged_mappings():
         check(len(walks) == 1, "%d walks for 20 domain-selective invalidations" % len(walks))
 
 
+def t_map_notifier_keeps_what_a_cut_walk_did_not_reach():
+    """A walk that runs out of its entry budget (2^24 entries: looping or
+    shared tables) says nothing past its last leaf, so a MAP notifier
+    keeps what it was told there: a page at 512 GiB stays mapped when the
+    tables below it come to loop, and the walk's cut is traced."""
+    q, status = 0x200000, 0x250000
+    pdpt, pd, empty = 0x103000, 0x104000, 0x120000   # dma_setup's, and a zero page
+    high = [0x121000, 0x122000, 0x123000]           # PDPT, PD, PT at 512 GiB
+    with running("viommu-vtd,caching-mode=on",
+                 ["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                  "-trace", "viommu_vtd_notify_*", "-trace", "viommu_vtd_replay*"]) as vm:
+        dma_setup(vm)
+        vm.qtest("writeq 0x%x 0x%x" % (PML4 + 8, high[0] | 3))
+        vm.qtest("writeq 0x%x 0x%x" % (high[0], high[1] | 3))
+        vm.qtest("writeq 0x%x 0x%x" % (high[1], high[2] | 3))
+        vm.qtest("writeq 0x%x 0x%x" % (high[2], 0x340000 | 3))
+        vm.writeq(IQA, q)
+        vm.writel(GCMD, GCMD_TE | GCMD_QIE)
+        tail = [0]
+
+        def domain_invalidation():
+            mark = len(vm.output())
+            for val in (2 | 2 << 4 | 1 << 16, 0, 0x1 << 32 | 1 << 5 | 5, status):
+                vm.qtest("writeq 0x%x 0x%x" % (q + tail[0] % 0x1000, val))
+                tail[0] += 8
+            vm.writeq(IQT, tail[0] % 0x1000)
+            check(vm.readq(IQH) == tail[0] % 0x1000, "the queue did not run")
+            return vm.output()[mark:].split(" | ")
+
+        events = domain_invalidation()
+        check(any("notify_map" in l and "iova 0x8000000000 -> 0x340000" in l for l in events),
+              "the page at 512 GiB was not told: %s" % events[-6:])
+        # PDPT[1..511] -> the PD, PD[1..511] -> an empty table: ~2^27 entries
+        blob = lambda table: "".join(struct.pack("<Q", table | 3).hex() for _ in range(511))
+        vm.qtest("write 0x%x 0x%x 0x%s" % (pdpt + 8, 511 * 8, blob(pd)))
+        vm.qtest("write 0x%x 0x%x 0x%s" % (pd + 8, 511 * 8, blob(empty)))
+        events = domain_invalidation()
+        check(not any("notify_unmap" in l and "0x8000000000" in l for l in events),
+              "the page at 512 GiB was unmapped: %s" % [l for l in events if "notify" in l][:4])
+        check(any("viommu_vtd_replay_kept" in l for l in events),
+              "no trace of the cut walk: %s" % events[-6:])
+
+
 def t_events_with_upper_address():
     """The unit's own events with an x2APIC destination: IEUADDR (and
     FEUADDR) hold its bits 31:8, as Linux programs them for APIC ids from
@@ -1268,6 +1311,8 @@ CASES = [
      t_map_notifier_keeps_unchanged_mappings),
     ("a MAP notifier is told guest RAM one to one through a pass-through RID_PASID",
      t_map_notifier_pass_through_with_pasids),
+    ("a MAP notifier keeps what a walk cut by its entry budget did not reach",
+     t_map_notifier_keeps_what_a_cut_walk_did_not_reach),
     ("an event's upper address register reaches the APIC (x2APIC destinations)",
      t_events_with_upper_address),
     ("only DWORD writes into the interrupt window are interrupts; others are traced",

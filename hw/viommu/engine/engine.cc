@@ -416,6 +416,8 @@ int Engine::walk(uint16_t sid, uint64_t start, uint64_t end, VtdWalkFn cb, void 
     if (!complete)
         stats_.add(Counter::ReplayTruncated);
     host_.event([&] { return ev::replay(sid, cl, start, end, leaves, !complete); });
+    if (cl.fault == VTD_FR_NONE && !complete)
+        return VTD_WALK_TRUNCATED;
     return cl.fault;
 }
 
