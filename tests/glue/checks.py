@@ -739,6 +739,32 @@ def t_dma_migrated_state_checked():
               "unclear error for %s %s: %s" % (field, value.hex(), out[-300:]))
 
 
+def t_dma_traces_intx_and_reset():
+    """viommu-dma traces its INTx level (MSI-X off) and its resets."""
+    ring = 0x300000
+    with running("viommu-vtd", DMA_ARGS + ["-trace", "viommu_dma_intx",
+                                           "-trace", "viommu_dma_reset"]) as vm:
+        cfg = 0x80000000 | DMA_DEV << 11
+        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
+        vm.qtest("outl 0xcfc 0x%x" % DMA_BAR)
+        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
+        vm.qtest("outl 0xcfc 0x6")
+        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
+            vm.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        vm.qtest("writeq 0x%x 0x%x" % (ring, 1 << 8))  # NOP with the IRQ flag
+        vm.qtest("writeq 0x%x 0x%x" % (ring + 0x20, ST_PENDING))
+        dma_doorbell(vm, 1)
+        for _ in range(1000):
+            if int(vm.qtest("readl 0x%x" % (ring + 0x20)).split()[1], 16) != ST_PENDING:
+                break
+        vm.qtest("writel 0x%x 1" % (DMA_BAR + Q0 + 0x1c))  # ISR: write 1 to clear
+        vm.qtest("writel 0x%x 1" % (DMA_BAR + 0x10))       # CTRL.RESET
+        lines = [l for l in vm.output().split(" | ") if "viommu_dma_" in l]
+    intx = [l.split()[-1] for l in lines if "viommu_dma_intx" in l]
+    check("1" in intx and "0" in intx[intx.index("1"):], "INTx levels traced: %s" % intx)
+    check(any("viommu_dma_reset" in l for l in lines), "no reset traced: %s" % lines[-4:])
+
+
 def t_analyze_migration():
     """QEMU's scripts/analyze-migration.py decodes the device's state field
     by field (no opaque buffer)."""
@@ -1296,6 +1322,7 @@ CASES = [
      t_dma_waits_while_stopped),
     ("viommu-dma refuses a migrated state its registers cannot hold, with a message",
      t_dma_migrated_state_checked),
+    ("viommu-dma traces its INTx level and its resets", t_dma_traces_intx_and_reset),
     ("analyze-migration.py decodes the viommu-vtd state field by field", t_analyze_migration),
     ("-trace viommu_vtd_* shows the engine's events", t_trace_engine_events),
     ("scalable-mode descriptors are traced by name and granularity",

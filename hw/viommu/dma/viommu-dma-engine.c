@@ -30,6 +30,7 @@ void viommu_dma_update_intx(ViommuDmaState *s)
     for (uint32_t i = 0; i < s->nqueues; i++) {
         level |= !!s->q[i].isr;
     }
+    trace_viommu_dma_intx(level);
     pci_set_irq(pdev, level);
 }
 

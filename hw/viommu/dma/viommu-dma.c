@@ -37,6 +37,7 @@ static void vdma_queue_reset(VDMAQueue *q)
 
 static void vdma_reset_all(ViommuDmaState *s)
 {
+    trace_viommu_dma_reset();
     for (uint32_t i = 0; i < VIOMMU_DMA_MAX_QUEUES; i++) {
         vdma_queue_reset(&s->q[i]);
     }
