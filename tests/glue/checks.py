@@ -526,6 +526,18 @@ OP_FILL, ST_PENDING, ST_OK, ST_WRITE_FAULT = 2, 0x00, 0x01, 0x11
 FSTS_PPF = 1 << 1
 
 
+def dma_queue_at(vm, ring):
+    """The device's BAR and bus mastering on, queue 0 a 16-entry ring at
+    ring (an address as the device sees it), no tables."""
+    cfg = 0x80000000 | DMA_DEV << 11
+    vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
+    vm.qtest("outl 0xcfc 0x%x" % DMA_BAR)
+    vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
+    vm.qtest("outl 0xcfc 0x6")
+    for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
+        vm.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+
+
 def dma_setup(vm):
     """Tables mapping MAPPING (4-level, domain 1) for the DMA device,
     translation on, the device's BAR and bus mastering on, its queue 0
@@ -542,14 +554,7 @@ def dma_setup(vm):
     vm.writeq(RTADDR, ROOT)
     vm.writel(GCMD, GCMD_SRTP)
     vm.writel(GCMD, GCMD_TE)
-    cfg = 0x80000000 | DMA_DEV << 11
-    vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
-    vm.qtest("outl 0xcfc 0x%x" % DMA_BAR)
-    vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
-    vm.qtest("outl 0xcfc 0x6")       # memory space, bus master
-    for off, val in ((Q_RING_LO, RING_IOVA), (Q_RING_HI, 0), (Q_RING_SIZE, 16),
-                     (Q_CTRL, 1)):
-        vm.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+    dma_queue_at(vm, RING_IOVA)
 
 
 def dma_push(vm, idx, dst, pattern, length=0x1000):
@@ -670,13 +675,7 @@ def t_dma_waits_while_stopped():
 
     with running("viommu-vtd,id=iommu0", extra=DMA_ARGS) as src:
         img = os.path.join(src.dir, "state")
-        cfg = 0x80000000 | DMA_DEV << 11
-        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
-        src.qtest("outl 0xcfc 0x%x" % DMA_BAR)
-        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
-        src.qtest("outl 0xcfc 0x6")
-        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
-            src.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        dma_queue_at(src, ring)
         for i in range(n):
             push(src, i)
         src.cmd("stop")
@@ -709,13 +708,7 @@ def t_dma_migrated_state_checked():
     ring = 0xc0ffee00  # enabled, never rung: a pattern to find in the stream
     with running("viommu-vtd,id=iommu0", extra=DMA_ARGS) as src:
         img = os.path.join(src.dir, "state")
-        cfg = 0x80000000 | DMA_DEV << 11
-        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
-        src.qtest("outl 0xcfc 0x%x" % DMA_BAR)
-        src.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
-        src.qtest("outl 0xcfc 0x6")
-        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
-            src.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        dma_queue_at(src, ring)
         save_state(src, img)
     data = open(img, "rb").read()
     # nqueues (4, VMSTATE_UINT32_EQUAL), next_queue, then queue 0's ring
@@ -744,13 +737,7 @@ def t_dma_traces_intx_and_reset():
     ring = 0x300000
     with running("viommu-vtd", DMA_ARGS + ["-trace", "viommu_dma_intx",
                                            "-trace", "viommu_dma_reset"]) as vm:
-        cfg = 0x80000000 | DMA_DEV << 11
-        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
-        vm.qtest("outl 0xcfc 0x%x" % DMA_BAR)
-        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
-        vm.qtest("outl 0xcfc 0x6")
-        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
-            vm.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        dma_queue_at(vm, ring)
         vm.qtest("writeq 0x%x 0x%x" % (ring, 1 << 8))  # NOP with the IRQ flag
         vm.qtest("writeq 0x%x 0x%x" % (ring + 0x20, ST_PENDING))
         dma_doorbell(vm, 1)
@@ -1096,13 +1083,7 @@ def t_interrupt_window_refuses_other_accesses():
     (accesses below 4 bytes the memory core refuses before the window)."""
     ring = 0x300000
     with running("viommu-vtd,intremap=on", DMA_ARGS + ["-trace", "viommu_vtd_ir_*"]) as vm:
-        cfg = 0x80000000 | DMA_DEV << 11
-        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x10))
-        vm.qtest("outl 0xcfc 0x%x" % DMA_BAR)
-        vm.qtest("outl 0xcf8 0x%x" % (cfg | 0x04))
-        vm.qtest("outl 0xcfc 0x6")
-        for off, val in ((Q_RING_LO, ring), (Q_RING_HI, 0), (Q_RING_SIZE, 16), (Q_CTRL, 1)):
-            vm.qtest("writel 0x%x 0x%x" % (DMA_BAR + Q0 + off, val))
+        dma_queue_at(vm, ring)
         for off, val in ((0, OP_FILL | 8 << 32), (8, 0), (0x10, 0xfee00000), (0x18, 0x4242),
                          (0x20, ST_PENDING)):
             vm.qtest("writeq 0x%x 0x%x" % (ring + off, val))
