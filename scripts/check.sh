@@ -25,12 +25,24 @@ rm -rf "$logs"; mkdir -p "$logs"
 passed=0 failed=0 skipped=0
 declare -a report
 
-count() {  # count SUITE KIND FILE...
-    local suite=$1 kind=$2; shift 2
-    local p f s
-    read -r p f s < <(python3 "$TOP/scripts/tally.py" "$kind" "$@")
+# A suite whose runner exited non-zero failed, whatever its log says (a
+# runner that died, a meson that matched no test): one failure if its
+# cases showed none.
+count() {  # count SUITE KIND STATUS FILE...
+    local suite=$1 kind=$2 status=$3; shift 3
+    local p=0 f=1 s=0 note=
+    read -r p f s < <(python3 "$TOP/scripts/tally.py" "$kind" "$@") ||
+        { p=0 f=1 s=0 note=" (tally.py failed)"; }
+    if [ "$status" != 0 ] && [ "$f" = 0 ]; then
+        f=1 note=" (its runner exited with status $status)"
+    fi
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-    report+=("$(printf '  %-7s %5d passed, %d failed, %d skipped' "$suite" "$p" "$f" "$s")")
+    report+=("$(printf '  %-7s %5d passed, %d failed, %d skipped%s' "$suite" "$p" "$f" "$s" "$note")")
+}
+
+# meson writes its logs only when some test ran: last run's must not count.
+clear_meson_logs() {  # clear_meson_logs BUILD-DIR
+    rm -f "$1"/meson-logs/testlog.junit.xml "$1"/meson-logs/testlog.json
 }
 
 fail_setup() {  # a suite that could not even start counts as one failure
@@ -50,10 +62,12 @@ if wants unit; then
         say "unit tests: running"
         # A gtest program that dies leaves last run's XML, which meson would read.
         rm -f "$BUILD"/standalone/*.xml
+        clear_meson_logs "$BUILD/standalone"
         meson test -C "$BUILD/standalone" --no-rebuild --print-errorlogs --no-suite bench \
             >"$logs/unit.log" 2>&1
+        rc=$?
         tail -n 12 "$logs/unit.log" | sed 's/^/    /'
-        count unit junit "$BUILD/standalone/meson-logs/testlog.junit.xml"
+        count unit junit "$rc" "$BUILD/standalone/meson-logs/testlog.junit.xml"
     else
         fail_setup "the standalone build failed (see above)" unit
     fi
@@ -63,13 +77,15 @@ if wants unit; then
     if bash "$TOP/scripts/build-standalone.sh" tsan; then
         say "unit tests: running them under ThreadSanitizer"
         rm -f "$BUILD"/standalone-tsan/*.xml
+        clear_meson_logs "$BUILD/standalone-tsan"
         # shellcheck disable=SC2046  # a word list of test names
         TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" \
             meson test -C "$BUILD/standalone-tsan" --no-rebuild --print-errorlogs \
             --timeout-multiplier 5 $(bash "$TOP/scripts/build-standalone.sh" --tsan-tests) \
             >"$logs/unit-tsan.log" 2>&1
+        rc=$?
         tail -n 8 "$logs/unit-tsan.log" | sed 's/^/    /'
-        count tsan junit "$BUILD/standalone-tsan/meson-logs/testlog.junit.xml"
+        count tsan junit "$rc" "$BUILD/standalone-tsan/meson-logs/testlog.junit.xml"
     else
         fail_setup "the ThreadSanitizer build failed (see above)" tsan
     fi
@@ -89,10 +105,12 @@ if wants qtest; then
     if [ "$qemu_ok" = 1 ]; then
         if [ -n "$(bash "$TOP/scripts/qtest-targets.sh")" ]; then
             say "qtests: running suite viommu"
+            clear_meson_logs "$BUILD/qemu"
             "$BUILD/qemu/pyvenv/bin/meson" test -C "$BUILD/qemu" --no-rebuild --print-errorlogs --suite viommu \
                 >"$logs/qtest.log" 2>&1
+            rc=$?
             tail -n 12 "$logs/qtest.log" | sed 's/^/    /'
-            count qtest junit "$BUILD/qemu/meson-logs/testlog.junit.xml"
+            count qtest junit "$rc" "$BUILD/qemu/meson-logs/testlog.junit.xml"
         else
             fail_setup "no qtest is registered in suite viommu" qtest
         fi
@@ -107,7 +125,7 @@ run_tap_suite() {  # run_tap_suite NAME SCRIPT
     if [ ! -f "$script" ]; then fail_setup "$script is missing" "$name"; return; fi
     say "$name tests: running $(basename "$(dirname "$script")")/$(basename "$script")"
     bash "$script" 2>&1 | tee "$logs/$name.tap" | sed 's/^/    /'
-    count "$name" tap "$logs/$name.tap"
+    count "$name" tap "${PIPESTATUS[0]}" "$logs/$name.tap"
 }
 wants glue && run_tap_suite glue "$TOP/tests/glue/run.sh"
 wants guest && run_tap_suite guest "$TOP/tests/guest/run.sh"

@@ -7,6 +7,9 @@
 
 Prints "passed failed skipped" on one line.  A file that is missing or
 unreadable counts as one failure: a suite that produced no results failed.
+A TAP stream's cases that its plan ("1..N") announced and it never reported
+count as failed (a suite that died partway), as does a stream without a
+plan, one reporting more cases than planned, and a "Bail out!".
 
 A test program can fail after all its cases passed (a sanitizer report at
 exit, a crash in teardown), and meson then still copies the cases' passes
@@ -57,12 +60,21 @@ def junit(path):
 
 
 TAP_RESULT = re.compile(r"^\s*(not ok|ok)\b(.*)$")
+TAP_PLAN = re.compile(r"^\s*1\.\.(\d+)\s*$")
 
 
 def tap(path):
     p = f = s = 0
+    plan, bailed = None, False
     with open(path, errors="replace") as fh:
         for line in fh:
+            m = TAP_PLAN.match(line)
+            if m and plan is None:
+                plan = int(m.group(1))
+                continue
+            if line.lstrip().startswith("Bail out!"):
+                bailed = True
+                continue
             m = TAP_RESULT.match(line)
             if not m:
                 continue
@@ -73,6 +85,13 @@ def tap(path):
                 p += 1
             else:
                 f += 1
+    seen = p + f + s
+    if plan is not None and seen < plan:
+        f += plan - seen
+    elif plan is None or seen > plan:
+        f += 1
+    if bailed and not f:
+        f += 1
     return p, f, s
 
 
