@@ -22,6 +22,17 @@ else
     say "pinned QEMU $QEMU_PIN is not served any more; using $version instead"
 fi
 
+# verify_source DIR: DIR holds one .dsc and every file it names, each with
+# the SHA-256 the .dsc gives.
+verify_source() {
+    local dsc
+    dsc=$(ls "$1"/*.dsc 2>/dev/null) || return 1
+    [ "$(wc -l <<<"$dsc")" = 1 ] || return 1
+    awk '/^Checksums-Sha256:/ {f = 1; next} /^[^ ]/ {f = 0} f && NF == 3 {print $1 "  " $3; n++}
+         END {exit n == 0}' "$dsc" | (cd "$1" && sha256sum -c --quiet --status -)
+}
+
+extracted=0
 # The tree is extracted afresh when the version or what our patches change
 # does (their descriptions do not count): a changed patch cannot be applied
 # over its previous version.
@@ -30,21 +41,32 @@ want="$version patches $patch_sum"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     say "QEMU source $version already in build/qemu-src"
 else
-    upstream=${version#*:}; upstream=${upstream%-*}
     dl=$CACHE/qemu-$version
-    as_root mkdir -p "$dl"
-    if ! ls "$dl"/*.dsc >/dev/null 2>&1; then
+    as_root mkdir -p "$CACHE"
+    # One download at a time per cache (checkouts share it); what is there
+    # counts only when every file the .dsc names has its checksum, so an
+    # interrupted download is fetched again, into a directory of its own.
+    exec 9>"$CACHE/.qemu-download.lock"
+    flock -w 900 9 || die "another run held $CACHE/.qemu-download.lock for 15 minutes."
+    if ! verify_source "$dl"; then
         say "downloading QEMU source package $version (about 45 MB)"
-        (cd "$dl" && as_root apt-get source -q --download-only "qemu=$version" >/dev/null) \
+        as_root rm -rf "$dl.partial"
+        as_root mkdir -p "$dl.partial"
+        (cd "$dl.partial" && as_root apt-get source -q --download-only "qemu=$version" >/dev/null) \
             || die "apt-get source qemu=$version failed: is Debian's archive reachable?"
+        verify_source "$dl.partial" || die "the downloaded QEMU source in $dl.partial does not match its .dsc's checksums."
+        as_root rm -rf "$dl"
+        as_root mv "$dl.partial" "$dl"
     fi
+    exec 9>&-
     [ -d "$src" ] && say "build/qemu-src was made from another version or other patches: extracting it again"
     say "extracting QEMU $version with Debian's patches into build/qemu-src"
     rm -rf "$src" "$src.tmp"
     mkdir -p "$BUILD"
-    dpkg-source --no-check -q -x "$dl"/qemu_*.dsc "$src.tmp" >/dev/null
+    dpkg-source --no-check -q -x "$dl"/qemu_*.dsc "$src.tmp" >/dev/null \
+        || die "dpkg-source could not extract $dl; delete that directory to download it again."
     mv "$src.tmp" "$src"
-    echo "$want" > "$stamp"
+    extracted=1
 fi
 
 # Overlay: our directories appear inside QEMU's tree as symlinks; patches/qemu
@@ -66,4 +88,6 @@ for p in "$TOP"/patches/qemu/*.patch; do
     say "applying $(basename "$p")"
     patch -d "$src" -p1 -s -f --no-backup-if-mismatch < "$p" || die "patch $(basename "$p") does not apply to QEMU $version."
 done
+# Written once the patches are in: a run cut short extracts again.
+[ "$extracted" = 0 ] || echo "$want" > "$stamp"
 say "QEMU source ready: $version"
