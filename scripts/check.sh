@@ -15,9 +15,12 @@ set -uo pipefail
 
 all_suites="unit qtest glue guest profile"
 SUITES=${SUITES:-$all_suites}
+[ -n "${SUITES//[[:space:]]/}" ] || die "SUITES names no suite (known: $all_suites)."
+set -f  # SUITES is a word list, not a pattern
 for s in $SUITES; do
     case " $all_suites " in *" $s "*) ;; *) die "unknown suite '$s' in SUITES (known: $all_suites)." ;; esac
 done
+set +f
 wants() { case " $SUITES " in *" $1 "*) return 0 ;; esac; return 1; }
 
 logs=$BUILD/check-logs

@@ -34,6 +34,8 @@ def junit(path):
     for suite in root.iter("testsuite"):
         for case in suite.iter("testcase"):
             kinds = {child.tag for child in case}
+            if case.get("status") == "notrun":  # a DISABLED_ GoogleTest case
+                kinds.add("skipped")
             if kinds & {"failure", "error"}:
                 f += 1
                 failed_in.add(suite.get("name", ""))
@@ -54,7 +56,8 @@ def junit(path):
                 if t.get("result") not in FAILED_RESULTS:
                     continue
                 # gtest suites are named "<project>.<test name>.<case suite>"
-                if not any(n == name or f".{name}." in n for n in failed_in):
+                if not any(n == name or f".{name}." in n or n.endswith("." + name)
+                           for n in failed_in):
                     f += 1
     return p, f, s
 

@@ -27,6 +27,9 @@ CASES = [
      '<failure/></testcase><testcase name="c"><skipped/></testcase></testsuite></testsuites>',
      "1 1 1"),
     ("a JUnit log that is not XML", "junit", "<testsuites>", "0 1 0"),
+    ("a disabled GoogleTest case is a skip", "junit",
+     '<testsuites><testsuite name="s"><testcase name="a"/>'
+     '<testcase name="DISABLED_b" status="notrun"/></testsuite></testsuites>', "1 0 1"),
 ]
 
 
