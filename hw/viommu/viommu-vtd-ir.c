@@ -139,7 +139,9 @@ static MemTxResult viommu_vtd_ir_write(void *opaque, hwaddr addr,
  * Interrupt requests are DWORD writes (VT-d 5.1.1); other sizes fail.
  * Accesses up to 8 bytes come in whole, so that the memory core does not
  * split a wider write (a DMA of a buffer) into DWORD interrupt requests;
- * only a write's unaligned head of 4 bytes can still be one.
+ * it still hands over a longer write in aligned pieces without its
+ * length, so a 4-byte head (at 4 mod 8) or tail (a length of 4 mod 8)
+ * of one is taken as an interrupt request.
  */
 static const MemoryRegionOps viommu_vtd_ir_ops = {
     .read_with_attrs = viommu_vtd_ir_read,
