@@ -18,7 +18,7 @@ SHELL := /bin/bash
 IOMMU ?= viommu-vtd
 FUZZ_TIME ?= 60
 SUITES ?= unit qtest glue guest profile
-export IOMMU SUITES QEMU_ARGS VCPUS FUZZ_TARGETS
+export IOMMU SUITES QEMU_ARGS VCPUS FUZZ_TARGETS FUZZ_TIME
 
 .PHONY: run demo check bench qemu standalone setup report fuzz check-sanitize clean help
 
@@ -60,7 +60,7 @@ report:
 # build/fuzz/artifacts/<target>/.  FUZZ_TARGETS="engine iova qemu" picks some.
 # scripts/fuzz.sh checks FUZZ_TIME and FUZZ_TARGETS, then sets up the host.
 fuzz:
-	@FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
+	@bash scripts/fuzz.sh
 
 # The qtest and glue suites and six guest boots against an ASan+UBSan build
 # of QEMU with our overlay (build/qemu-fuzz, clang); not part of check (a

@@ -64,13 +64,21 @@ run_libfuzzer() {  # run_libfuzzer NAME BINARY FIRST-ARG SEEDS [OPTION...]
     local name=$1 bin=$2 first=$3 seeds=$4; shift 4
     mkdir -p "$BUILD/fuzz/corpus/$name" "$BUILD/fuzz/artifacts/$name"
     say "fuzzing $name for $time s"
+    local rc=0 execs
     "$bin" $first "$BUILD/fuzz/corpus/$name" $seeds -max_total_time="$time" -timeout=10 \
         -print_final_stats=1 -artifact_prefix="$BUILD/fuzz/artifacts/$name/" "$@" \
-        > "$BUILD/fuzz/$name.log" 2>&1 || true
+        > "$BUILD/fuzz/$name.log" 2>&1 || rc=$?
     summary "$name" "$BUILD/fuzz/$name.log"
+    execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$BUILD/fuzz/$name.log")
     if ls "$BUILD/fuzz/artifacts/$name/"* >/dev/null 2>&1; then
         say "$name: found something: $(ls "$BUILD/fuzz/artifacts/$name/" | head -3 | tr '\n' ' ')"
         grep -a -m3 -E 'oracle failed|ERROR|SUMMARY' "$BUILD/fuzz/$name.log" >&2 || true
+        failed=1
+    elif [ "$rc" != 0 ] || [ "${execs:-0}" = 0 ]; then
+        # no finding, yet it did not run: it could not start (a bad
+        # QEMU_FUZZ_ARGS, a binary that does not load)
+        say "$name: the fuzzer exited with status $rc after ${execs:-no} executions; the end of build/fuzz/$name.log:"
+        tail -n 5 "$BUILD/fuzz/$name.log" | sed 's/^/    /' >&2
         failed=1
     fi
 }
@@ -79,10 +87,18 @@ for t in $targets; do
     case $t in
     engine|iova|trace)
         if [ ! -f "$BUILD/fuzz/build.ninja" ]; then
+            mkdir -p "$BUILD"
             (cd "$TOP" && CC=clang CXX=clang++ meson setup "$BUILD/fuzz" . -Dfuzzing=true \
-                -Db_sanitize=address,undefined -Db_lundef=false >/dev/null)
+                -Db_sanitize=address,undefined -Db_lundef=false >"$BUILD/fuzz-setup.log" 2>&1) || {
+                tail -n 20 "$BUILD/fuzz-setup.log" >&2
+                rm -rf "$BUILD/fuzz"
+                die "meson setup of build/fuzz failed (build/fuzz-setup.log)."
+            }
         fi
-        ninja -C "$BUILD/fuzz" "tests/fuzz/$t-fuzz" >/dev/null
+        ninja -C "$BUILD/fuzz" "tests/fuzz/$t-fuzz" >"$BUILD/fuzz/ninja.log" 2>&1 || {
+            tail -n 20 "$BUILD/fuzz/ninja.log" >&2
+            die "building the $t fuzzer failed (build/fuzz/ninja.log)."
+        }
         # -entropic=0 for the engine and iova: libFuzzer's entropic schedule
         # was 43 % and 69 % of their samples, and the same number of
         # executions without it reached as many library edges
@@ -105,4 +121,4 @@ for t in $targets; do
         ;;
     esac
 done
-[ $failed = 0 ] || die "a fuzz target found something; see build/fuzz/artifacts/."
+[ $failed = 0 ] || die "a fuzz target found something or did not run; see above and build/fuzz/."
