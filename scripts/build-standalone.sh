@@ -31,7 +31,12 @@ esac
 
 if [ ! -f "$dir/build.ninja" ]; then
     say "configuring the standalone build in $name${opts:+ (${opts[*]})}"
-    meson setup "${opts[@]}" "$dir" "$TOP" >/dev/null || die "meson setup of $name failed."
+    mkdir -p "$BUILD"
+    log=$dir-setup.log
+    meson setup "${opts[@]}" "$dir" "$TOP" >"$log" 2>&1 || {
+        tail -n 20 "$log" | sed 's/^/    /' >&2
+        die "meson setup of $name failed (the full log is $name-setup.log)."
+    }
 fi
 # shellcheck disable=SC2086  # targets: a word list
 ninja -C "$dir" $targets >"$dir/ninja.log" 2>&1 \
