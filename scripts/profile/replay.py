@@ -22,6 +22,7 @@ comparison and writes them as JSON ({"checks": [{"name", "ok", "guest",
 """
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -53,13 +54,19 @@ def say(msg):
     print("[viommu-lab] replay: " + msg, flush=True)
 
 
+@functools.lru_cache(maxsize=None)
 def sim_binary():
-    sim = os.environ.get("VIOMMU_SIM", os.path.join(BUILD, "standalone", "guest", "sim", "viommu-sim"))
-    if not os.access(sim, os.X_OK):
+    """VIOMMU_SIM as given, or this tree's viommu-sim, built or brought up
+    to date first (ninja does nothing when it is)."""
+    sim = os.environ.get("VIOMMU_SIM")
+    if not sim:
+        sim = os.path.join(BUILD, "standalone", "guest", "sim", "viommu-sim")
         r = subprocess.run(["bash", os.path.join(TOP, "scripts", "build-standalone.sh")],
                            stdout=sys.stderr, stderr=sys.stderr)
-        if r.returncode != 0 or not os.access(sim, os.X_OK):
-            raise Failure("no viommu-sim at %s (scripts/build-standalone.sh failed)" % sim)
+        if r.returncode != 0:
+            raise Failure("scripts/build-standalone.sh failed: no up-to-date viommu-sim")
+    if not os.access(sim, os.X_OK):
+        raise Failure("no viommu-sim at %s" % sim)
     r = subprocess.run([sim, "--help"], capture_output=True, text=True, timeout=60)
     if "--trace" not in r.stdout + r.stderr:
         raise Failure("%s cannot replay traces (no --workload trace)" % sim)
