@@ -19,11 +19,24 @@ case $codename in
     *) die "viommu-lab supports Debian bookworm and trixie; this is '${PRETTY_NAME:-unknown}'." ;;
 esac
 
-# The archive URI(s) of the machine's own Debian entries, never hard-coded.
+# One setup at a time on this machine (two checkouts, make run beside make
+# check); apt and dpkg themselves are waited for below.
+as_root mkdir -p /var/lib/viommu-lab
+if { exec 7>/var/lib/viommu-lab/setup.lock; } 2>/dev/null && ! flock -n 7; then
+    say "waiting for another viommu-lab setup on this machine to finish"
+    flock -w 1800 7 || die "another viommu-lab setup held /var/lib/viommu-lab/setup.lock for 30 minutes."
+fi
+# dpkg's lock, held by another apt (unattended-upgrades on a fresh VM, say):
+# wait up to 10 minutes instead of failing at once.
+APT_WAIT=(-o DPkg::Lock::Timeout=600)
+
+# The archive URI(s) of the machine's own Debian entries, never hard-coded
+# (this script's own file excepted: a mirror dropped there stays dropped).
 archive_uris() {
     local f
     for f in /etc/apt/sources.list.d/*.sources; do
         [ -f "$f" ] || continue
+        [ "$f" = /etc/apt/sources.list.d/viommu-lab.sources ] && continue
         awk 'BEGIN{RS=""; FS="\n"}
              { types=""; uris=""; suites="";
                for (i=1;i<=NF;i++) {
@@ -71,10 +84,24 @@ ensure_sources() {
         as_root rm -f "$apt_stamp"
     fi
     rm -f "$tmp"
-    if [ ! -f "$apt_stamp" ]; then
+    # Package lists older than a day may name versions the archive has
+    # dropped since (a point release): refresh them.
+    if [ -z "$(find "$apt_stamp" -mmin -1440 2>/dev/null)" ]; then
         say "apt-get update"
-        as_root apt-get update -q >/dev/null || die "apt-get update failed: is Debian's package archive reachable from this machine?"
-        as_root mkdir -p "$(dirname "$apt_stamp")"
+        local try err
+        err=$(mktemp)
+        for try in 1 2 3 4 5 6; do
+            as_root apt-get update -q >/dev/null 2>"$err" && break
+            if grep -q 'Could not get lock' "$err" && [ "$try" -lt 6 ]; then
+                say "apt's package lists are locked by another apt; waiting"
+                sleep 30
+                continue
+            fi
+            sed 's/^/    /' "$err" >&2
+            rm -f "$err"
+            die "apt-get update failed: is Debian's package archive reachable from this machine?"
+        done
+        rm -f "$err"
         as_root touch "$apt_stamp"
     fi
 }
@@ -92,7 +119,7 @@ install_pkgs() {
     need=$(missing "$@")
     if [ -n "$need" ]; then
         say "installing $what: $(echo $need)"
-        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends $need >/dev/null \
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install "${APT_WAIT[@]}" -y -q --no-install-recommends $need >/dev/null \
             || die "apt-get install failed for: $(echo $need). Check the archive is reachable and the packages exist for $codename."
     fi
 }
@@ -109,7 +136,7 @@ install_pkgs "build tools" build-essential g++ pkg-config ninja-build ccache pyt
 if ! meson_ok; then
     if [ "$codename" = bookworm ]; then
         say "installing meson >= 1.5 from bookworm-backports (QEMU 10.0 needs it)"
-        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q -t bookworm-backports meson >/dev/null \
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install "${APT_WAIT[@]}" -y -q -t bookworm-backports meson >/dev/null \
             || die "could not install meson from bookworm-backports."
     else
         install_pkgs "meson" meson
