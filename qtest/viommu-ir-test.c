@@ -288,6 +288,24 @@ static void test_compat(void)
     ir_stop(&t);
 }
 
+/*
+ * In x2APIC mode (IRTA.EIME) compatibility-format interrupts are blocked
+ * (25h) whatever GSTS.CFIS says: they could only name an xAPIC destination.
+ */
+static void test_compat_x2apic(void)
+{
+    Ir t;
+    bool cfis;
+
+    ir_start(&t, ",eim=on", 1, true, false);
+    cfis = vtd_gcmd(t.g, VTD_GCMD_CFI, true);
+    msi(&t, 0, 0xfee01000, 0x66);
+    vt_assert_deviation("D3", !irr(&t, 1, 0x66));
+    g_assert_true(cfis);
+    check_ir_fault(&t, VTD_FR_IR_COMPAT, vt_sid(0), -1);
+    ir_stop(&t);
+}
+
 /* Source-id validation: SID/SQ, bus range; the IEC follows invalidations */
 static void test_source_id(void)
 {
@@ -636,6 +654,8 @@ static const IrCase cases[] = {
     { "ir/compat-blocked-unless-cfi", test_compat,
       "D3: compatibility-format interrupts pass through while GSTS.CFIS "
       "is clear" },
+    { "ir/compat-blocked-in-x2apic-mode", test_compat_x2apic,
+      "D3: compatibility-format interrupts pass through in x2APIC mode" },
     { "ir/source-id", test_source_id },
     { "ir/source-id-bus-range", test_source_bus_range,
       "D5: SVT=10b takes the end bus from SID 15:8 and the start bus from "
