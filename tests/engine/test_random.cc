@@ -114,13 +114,19 @@ TEST_P(RandomAgainstModel, MatchesReference)
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomAgainstModel, ::testing::Values(1, 2, 3, 4));
 
-// Hostile register traffic: random writes to every offset, then the device
-// still answers; no access outside guest RAM is attempted (the fake host
-// would fail it, never crash).
+// Hostile register traffic: random writes to every offset, with random
+// translations among them.  After each write the registers still hold only
+// what the unit can hold: VER, CAP and ECAP unchanged, GSTS only status
+// bits the unit has, FSTS and ICS no undefined bit, IQH a descriptor
+// boundary inside the queue IQA describes.  (Tables anywhere: the fake
+// host fails accesses outside guest RAM, which the engine must take as
+// faults.)
 TEST(Hostile, RandomRegisterWrites)
 {
     FakeHost h(4 << 20);
     std::mt19937_64 rng(7);
+    const uint64_t cap = h.mmio64(CAP), ecap = h.mmio64(ECAP);
+    constexpr uint32_t GSTS_BITS = TE | SRTP | QIE | IRE | SIRTP | 1u << 23;  // CFIS
     for (unsigned i = 0; i < 200000; i++) {
         uint64_t off = (rng() % 0x1000) & ~3ull;
         uint64_t v = rng();
@@ -132,8 +138,16 @@ TEST(Hostile, RandomRegisterWrites)
             h.w64(off & ~7ull, v);
         if (i % 64 == 0)
             h.translate(rng() & 0xffff, rng(), 1 + rng() % 3);
+        const uint64_t iqa = h.mmio64(IQA), iqh = h.mmio64(IQH);
+        const uint64_t desc = iqa & (1u << 11) ? 32 : 16, queue = uint64_t{4096} << (iqa & 7);
+        ASSERT_EQ(h.mmio32(GSTS) & ~GSTS_BITS, 0u) << "write " << i;
+        ASSERT_EQ(h.mmio32(FSTS) >> 16, 0u) << "write " << i;
+        ASSERT_EQ(h.mmio32(ICS) & ~1u, 0u) << "write " << i;
+        ASSERT_TRUE(iqh % desc == 0 && iqh < queue) << "write " << i << " IQH " << iqh;
     }
     EXPECT_EQ(h.mmio32(VER), 0x10u);
+    EXPECT_EQ(h.mmio64(CAP), cap);
+    EXPECT_EQ(h.mmio64(ECAP), ecap);
 }
 
 // Random descriptors: invalid ones raise IQE with IQH on them, valid ones

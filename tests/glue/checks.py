@@ -55,6 +55,10 @@ class Fail(Exception):
     pass
 
 
+class Skip(Exception):
+    """The case could not bring about what it checks: reported as a skip."""
+
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -888,7 +892,8 @@ def t_queue_stops_with_the_vm():
     """A queue being worked through in slices when the VM stops runs no
     slice between 'stop' and 'cont' (a slice writes guest memory and sends
     interrupts), read from the trace, whose lines the main loop writes in
-    order; it finishes after 'cont'."""
+    order; it finishes after 'cont'.  A skip if 'stop' came after the
+    queue was done in every try (the test cannot order the two)."""
     ram, n = 0x200000, 1 << 15  # QS 7: 512 KiB of wait descriptors
     with running("viommu-vtd,id=iommu0",
                  extra=["-trace", "viommu_vtd_qi_run", "-trace", "vm_state_notify"]) as vm:
@@ -919,8 +924,8 @@ def t_queue_stops_with_the_vm():
         elif "viommu_vtd_qi_run" in line:
             runs.append(state)
     check(runs.count("0") == 0, "%d slices ran while the VM was stopped" % runs.count("0"))
-    if stopped_at == 16 * (n - 1):  # what the case asserts holds then too
-        print("# every try's queue was done before 'stop' came", flush=True)
+    if stopped_at == 16 * (n - 1):
+        raise Skip("in each of 5 tries the queue was done before 'stop' came")
 
 
 def t_wait_after_notifications():
@@ -1341,6 +1346,8 @@ def main():
         try:
             fn()
             print("ok %d - %s" % (i, name), flush=True)
+        except Skip as e:
+            print("ok %d - %s # SKIP %s" % (i, name, e), flush=True)
         except Exception as e:  # any exception is that case's failure
             failed += 1
             print("not ok %d - %s" % (i, name), flush=True)
