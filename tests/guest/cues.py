@@ -84,7 +84,8 @@ def main():
     while time.monotonic() < deadline:
         try:
             with open(log, errors="replace") as f:
-                lines = [line.rstrip("\r\n") for line in f]
+                # QEMU may be writing the last line: only whole ones count
+                lines = [line.rstrip("\r\n") for line in f if line.endswith("\n")]
         except OSError:
             lines = []
         for line in lines[seen:]:
@@ -116,8 +117,8 @@ def main():
                     gone = not present(sock, dev)
                     report(gone, "device_del" + n, "%s %s after %.1f s" % (
                         dev, "deleted" if gone else "still present", time.monotonic() - t0))
-            except QMPError as e:
-                report(False, "device_%s%s" % (what, n), str(e))
+            except (QMPError, OSError) as e:  # a refusal, or QMP gone or timed out
+                report(False, "device_%s%s" % (what, n), "%s: %s" % (type(e).__name__, e))
         if lines and not os.path.exists(sock):
             return
         time.sleep(0.2)
