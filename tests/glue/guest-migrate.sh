@@ -6,8 +6,10 @@
 # translates.  Five configurations, five cases each:
 #   legacy  test "dma" (virtio-blk and virtio-net behind the unit) in legacy
 #           mode as the unit defaults to, migrated as soon as its scenario
-#           starts: block reads and writes with read-back, network transfers,
-#           no DMAR faults;
+#           starts: block reads and writes with read-back (during or after
+#           the migration), then, held until the source is gone
+#           (viommu.hold=1), network transfers on the destination; no DMAR
+#           faults;
 #   sm-ir   the same in scalable mode (first-stage tables, both stages
 #           offered) with interrupt remapping (xAPIC), so that the PASID-table
 #           and interrupt-remapping state cross too;
@@ -56,9 +58,12 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
     local -a common opts=(--disk "$work/disk.img") dma_checks=(blk_read blk_write blk_readback net_fetch net_upload)
     local -a qemu_extra=() dst_extra=() hotplug_run_opts hotplug_qemu_args
     case $cfg in
-        legacy) ;;
+        # dma: the guest holds between its disk and network halves until the
+        # source is gone, so its network DMA is the destination's whenever
+        # the switch-over comes (its disk DMA may run during the migration)
+        legacy) opts+=(--append "viommu.hold=1") ;;
         sm-ir) opts+=(--intremap on --iommu-opts "$(sm_iommu_opts first)"
-                      --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=$(sm_offer first) iomem=relaxed") ;;
+                      --append "viommu.ir=xapic viommu.sm=first viommu.sm_offer=$(sm_offer first) iomem=relaxed viommu.hold=1") ;;
         vfio)
             # as tests/guest/run.sh's vfio boot; intel-iommu offers 48 bits at most
             [ "$iommu" = intel-iommu ] && aw=48
