@@ -472,9 +472,17 @@ def program(vm):
     vm.writel(FEDATA, 0x4041)
     vm.writel(FEADDR, 0xfee00000)
     vm.writeq(IQA, 0x200000)
-    return {name: read(off) for name, read, off in (
+    regs = {name: read(off) for name, read, off in (
         ("GSTS", vm.readl, GSTS), ("RTADDR", vm.readq, RTADDR), ("FEDATA", vm.readl, FEDATA),
         ("FEADDR", vm.readl, FEADDR), ("IQA", vm.readq, IQA), ("FECTL", vm.readl, FECTL))}
+    # what was written, not only what the source reads back
+    want = {"RTADDR": 0x100000, "FEDATA": 0x4041, "FEADDR": 0xfee00000, "IQA": 0x200000,
+            "FECTL": 1 << 31}  # FECTL: IM set at reset, nothing pending
+    got = {k: regs[k] for k in want}
+    check(got == want and regs["GSTS"] & (1 << 31 | 1 << 30) == 1 << 31 | 1 << 30,
+          "registers as programmed %s, GSTS 0x%x" % ({k: hex(v) for k, v in got.items()},
+                                                    regs["GSTS"]))
+    return regs
 
 
 def wait_migration(vm):
