@@ -12,7 +12,9 @@
  * return what the first read returned.  The register does not change, so on
  * a correct machine that count is 0 whatever the interleaving.
  *
- * Prints one line: "reads N wrong N first 0xV want 0xV toggles N".
+ * The toggles start once the reader reads; DURING counts its reads while
+ * they ran.  Prints one line:
+ * "reads N wrong N first 0xV want 0xV toggles N during N".
  * Exit status 0 when it ran (whatever the count), 1 when it could not.
  */
 #define _GNU_SOURCE
@@ -27,7 +29,8 @@
 #include <unistd.h>
 
 struct shared {
-    volatile int stop;
+    volatile int ready, stop;
+    volatile uint64_t live;     /* reads so far, as the reader goes */
     volatile uint64_t reads, wrong;
     volatile uint32_t first_wrong;
 };
@@ -49,10 +52,11 @@ static void reader(struct shared *sh, const volatile uint32_t *reg, uint32_t wan
         perror("map-race: CPU 1");
         _exit(1);
     }
+    sh->ready = 1;
     while (!sh->stop) {
         uint32_t v = reg[0];
 
-        reads++;
+        sh->live = ++reads;
         if (v != want && wrong++ == 0) {
             sh->first_wrong = v;
         }
@@ -70,6 +74,7 @@ int main(int argc, char **argv)
     long toggles;
     int cfd, rfd, status;
     uint32_t want;
+    uint64_t before, during;
     pid_t pid;
 
     if (argc != 4 || (toggles = atol(argv[3])) <= 0) {
@@ -106,6 +111,10 @@ int main(int argc, char **argv)
     if (pin(0) < 0) {
         perror("map-race: CPU 0");
     }
+    while (!sh->ready) {        /* the reader is pinned and reading */
+        sched_yield();
+    }
+    before = sh->live;
     for (long i = 0; i < toggles; i++) {
         if (pwrite(cfd, &off, 1, 4) != 1 || pwrite(cfd, &on, 1, 4) != 1) {
             perror("map-race: config write");
@@ -113,13 +122,14 @@ int main(int argc, char **argv)
             break;
         }
     }
+    during = sh->live - before;
     sh->stop = 1;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
         fprintf(stderr, "map-race: the reader on CPU 1 failed\n");
         return 1;
     }
-    printf("reads %llu wrong %llu first 0x%x want 0x%x toggles %ld\n",
+    printf("reads %llu wrong %llu first 0x%x want 0x%x toggles %ld during %llu\n",
            (unsigned long long)sh->reads, (unsigned long long)sh->wrong,
-           sh->first_wrong, want, toggles);
+           sh->first_wrong, want, toggles, (unsigned long long)during);
     return 0;
 }
