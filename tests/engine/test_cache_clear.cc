@@ -170,11 +170,14 @@ TEST(CacheClear, ContextCacheClearEmptiesEverySlotFilledSinceTheLast)
             c.insert(sid, ctx, c.generation());
         }
         EXPECT_GT(c.stored(), 300u);
+        unsigned hits = 0;
         for (uint16_t sid = 0; sid < 700; sid++) {
             if (auto ctx = c.lookup(sid)) {
+                hits++;
                 EXPECT_EQ(ctx->slptptr, 0x1000u * (round * 1000 + sid + 1)) << "a stale entry";
             }
         }
+        EXPECT_EQ(hits, c.stored()) << "round " << round << ": every stored entry is found";
         c.clear();
         EXPECT_EQ(c.stored(), 0u) << "round " << round;
         EXPECT_EQ(c.size(), 0u);

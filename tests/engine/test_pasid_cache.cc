@@ -117,12 +117,15 @@ TEST(PasidCache, ClearEmptiesEverySetFilledSinceTheLast)
             ASSERT_TRUE(c.insert(0x10 + (p & 7), p, entry(1, 0x1000 * (round * 300 + p + 1)),
                                  c.generation()));
         EXPECT_GT(c.stored(), 200u) << round;
+        unsigned hits = 0;
         for (uint32_t p = 0; p < 300; p++) {
             auto e = c.lookup(0x10 + (p & 7), p);
             if (e) {
+                hits++;
                 EXPECT_EQ(e->fsptptr, 0x1000u * (round * 300 + p + 1)) << "a stale entry";
             }
         }
+        EXPECT_EQ(hits, c.stored()) << "round " << round << ": every stored entry is found";
         c.clear();
         EXPECT_EQ(c.stored(), 0u) << "round " << round << ": a way kept its entry";
         EXPECT_EQ(c.size(), 0u);
