@@ -180,7 +180,9 @@ migrate_config() {  # migrate_config legacy|sm-ir|vfio|hotplug|hotplug-sm: five 
     # pass across both halves, and the restored guest must have done some of
     # them; a held guest (vfio, hotplug*) must have done all of them.
     before=$(grep -aE '^VIOMMU-CHECK' "$work/src.log" 2>/dev/null | tr -d '\r')
-    fails=$(grep '^VIOMMU-CHECK: fail' <<<"$after")
+    # a failure on either side fails (the guest's own end line says so too,
+    # except where a known deviation makes it end "fail")
+    fails=$(grep -h '^VIOMMU-CHECK: fail' <<<"$before"$'\n'"$after")
     [ "$cfg/$iommu" = vfio/intel-iommu ] && fails=$(grep -v '^VIOMMU-CHECK: fail vfio_fault_ro ' <<<"$fails")
     missing= post=
     for c in "${dma_checks[@]}"; do
