@@ -437,6 +437,24 @@ TEST_F(Scalable, NestedTranslation)
     EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_READ), VTD_FR_SM_NESTED_FS_TOP_READ);
 }
 
+// Nested: the second stage checks the output after the first-stage walk,
+// which has set the leaf's D for the write it permitted; the write the
+// second stage then denies faults 85h and leaves D set.
+TEST_F(Scalable, NestedWriteTheSecondStageDeniesLeavesDirtySet)
+{
+    uint64_t ss = h.alloc_page();
+    for (uint64_t gpa = 0; gpa < h.ram.size(); gpa += 0x200000)
+        h.map(ss, 4, gpa, gpa, 3, 2);      // the tables: identity, read-write
+    h.map(ss, 4, 0x1000000, 0x90000, 1);  // the page: read-only
+    uint64_t fs2 = h.alloc_page();
+    t.map_fs(fs2, 0x5000, 0x1000000, FS_RW | FS_US | FS_A);
+    t.set_pasid(dir, 0, ScalableTables::first_stage(fs2, DID, 0, PGTT_NESTED, ss, 4));
+    t.invalidate_all();
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_WRITE), VTD_FR_SM_WRITE);
+    EXPECT_TRUE(h.get64(t.fs_pte(fs2, 0x5000, 1)) & FS_D);
+    EXPECT_EQ(h.translate(SID, 0x5000, VTD_PERM_READ), VTD_FR_NONE);
+}
+
 TEST_F(Scalable, PassThroughPgtt)
 {
     t.set_pasid(dir, 0, ScalableTables::pass_through(DID));
