@@ -444,7 +444,7 @@ TEST_F(Scalable, NestedWriteTheSecondStageDeniesLeavesDirtySet)
 {
     uint64_t ss = h.alloc_page();
     for (uint64_t gpa = 0; gpa < h.ram.size(); gpa += 0x200000)
-        h.map(ss, 4, gpa, gpa, 3, 2);      // the tables: identity, read-write
+        h.map(ss, 4, gpa, gpa, 3, 2);     // the tables: identity, read-write
     h.map(ss, 4, 0x1000000, 0x90000, 1);  // the page: read-only
     uint64_t fs2 = h.alloc_page();
     t.map_fs(fs2, 0x5000, 0x1000000, FS_RW | FS_US | FS_A);
