@@ -32,16 +32,22 @@ for t in debootstrap apt-cache dpkg-deb cpio depmod modprobe sha256sum flock chr
 done
 [ "$(id -u)" = 0 ] || die "profile image: debootstrap needs root; run as root."
 
-# The Debian archive of this machine's own apt sources (never hard-coded).
-mirror=$(awk 'BEGIN{RS=""; FS="\n"}
-    { t=""; u=""; s="";
-      for (i=1;i<=NF;i++) { if ($i ~ /^Types:/) t=$i; if ($i ~ /^URIs:/) u=$i; if ($i ~ /^Suites:/) s=$i }
-      if (t ~ /deb( |$)/ && s ~ /(^|[ \t])bookworm([ \t]|$)/) { sub(/^URIs:[ \t]*/, "", u); split(u, a, /[ \t]+/); print a[1]; exit } }' \
-    /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-    mirror=$(awk '$1=="deb" && $3=="bookworm" {print $2; exit}' /etc/apt/sources.list)
-fi
-[ -n "$mirror" ] || die "profile image: found no 'deb ... bookworm' entry in /etc/apt/sources.list.d/*.sources to debootstrap from."
+# The Debian archive of this machine's own apt sources (never hard-coded):
+# its bookworm entry, or on a trixie host its trixie one (an archive serves
+# every suite; the root is bookworm's whatever the host runs).
+mirror=
+for want in bookworm trixie; do
+    mirror=$(awk -v want="$want" 'BEGIN{RS=""; FS="\n"}
+        { t=""; u=""; s="";
+          for (i=1;i<=NF;i++) { if ($i ~ /^Types:/) t=$i; if ($i ~ /^URIs:/) u=$i; if ($i ~ /^Suites:/) s=$i }
+          if (t ~ /deb( |$)/ && s ~ ("(^|[ \t])" want "([ \t]|$)")) { sub(/^URIs:[ \t]*/, "", u); split(u, a, /[ \t]+/); print a[1]; exit } }' \
+        /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+    if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
+        mirror=$(awk -v want="$want" '$1=="deb" && $3==want {print $2; exit}' /etc/apt/sources.list)
+    fi
+    [ -z "$mirror" ] || break
+done
+[ -n "$mirror" ] || die "profile image: found no 'deb' entry for bookworm or trixie in the machine's apt sources to debootstrap from."
 
 # The kernel: the one scripts/guest/build-image.sh unpacks (linux-image-amd64's
 # dependency); it is asked for only when this image has to be (re)built.
