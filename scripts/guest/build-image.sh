@@ -77,6 +77,7 @@ flock -w 900 8 || die "guest image: another build held $gcache/.build.lock for 1
 
 if [ "$force" = 0 ] && [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] && [ -f "$out/manifest.txt" ]; then
     say "cached: $out ($kpkg $kpkg_ver, busybox-static $bb_ver)"
+    touch "$out/manifest.txt"  # last used: what the pruning below keeps
     [ "$print" = 1 ] && echo "$out"
     exit 0
 fi
@@ -167,9 +168,10 @@ cp "$vmlinuz" "$stage/vmlinuz"
 cp "$work/initrd.img" "$work/manifest.txt" "$stage/"
 rm -rf "$out"; mv "$stage" "$out"
 chmod 0755 "$out"
-# Keep the three newest images; older ones only take space.
-# (Only image directories, named by their 16-digit key; never debs/.)
-ls -1dt "$gcache"/*/manifest.txt 2>/dev/null | tail -n +4 | while read -r old; do
+# Keep the six images used last (a checkout's two kernels, another
+# checkout's, a CI clone's); older ones only take space.  (Only image
+# directories, named by their 16-digit key; never debs/.)
+ls -1dt "$gcache"/*/manifest.txt 2>/dev/null | tail -n +7 | while read -r old; do
     old=$(dirname "$old")
     [[ $(basename "$old") =~ ^[0-9a-f]{16}$ ]] && rm -rf "$old"
 done
