@@ -114,6 +114,13 @@ static uint64_t vdma_mmio_read(void *opaque, hwaddr addr, unsigned size)
     return val;
 }
 
+/* A ring the device takes: a power-of-2 size it supports, aligned base. */
+static bool vdma_ring_ok(const VDMAQueue *q)
+{
+    return q->size && q->size <= VIOMMU_DMA_MAX_RING_SIZE &&
+           is_power_of_2(q->size) && !(q->ring & (VIOMMU_DMA_DESC_SIZE - 1));
+}
+
 static void vdma_queue_write(ViommuDmaState *s, uint32_t qi, hwaddr off,
                              uint32_t val)
 {
@@ -146,9 +153,7 @@ static void vdma_queue_write(ViommuDmaState *s, uint32_t qi, hwaddr off,
         if ((val & VIOMMU_DMA_QCTRL_ENABLE) && !enabled) {
             q->head = q->tail = 0;
             q->status = 0;
-            if (q->size == 0 || q->size > VIOMMU_DMA_MAX_RING_SIZE ||
-                !is_power_of_2(q->size) ||
-                (q->ring & (VIOMMU_DMA_DESC_SIZE - 1))) {
+            if (!vdma_ring_ok(q)) {
                 qemu_log_mask(LOG_GUEST_ERROR, "viommu-dma: queue %u: bad "
                               "ring 0x%" PRIx64 " size %u\n", qi, q->ring,
                               q->size);
@@ -299,9 +304,7 @@ static const char *vdma_queue_invalid(const VDMAQueue *q)
     if (!(q->ctrl & VIOMMU_DMA_QCTRL_ENABLE)) {
         return NULL;
     }
-    if (q->size == 0 || q->size > VIOMMU_DMA_MAX_RING_SIZE ||
-        !is_power_of_2(q->size) || q->ring & (VIOMMU_DMA_DESC_SIZE - 1) ||
-        q->status & VIOMMU_DMA_QSTS_BADRING) {
+    if (!vdma_ring_ok(q) || q->status & VIOMMU_DMA_QSTS_BADRING) {
         return "enabled with a ring it refuses";
     }
     if (q->head >= q->size || q->tail >= q->size) {
