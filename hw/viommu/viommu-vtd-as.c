@@ -499,6 +499,21 @@ static void viommu_vtd_unmap_all(ViommuVtdAS *vas)
 }
 
 
+/*
+ * The device behind an address space, for messages: its QOM path (bus
+ * numbers are the guest's to assign, so they may not tell devices apart
+ * yet) and where it sits.
+ */
+static char *viommu_vtd_device_desc(ViommuVtdAS *vas)
+{
+    PCIDevice *dev = vas->bus ? vas->bus->devices[vas->devfn] : NULL;
+    g_autofree char *path = dev ? object_get_canonical_path(OBJECT(dev)) : NULL;
+
+    return g_strdup_printf("%s (%02x:%02x.%x)", path ? path : "device",
+                           vas->bus ? pci_bus_num(vas->bus) : 0,
+                           PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
+}
+
 static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
                                           IOMMUNotifierFlag old_flags,
                                           IOMMUNotifierFlag new_flags,
@@ -508,15 +523,17 @@ static int viommu_vtd_notify_flag_changed(IOMMUMemoryRegion *iommu,
 
     if ((new_flags & IOMMU_NOTIFIER_DEVIOTLB_UNMAP) &&
         !X86_IOMMU_DEVICE(vas->s)->dt_supported) {
-        error_setg(errp, "viommu-vtd: device %02x.%x needs device-IOTLB "
-                   "notifications; start viommu-vtd with device-iotlb=on",
-                   PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
+        g_autofree char *desc = viommu_vtd_device_desc(vas);
+
+        error_setg(errp, "viommu-vtd: %s needs device-IOTLB notifications; "
+                   "start viommu-vtd with device-iotlb=on", desc);
         return -EINVAL;
     }
     if ((new_flags & IOMMU_NOTIFIER_MAP) && !vas->s->parent_obj.caching_mode) {
-        error_setg(errp, "viommu-vtd: device %02x.%x needs MAP notifications "
-                   "(device assignment); start viommu-vtd with caching-mode=on",
-                   PCI_SLOT(vas->devfn), PCI_FUNC(vas->devfn));
+        g_autofree char *desc = viommu_vtd_device_desc(vas);
+
+        error_setg(errp, "viommu-vtd: %s needs MAP notifications (device "
+                   "assignment); start viommu-vtd with caching-mode=on", desc);
         return -EINVAL;
     }
     /*

@@ -140,12 +140,15 @@ static const struct {
 } viommu_vtd_unsupported[] = {
     { "stale-tm", offsetof(IntelIOMMUState, stale_tm), false,
       "transient mappings are reserved since VT-d 3.2 and not implemented "
-      "(machine types before 9.2 set stale-tm=on: use a newer q35)" },
+      "(machine types before 9.2 set stale-tm=on: use a newer q35 or "
+      "stale-tm=off)" },
     { "x-buggy-eim", offsetof(IntelIOMMUState, buggy_eim), false,
-      "the compatibility behaviour of machine types before 2.11 (EIM "
-      "without KVM's x2APIC support) is not modelled: use eim=on" },
+      "the compatibility behaviour of machine types before 2.8 (EIM "
+      "without KVM's x2APIC support) is not modelled: use intremap=on,eim=on" },
     { "dma-drain", offsetof(IntelIOMMUState, dma_drain), true,
-      "read/write draining is always advertised (DMA is synchronous)" },
+      "read/write draining is always advertised (DMA is synchronous; "
+      "machine types before 4.0 set dma-drain=off: use a newer q35 or "
+      "dma-drain=on)" },
     { "dma-translation", offsetof(IntelIOMMUState, dma_translation), true,
       "DMA translation is the device's only function" },
 };
@@ -249,12 +252,74 @@ static int viommu_vtd_check_assigned(Object *obj, void *opaque)
     return 0;
 }
 
+/*
+ * Devices take their DMA address space when the machine is ready, but VFIO
+ * (and viommu-dma's stand-in for it) looks it up when it is created: one
+ * created before the unit would keep the host's memory, untranslated and
+ * unnotified, for good.
+ */
+static int viommu_vtd_find_early_listener(Object *obj, void *opaque)
+{
+    Object **early = opaque;
+
+    if (!object_dynamic_cast(obj, TYPE_PCI_DEVICE) || !DEVICE(obj)->realized ||
+        pci_bus_bypass_iommu(pci_get_bus(PCI_DEVICE(obj)))) {
+        return 0;
+    }
+    if (object_dynamic_cast(obj, "vfio-pci") ||
+        (object_dynamic_cast(obj, "viommu-dma") &&
+         object_property_get_bool(obj, "x-map-notifier", NULL))) {
+        *early = obj;
+        return 1;
+    }
+    return 0;
+}
+
+static bool viommu_vtd_check_order(Error **errp)
+{
+    Object *early = NULL;
+
+    object_child_foreach_recursive(object_get_root(),
+                                   viommu_vtd_find_early_listener, &early);
+    if (early) {
+        g_autofree char *path = object_get_canonical_path(early);
+
+        error_setg(errp, "viommu-vtd: %s (%s) was created before viommu-vtd "
+                   "and took its DMA address space without it: put -device "
+                   "viommu-vtd before it on the command line",
+                   object_get_typename(early), path);
+        return false;
+    }
+    return true;
+}
+
 static void viommu_vtd_machine_done(Notifier *notifier, void *unused)
 {
     ViommuVtdState *s = container_of(notifier, ViommuVtdState, machine_done);
 
     object_child_foreach_recursive(object_get_root(), viommu_vtd_check_assigned,
                                    s);
+}
+
+/*
+ * The engine names VtdConfig's fields in its reasons; the sizes it checks
+ * are properties of the same name, dashed.
+ */
+static char *viommu_vtd_property_names(char *reason)
+{
+    static const char *const fields[] = {
+        "iotlb_entries", "context_entries", "fault_records",
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(fields); i++) {
+        size_t len = strlen(fields[i]);
+
+        if (!strncmp(reason, fields[i], len)) {
+            reason[strcspn(reason, "_")] = '-';
+        }
+    }
+    return reason;
 }
 
 /* X86IOMMUClass realize, called by x86-iommu once the machine is checked. */
@@ -267,7 +332,7 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     VtdConfig cfg;
     char err[256] = "";
 
-    if (!viommu_vtd_check_config(s, errp)) {
+    if (!viommu_vtd_check_config(s, errp) || !viommu_vtd_check_order(errp)) {
         return;
     }
     vtd_config_default(&cfg);
@@ -299,7 +364,8 @@ static void viommu_vtd_realize(DeviceState *dev, Error **errp)
     s->engine = vtd_engine_new(&cfg, &viommu_vtd_host_ops, s, err, sizeof(err));
     if (!s->engine) {
         error_setg(errp, "viommu-vtd: %s",
-                   err[0] ? err : "invalid configuration");
+                   err[0] ? viommu_vtd_property_names(err) :
+                   "invalid configuration");
         return;
     }
     s->queue_bh = qemu_bh_new_guarded(viommu_vtd_queue_bh, s,
@@ -562,7 +628,8 @@ static void viommu_vtd_class_init(ObjectClass *oc, void *data)
     dc->vmsd = &viommu_vtd_vmstate;
     device_class_set_props(dc, viommu_vtd_properties);
     object_class_property_set_description(oc, "iotlb-entries",
-        "IOTLB capacity in entries (0: engine default)");
+        "IOTLB capacity in entries, at most 16777216, rounded up to a power "
+        "of two and at least 4 (0: engine default)");
     object_class_property_set_description(oc, "context-entries",
         "context-cache capacity in entries (0: engine default)");
     object_class_property_set_description(oc, "fault-records",

@@ -224,7 +224,7 @@ def t_properties():
 
 REJECTED = [
     ("stale-tm=on", "transient"),
-    ("x-buggy-eim=on", "machine types before 2.11"),
+    ("x-buggy-eim=on", "machine types before 2.8"),
     ("dma-drain=off", "draining"),
     ("dma-translation=off", "DMA translation"),
     ("version=1", "VER_REG"),
@@ -324,17 +324,56 @@ def t_bad_engine_config():
     # 224 records fill the register page from FRO 0x200; one more is refused
     rc, out = run_fail("viommu-vtd,fault-records=225")
     check(rc != 0, "QEMU accepted fault-records=225")
-    check("viommu-vtd: fault_records must be 1..224" in out,
-          "error does not name the range: %s" % out)
+    check("viommu-vtd: fault-records must be 1..224" in out,
+          "error does not name the property and its range: %s" % out)
     rc, out = run_fail("viommu-vtd,context-entries=65537")
-    check(rc != 0 and "context_entries must be at most 65536" in out,
+    check(rc != 0 and "viommu-vtd: context-entries must be at most 65536" in out,
           "context-entries=65537: %d %s" % (rc, out))
     rc, out = run_fail("viommu-vtd,iotlb-entries=4294967295")
-    check(rc != 0 and "iotlb_entries must be at most 16777216" in out,
+    check(rc != 0 and "viommu-vtd: iotlb-entries must be at most 16777216" in out,
           "iotlb-entries=4294967295: %d %s" % (rc, out))
     with running("viommu-vtd,fault-records=224") as vm:
         nfr = ((vm.readq(CAP) >> 40) & 0xff) + 1
         check(nfr == 224, "fault-records=224: CAP.NFR+1 is %d" % nfr)
+
+
+def t_old_machine_types():
+    """Machine types that set a rejected property through their compatibility
+    properties: the refusal says the machine type set it, and the machine
+    starts once the user sets the value back."""
+    for machine, prop, fix in (("pc-q35-9.1", "stale-tm=on", "stale-tm=off"),
+                               ("pc-q35-3.1", "dma-drain=off", "dma-drain=on")):
+        rc, out = run_fail("viommu-vtd,stale-tm=off" if machine == "pc-q35-3.1" else
+                           "viommu-vtd", ["-M", machine])
+        check(rc != 0 and "viommu-vtd does not support %s" % prop in out and
+              "machine types before" in out and fix in out,
+              "-M %s: %d %s" % (machine, rc, out))
+    with running("viommu-vtd,stale-tm=off,dma-drain=on", extra=["-M", "pc-q35-3.1"]) as vm:
+        check(cap_sagaw(vm.readq(CAP)), "pc-q35-3.1: the unit's CAP reads %#x" %
+              vm.readq(CAP))
+
+
+def t_created_before_the_unit():
+    """vfio-pci and viommu-dma,x-map-notifier=on take their DMA address space
+    when they are created: listed before viommu-vtd they would keep guest
+    memory untranslated, so the unit refuses to start after one, naming it.
+    Other devices before it are translated (they take theirs when the
+    machine is ready)."""
+    rc, out = run_fail("viommu-dma,id=early,x-map-notifier=on",
+                       ["-device", "viommu-vtd,caching-mode=on"])
+    check(rc != 0 and "viommu-dma (/machine/peripheral/early) was created before "
+          "viommu-vtd" in out and "put -device viommu-vtd before it" in out,
+          "a notifier device before the unit: %d %s" % (rc, out))
+    with running(DMA_ARGS[1], extra=["-device", "viommu-vtd"]) as vm:
+        dma_setup(vm)
+        dma_push(vm, 0, DST_IOVA, 0x1122334455667788)
+        dma_push(vm, 1, UNMAPPED_IOVA, 0x5a5a5a5a5a5a5a5a)
+        dma_doorbell(vm, 2)
+        check(dma_status(vm, 0) == ST_OK and
+              phys_q(vm, MAPPING[DST_IOVA] + 0x800) == 0x1122334455667788,
+              "DMA of a device listed first did not land where the tables map it")
+        check(dma_status(vm, 1) == ST_WRITE_FAULT,
+              "DMA of a device listed first to an unmapped IOVA did not fault")
 
 
 def t_cap_reflects_config():
@@ -1206,12 +1245,13 @@ def t_map_notifier_first_stage():
     behind viommu-vtd with caching-mode=on: accepted whether the unit offers
     first-stage tables (x-flts=on, which replay follows) or second-stage
     ones; refused with a clear message without caching-mode=on."""
-    msg = ("viommu-dma: MAP notifier refused: viommu-vtd: device 04.0 needs MAP "
-           "notifications (device assignment); start viommu-vtd with caching-mode=on")
+    msg = ("viommu-dma: MAP notifier refused: viommu-vtd: /machine/peripheral/d4 "
+           "(00:04.0) needs MAP notifications (device assignment); start "
+           "viommu-vtd with caching-mode=on")
     for opts, refused in ((",caching-mode=on,x-flts=on", False), (",caching-mode=on", False),
                           (",x-flts=on", True)):
         vm = VM("viommu-vtd,x-scalable-mode=on" + opts,
-                extra=["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                extra=["-device", "viommu-dma,id=d4,addr=04.0,x-map-notifier=on",
                        "-trace", "viommu_vtd_notify_flag_changed"])
         try:
             check("refused" not in vm.output(), "refused before translation: %s" % vm.output())
@@ -1286,7 +1326,11 @@ CASES = [
     ("device listed by -device help", t_listed),
     ("properties listed by -device viommu-vtd,help", t_properties),
 ] + [("rejects %s with a reason" % p, t_rejected(p, w)) for p, w in REJECTED] + [
-    ("engine configuration errors fail realize", t_bad_engine_config),
+    ("engine configuration errors fail realize, naming the property", t_bad_engine_config),
+    ("old machine types: the refusal names what they set and how to undo it",
+     t_old_machine_types),
+    ("a device that takes its address space when created must follow the unit",
+     t_created_before_the_unit),
     ("scalable-mode options set ECAP/CAP; bad combinations fail with a reason",
      t_scalable_options),
     ("snoop-control=on offers ECAP.SC", t_snoop_control),
