@@ -423,6 +423,24 @@ def t_stats_bad_timeout():
               "viommu-stats --timeout %s: rc %d, %r" % (t, p.returncode, p.stderr.strip()))
 
 
+def t_stats_bad_device():
+    """--device: an empty path is a usage error; a path to another device
+    says what it is, in one line."""
+    p = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "viommu-stats"),
+                        "--qmp", "/nonexistent", "--device", ""],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 2 and "--device: empty QOM path" in p.stderr,
+          "viommu-stats --device '': rc %d, %r" % (p.returncode, p.stderr.strip()))
+    with running("viommu-vtd", extra=["-device", "viommu-dma,id=d0"]) as vm:
+        p = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "viommu-stats"),
+                            "--qmp", vm.tool_path, "--device", "/machine/peripheral/d0"],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stderr.strip() ==
+              "viommu-stats: /machine/peripheral/d0 is a viommu-dma, not a viommu-vtd",
+              "viommu-stats --device of a viommu-dma: rc %d, %r" % (p.returncode,
+                                                                     p.stderr.strip()))
+
+
 def t_stats_count_invalidation():
     """A register-based global context-cache invalidation is counted."""
     with running("viommu-vtd,id=iommu0") as vm:
@@ -1343,6 +1361,8 @@ CASES = [
     ("stats readable over QMP as a JSON object, viommu-stats agrees", t_stats_json),
     ("viommu-stats finds a device without id", t_stats_anonymous),
     ("viommu-stats refuses a --timeout out of range", t_stats_bad_timeout),
+    ("viommu-stats refuses an empty --device and names another device's type",
+     t_stats_bad_device),
     ("stats count a register-based context invalidation", t_stats_count_invalidation),
     ("intremap and eim set ECAP.IR/EIM; eim=on needs intremap=on", t_intremap_options),
     ("stats' interrupt_remapping section, printed by viommu-stats",
