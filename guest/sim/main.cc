@@ -3,10 +3,13 @@
 // a setup given by a case file and/or command-line parameters, and print
 // the result as text or JSON.  --help lists every parameter.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <string_view>
@@ -83,6 +86,11 @@ void print_text(const SimResult &r)
     if (r.window_cut)
         std::printf("  window cut short: a CPU started %llu operations before --duration ended\n",
                     (unsigned long long)kMaxOpsPerCpu);
+    if (r.dropped)
+        std::printf("  DROPPED %llu of %llu %s: a map failed (the IOVA space could not hold the "
+                    "outstanding mappings); the throughput counts the others\n",
+                    (unsigned long long)r.dropped, (unsigned long long)r.transactions,
+                    r.unit.c_str());
     if (!r.untimed_baseline)
         std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
                     r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
@@ -93,8 +101,12 @@ void print_text(const SimResult &r)
         std::printf("  throughput n/a (an operation takes no time)\n");
     if (c.workload == "map-bench" && (c.allocator != "none" || !r.untimed_baseline))
         std::printf("  per thread: %.0f map+unmap/s\n", r.throughput / r.cpus);
-    std::printf("  latency per operation %.0f ns (without IOMMU %.0f ns)\n", r.latency_ns,
-                r.baseline_latency_ns);
+    if (r.dropped && r.dropped == r.transactions)
+        std::printf("  latency per operation n/a (every one dropped; without IOMMU %.0f ns)\n",
+                    r.baseline_latency_ns);
+    else
+        std::printf("  latency per operation %.0f ns (without IOMMU %.0f ns)\n", r.latency_ns,
+                    r.baseline_latency_ns);
     if (c.allocator == "none")
         return;
     std::printf("  allocator: %llu maps, %.2f%% took a retry or restart path; rbtree allocs %llu "
@@ -178,7 +190,7 @@ bool set_cost(CostModel &c, const std::string &arg, std::string &err)
 bool cost_from(CostModel &c, const std::string &path, std::string &err)
 {
     std::string why;
-    const std::optional<std::string> text = read_text_file(path, why);
+    const std::optional<std::string> text = read_text_file(path, why, kMaxSmallFileBytes);
     if (!text) {
         err = "--cost-from " + path + ": cannot read it: " + why;
         return false;
@@ -216,14 +228,13 @@ bool cost_from(CostModel &c, const std::string &path, std::string &err)
     return true;
 }
 
-}  // namespace
-
-int main(int argc, char **argv)
+int run(int argc, char **argv)
 {
     std::string case_file, config;
     std::vector<std::pair<std::string, std::string>> flags;
     std::vector<std::string> cpus;
     bool json = false, real = false, list_configs = false;
+    std::string mode;  // --calibrate, --cost-model or --list: run once the line is checked
     std::string record, err;
     CostModel cost = CostModel::standard();
     std::vector<std::string> cost_args;
@@ -264,18 +275,11 @@ int main(int argc, char **argv)
             list_configs = true;
             continue;
         }
-        if (a == "--calibrate") {
-            // real threads, wall clock: the machine at hand (docs/cost-model.rst)
-            std::printf("%s\n", calibrate().json().c_str());
-            return 0;
-        }
-        if (a == "--cost-model") {
-            std::printf("%s\n", CostModel::standard().json().c_str());
-            return 0;
-        }
-        if (a == "--list") {
-            list();
-            return 0;
+        if (a == "--calibrate" || a == "--cost-model" || a == "--list") {
+            if (!mode.empty() && mode != a)
+                return die(mode + ", " + a + ": one at a time");
+            mode = a;
+            continue;
         }
         if (a == "--help" || a == "-h") {
             usage(stdout);
@@ -294,6 +298,9 @@ int main(int argc, char **argv)
                 return die("--" + name + ": needs a value");
             value = argv[++i];
         }
+        if ((name == "case" || name == "config") && value.empty())
+            return die("--" + name + ": needs a " +
+                       (name == "case" ? "case name or file" : "configuration name"));
         if (name == "case")
             case_file = value;
         else if (name == "config")
@@ -309,6 +316,21 @@ int main(int argc, char **argv)
     }
     if (!config.empty() && case_file.empty())
         return die("--config " + config + ": needs --case");
+    // --calibrate and --list take nothing else; --cost-model prints the
+    // model with any --cost and --cost-from applied
+    if (mode == "--calibrate" || mode == "--list") {
+        if (!case_file.empty() || !flags.empty() || !cpus.empty() || json || real || list_configs ||
+            !record.empty() || !cost_args.empty() || !cost_file.empty())
+            return die(mode + ": takes no other option");
+        if (mode == "--list")
+            list();
+        else  // real threads, wall clock: the machine at hand (docs/cost-model.rst)
+            std::printf("%s\n", calibrate().json().c_str());
+        return 0;
+    }
+    if (mode == "--cost-model" && (!case_file.empty() || !flags.empty() || !cpus.empty() || json ||
+                                   real || list_configs || !record.empty()))
+        return die("--cost-model: takes only --cost and --cost-from");
 
     // the calibration first, then each --cost in order
     if (!cost_file.empty() && !cost_from(cost, cost_file, err))
@@ -316,6 +338,10 @@ int main(int argc, char **argv)
     for (const std::string &c : cost_args)
         if (!set_cost(cost, c, err))
             return die(err);
+    if (mode == "--cost-model") {
+        std::printf("%s\n", cost.json().c_str());
+        return 0;
+    }
     const bool what_if = cost.json() != CostModel::standard().json();
     if (what_if && real)
         return die(
@@ -374,6 +400,9 @@ int main(int argc, char **argv)
         return die("--record " + record +
                    ": records one simulated run with an IOMMU (no sweep, no --real-threads, "
                    "no --allocator none)");
+    if (std::error_code ec; !record.empty() && !runs[0].trace.empty() &&
+                            std::filesystem::equivalent(record, runs[0].trace, ec))
+        return die("--record " + record + ": is the trace replayed (--trace); record elsewhere");
     if (json && runs.size() > 1)
         std::printf("[");
     for (size_t i = 0; i < runs.size(); i++) {
@@ -400,6 +429,12 @@ int main(int argc, char **argv)
                 print_text(*r);
                 continue;
             }
+            if (r->dropped)
+                std::fprintf(stderr,
+                             "viommu-sim: %llu of %llu %s dropped: a map failed (the IOVA space "
+                             "could not hold the outstanding mappings)\n",
+                             (unsigned long long)r->dropped, (unsigned long long)r->transactions,
+                             r->unit.c_str());
             out = r->json();
         }
         std::printf("%s%s%s", json && i ? "," : "", out.c_str(),
@@ -408,4 +443,19 @@ int main(int argc, char **argv)
     if (json && runs.size() > 1)
         std::printf("]\n");
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    const int rc = run(argc, argv);
+    // a full disk or a closed pipe must not pass for a result
+    const int e = std::fflush(stdout) ? errno : 0;
+    if (e || std::ferror(stdout)) {
+        std::fprintf(stderr, "viommu-sim: writing the output failed: %s\n",
+                     std::strerror(e ? e : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
 }

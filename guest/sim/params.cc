@@ -838,7 +838,8 @@ std::string case_path(const std::string &name)
     return cases_dir() + "/" + name + ".json";
 }
 
-std::optional<std::string> read_text_file(const std::string &path, std::string &why)
+std::optional<std::string> read_text_file(const std::string &path, std::string &why,
+                                          size_t max_bytes, bool *cut)
 {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
@@ -847,14 +848,33 @@ std::optional<std::string> read_text_file(const std::string &path, std::string &
     }
     errno = 0;
     std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    if (f)
-        s << f.rdbuf();
     if (!f) {
         why = std::strerror(errno ? errno : EIO);
         return std::nullopt;
     }
-    return s.str();
+    // by chunks, so that /dev/zero or a huge file by mistake stops at the limit
+    std::string text;
+    char chunk[65536];
+    while (text.size() <= max_bytes) {
+        f.read(chunk,
+               static_cast<std::streamsize>(std::min(sizeof chunk, max_bytes + 1 - text.size())));
+        text.append(chunk, static_cast<size_t>(f.gcount()));
+        if (!f)
+            break;
+    }
+    if (f.bad() || (!f.eof() && text.size() <= max_bytes)) {
+        why = std::strerror(errno ? errno : EIO);
+        return std::nullopt;
+    }
+    if (text.size() > max_bytes) {
+        if (!cut) {
+            why = "larger than " + std::to_string(max_bytes >> 10) + " KiB";
+            return std::nullopt;
+        }
+        text.resize(max_bytes);
+        *cut = true;
+    }
+    return text;
 }
 
 bool load_case(const std::string &path_in, const std::string &config, Params &p, std::string *error,
@@ -867,7 +887,7 @@ bool load_case(const std::string &path_in, const std::string &config, Params &p,
         return false;
     };
     std::string why;
-    const std::optional<std::string> text = read_text_file(path, why);
+    const std::optional<std::string> text = read_text_file(path, why, kMaxSmallFileBytes);
     if (!text)
         return fail("cannot read the case file: " + why);
     std::string e;

@@ -107,14 +107,17 @@ struct Params {
     static std::vector<std::string_view> names();
 };
 
+// The whole of the file at @path, or nullopt with @why, as strerror() says
+// it ("Is a directory", "No such file or directory"), or saying that it is
+// larger than @max_bytes; with @cut, a larger file gives its first
+// @max_bytes and sets *@cut instead.  Case files, traces, --cost-from files.
+std::optional<std::string> read_text_file(const std::string &path, std::string &why,
+                                          size_t max_bytes, bool *cut = nullptr);
+constexpr size_t kMaxSmallFileBytes = size_t{1} << 20;  // a case or --cost-from file
+
 // Loads a case file into @p: its "parameters", then those of
 // configuration @config (empty: none).  Errors name the file and the key.
 // @configs (if set) receives the case's configuration names.
-// The whole of the file at @path, or nullopt with @why, as strerror() says
-// it ("Is a directory", "No such file or directory"): case files, traces,
-// --cost-from files.
-std::optional<std::string> read_text_file(const std::string &path, std::string &why);
-
 bool load_case(const std::string &path, const std::string &config, Params &p, std::string *error,
                std::vector<std::string> *configs = nullptr);
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "../iova/iova.hpp"
 #include "workload.hpp"
@@ -64,17 +65,19 @@ struct Setup {
 };
 
 // Runs @wl on @n threads; returns wall time of the measured part.
-// Runs `ops` transactions over n threads; `completed` counts those whose steps all ran.
+// Runs `ops` transactions over n threads; `completed` counts those whose steps all ran,
+// `dropped` those of them one of whose maps failed.
 // @clients > 0: a closed loop of that many requests per thread, each sent
 // @rtt after the reply to the one before (--clients-per-cpu).
 double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomic<uint64_t> &failed,
-                   uint64_t &leaked, uint64_t &completed, unsigned clients, Nanos rtt,
-                   iova::FlushPolicy *policy = nullptr)
+                   uint64_t &leaked, uint64_t &completed, uint64_t &dropped, unsigned clients,
+                   Nanos rtt, iova::FlushPolicy *policy = nullptr)
 {
     const WorkloadInfo &info = wl.info();
     std::vector<Mailbox> boxes(n);
     std::vector<std::vector<Mapping>> slots(n, std::vector<Mapping>(info.slots_per_cpu));
-    std::atomic<uint64_t> started{0}, done{0};
+    std::atomic<uint64_t> started{0}, done{0}, done_dropped{0};
+    std::vector<char> map_failed(n, 0);  // per CPU (its own thread): in this transaction
     std::barrier sync(n + 1);
     std::mutex wl_lock;  // the workload's per-CPU state is touched under it
     // per CPU: its ring completions still in other CPUs' mailboxes
@@ -107,6 +110,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
                 m.iova = r.iova;
                 m.live = r.ok();
                 failed += !r.ok();
+                map_failed[cpu] |= !r.ok();
             }
             break;
         }
@@ -123,6 +127,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
                 auto r = io->domain->map(io->devices.at(s.device), s.value);
                 if (!r.ok()) {
                     failed++;
+                    map_failed[cpu] = 1;
                     break;
                 }
                 m.iova = r.iova;
@@ -189,6 +194,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
                     execute(cpu, s);
                 if (clients)
                     arrivals.push_back(Clock::now() + std::chrono::nanoseconds(rtt));
+                return std::exchange(map_failed[cpu], 0) != 0;
             };
             for (const Step &s : steps_of(cpu, true))
                 execute(cpu, s);
@@ -200,7 +206,8 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
             running.fetch_add(1);
             busy_wait(info.once_ns);  // --cpu-ns-once
             while (started.fetch_add(1) < ops) {
-                transaction();
+                if (transaction())
+                    done_dropped.fetch_add(1, std::memory_order_relaxed);
                 done.fetch_add(1, std::memory_order_relaxed);
             }
             running.fetch_sub(1);
@@ -231,6 +238,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
     sync.arrive_and_wait();
     threads.clear();
     completed = done.load();
+    dropped = done_dropped.load();
     leaked = 0;
     for (auto &b : boxes)
         leaked += b.items.size();
@@ -309,8 +317,8 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
     res.unit = info.unit;
 
     std::atomic<uint64_t> failed{0};
-    uint64_t leaked = 0, completed = 0;
-    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked, completed,
+    uint64_t leaked = 0, completed = 0, dropped = 0;
+    res.baseline_wall_ns = run_threads(*bwl, n, ops, nullptr, failed, leaked, completed, dropped,
                                        cfg.clients_per_cpu, cfg.client_rtt_ns);
 
     iova::RealEnv env(n);
@@ -332,13 +340,14 @@ std::optional<RealResult> run_once(const SimConfig &cfg, std::string *error)
     for (const DeviceSpec &d : info.devices)
         io.devices.push_back({.dma_mask = d.dma_mask, .pci = d.pci});
 
-    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, completed, cfg.clients_per_cpu,
-                              cfg.client_rtt_ns, policy.get());
+    res.wall_ns = run_threads(*wl, n, ops, &io, failed, leaked, completed, dropped,
+                              cfg.clients_per_cpu, cfg.client_rtt_ns, policy.get());
     policy->drain();
     res.failed_maps = failed;
     res.leaked = leaked;
     res.transactions = completed;
-    res.throughput = res.wall_ns > 0 ? double(completed) * 1e9 / res.wall_ns : 0;
+    res.dropped = dropped;
+    res.throughput = res.wall_ns > 0 ? double(completed - dropped) * 1e9 / res.wall_ns : 0;
     res.baseline_throughput =
         res.baseline_wall_ns > 0 ? double(ops) * 1e9 / res.baseline_wall_ns : 0;
     res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
@@ -403,12 +412,13 @@ std::string RealResult::json() const
     std::snprintf(
         buf, sizeof buf,
         "{\"mode\":\"real-threads\",\"workload\":\"%s\",\"allocator\":\"%s\",\"flush\":\"%s\","
-        "\"threads\":%u,\"unit\":\"%s\",\"transactions\":%llu,\"failed_maps\":%llu,\"leaked\":%llu,"
-        "\"wall_ns\":%.0f,\"throughput\":%.6g,\"baseline_throughput\":%.6g,\"relative\":%.6g,"
-        "\"spin_share\":%.6g,\"profile\":[",
+        "\"threads\":%u,\"unit\":\"%s\",\"transactions\":%llu,\"dropped\":%llu,"
+        "\"failed_maps\":%llu,\"leaked\":%llu,\"wall_ns\":%.0f,\"throughput\":%.17g,"
+        "\"baseline_throughput\":%.17g,\"relative\":%.17g,\"spin_share\":%.17g,\"profile\":[",
         config.workload.c_str(), config.allocator.c_str(), config.flush.c_str(), threads,
-        unit.c_str(), (unsigned long long)transactions, (unsigned long long)failed_maps,
-        (unsigned long long)leaked, wall_ns, throughput, baseline_throughput, relative, spin_share);
+        unit.c_str(), (unsigned long long)transactions, (unsigned long long)dropped,
+        (unsigned long long)failed_maps, (unsigned long long)leaked, wall_ns, throughput,
+        baseline_throughput, relative, spin_share);
     std::string o = buf;
     for (size_t i = 0; i < profile.size(); i++) {
         const auto &p = profile[i];
@@ -433,6 +443,13 @@ std::string RealResult::text() const
                   config.workload.c_str(), threads, config.allocator.c_str(), config.flush.c_str(),
                   throughput, unit.c_str(), baseline_throughput, 100 * relative, 100 * spin_share);
     std::string o = buf;
+    if (dropped) {
+        std::snprintf(buf, sizeof buf,
+                      "  DROPPED %llu of %llu %s: a map failed; the throughput counts the "
+                      "others\n",
+                      (unsigned long long)dropped, (unsigned long long)transactions, unit.c_str());
+        o += buf;
+    }
     for (const auto &p : profile) {
         std::snprintf(buf, sizeof buf,
                       "  %-28s %-14s acquired %10llu contended %8llu wait %.0f ns/acq\n",

@@ -28,6 +28,7 @@ struct RealResult {
     unsigned threads = 0;
     std::string unit;
     uint64_t transactions = 0;
+    uint64_t dropped = 0;  // ... of them one of whose maps failed
     uint64_t failed_maps = 0;
     uint64_t leaked = 0;  // mappings still live after the final drain
     double wall_ns = 0, baseline_wall_ns = 0;

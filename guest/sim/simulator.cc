@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -59,8 +61,9 @@ public:
     Run(const SimConfig &cfg, Workload &wl, Machine &m, SimEnv &env, DmaDomains *iommu)
         : wl_(wl), m_(m), env_(env), iommu_(iommu), n_(wl.info().cpus),
           slots_(n_, std::vector<Mapping>(wl.info().slots_per_cpu)), mailbox_(n_), pending_(n_),
-          posted_(n_, 0), tag_wait_(n_, false), done_(n_, 0), drain_ns_(cfg.rcache_drain_ns),
-          next_drain_(cfg.rcache_drain_ns), co_(n_), device_free_(wl.info().physical_devices, 0),
+          posted_(n_, 0), tag_wait_(n_, false), done_(n_, 0), dropped_(n_, 0),
+          failed_txn_(n_, false), drain_ns_(cfg.rcache_drain_ns), next_drain_(cfg.rcache_drain_ns),
+          co_(n_), device_free_(wl.info().physical_devices, 0),
           device_booked_(wl.info().physical_devices, 0), setup_booked_(n_),
           clients_(cfg.clients_per_cpu), client_rtt_(cfg.client_rtt_ns),
           arrivals_(n_, std::deque<Nanos>(cfg.clients_per_cpu, 0)), answering_(n_, false),
@@ -148,7 +151,20 @@ public:
             s += d;
         return s;
     }
-    void reset_done() { std::fill(done_.begin(), done_.end(), 0); }
+    // Transactions one of whose maps failed: done, but dropped (the packet
+    // or I/O never went out), so no part of the throughput.
+    uint64_t total_dropped() const
+    {
+        uint64_t s = 0;
+        for (auto d : dropped_)
+            s += d;
+        return s;
+    }
+    void reset_done()
+    {
+        std::fill(done_.begin(), done_.end(), 0);
+        std::fill(dropped_.begin(), dropped_.end(), 0);
+    }
     void reset_counts()
     {
         failed_maps = work_ns = idle_ns = completion_wait_ns = client_wait_ns = 0;
@@ -214,6 +230,10 @@ private:
             execute(cpu, s);
             if (pending_[cpu].empty()) {
                 done_[cpu]++;
+                if (failed_txn_[cpu]) {
+                    dropped_[cpu]++;
+                    failed_txn_[cpu] = false;
+                }
                 if (answering_[cpu]) {  // replied: that client's next request
                     arrivals_[cpu].push_back(m_.now(cpu) + client_rtt_);
                     answering_[cpu] = false;
@@ -419,6 +439,7 @@ private:
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 mp.live = false;
                 failed_maps++;
+                failed_txn_[cpu] = true;
             }
             if (mp.live && observer)
                 observer->op(RunObserver::map, cpu, s.device, mp.iova, s.value, t0, m_.now(cpu));
@@ -449,6 +470,7 @@ private:
             Nanos t0 = m_.now(cpu);
             if (iommu_ && !iommu_->map(s.device, s.value, mp.iova)) {
                 failed_maps++;
+                failed_txn_[cpu] = true;
                 break;
             }
             if (observer)
@@ -476,6 +498,8 @@ private:
     std::vector<uint64_t> posted_;  // per CPU: its completions in other CPUs' mailboxes
     std::vector<bool> tag_wait_;    // ... blocked in wait_for_slots()
     std::vector<uint64_t> done_;
+    std::vector<uint64_t> dropped_;
+    std::vector<bool> failed_txn_;  // per CPU: a map of its transaction failed
     std::vector<Step> steps_;
     Nanos drain_ns_, next_drain_;
     std::vector<Coro> co_;
@@ -501,6 +525,7 @@ private:
 
 struct Measured {
     uint64_t transactions;
+    uint64_t dropped;  // ... of them: a map failed
     double elapsed_ns;
     Nanos idle_ns = 0;  // CPUs done with their own count, waiting for the last one
     bool cut = false;   // a --duration window ended at kMaxOpsPerCpu on some CPU
@@ -566,8 +591,8 @@ Measured drive(Run &run, Machine &m, unsigned warmup, uint64_t ops,
     // a device-bound window lasts at least as long as its device needs to
     // serve what the window booked (the CPUs' clocks need not show it: the
     // device serves a mapping long after the map)
-    return {run.total_done(), std::max(m.window_elapsed(), double(run.device_busy_ns())), idle,
-            cut};
+    return {run.total_done(), run.total_dropped(),
+            std::max(m.window_elapsed(), double(run.device_busy_ns())), idle, cut};
 }
 
 bool known(std::span<const std::string_view> names, std::string_view n)
@@ -677,11 +702,13 @@ std::optional<SimResult> simulate(const SimConfig &cfg, const CostModel &cost, s
         run.reset_counts();
     });
     res.transactions = r.transactions;
+    res.dropped = r.dropped;
     res.elapsed_ns = r.elapsed_ns;
     res.window_cut = res.window_cut || r.cut;
-    res.throughput = r.elapsed_ns > 0 ? double(r.transactions) * 1e9 / r.elapsed_ns : 0;
+    const uint64_t delivered = r.transactions - r.dropped;
+    res.throughput = r.elapsed_ns > 0 ? double(delivered) * 1e9 / r.elapsed_ns : 0;
     res.relative = res.baseline_throughput > 0 ? res.throughput / res.baseline_throughput : 0;
-    res.latency_ns = r.transactions ? r.elapsed_ns * info.cpus / double(r.transactions) : 0;
+    res.latency_ns = delivered ? r.elapsed_ns * info.cpus / double(delivered) : 0;
     res.failed_maps = run.failed_maps;
     res.maps = iommu.maps;
     res.retried_maps = iommu.retried_maps;
@@ -810,11 +837,14 @@ std::string quoted(std::string_view s)
     return out + '"';
 }
 
+// The shortest text that reads back as @v (JSON has no NaN or infinity).
 std::string num(double v)
 {
+    if (!std::isfinite(v))
+        return "null";
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, ec == std::errc{} ? end : buf);
 }
 
 }  // namespace
@@ -833,7 +863,7 @@ std::string SimResult::json() const
     o += ",\"ops_per_s\":" + opt(rated, throughput) +
          ",\"relative_to_no_iommu\":" + opt(timed, relative) +
          ",\"no_iommu_ops_per_s\":" + opt(timed, baseline_throughput) +
-         ",\"op_latency_ns\":" + num(latency_ns) +
+         ",\"op_latency_ns\":" + opt(transactions > dropped || !iommu, latency_ns) +
          ",\"no_iommu_op_latency_ns\":" + num(baseline_latency_ns) +
          ",\"spin_share\":" + opt(iommu, spin_share) +
          ",\"allocator_retries\":" + opt(iommu && maps, allocator_retries) +
@@ -857,7 +887,8 @@ std::string SimResult::json() const
     }
     o += "]";
     o += ",\"unit\":" + quoted(unit) + ",\"transactions\":" + std::to_string(transactions) +
-         ",\"elapsed_ns\":" + num(elapsed_ns) + ",\"throughput\":" + opt(rated, throughput) +
+         ",\"dropped\":" + std::to_string(dropped) + ",\"elapsed_ns\":" + num(elapsed_ns) +
+         ",\"throughput\":" + opt(rated, throughput) +
          ",\"baseline_throughput\":" + opt(timed, baseline_throughput) +
          ",\"relative\":" + opt(timed, relative) +
          ",\"failed_maps\":" + std::to_string(failed_maps) +

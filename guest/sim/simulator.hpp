@@ -52,11 +52,12 @@ struct SimResult {
     unsigned cpus = 0;
     std::string unit;
     uint64_t transactions = 0;             // in the measured window
+    uint64_t dropped = 0;                  // ... of them one of whose maps failed
     double elapsed_ns = 0;                 // mean CPU clock advance in the window
-    double throughput = 0;                 // transactions per second
+    double throughput = 0;                 // transactions not dropped, per second
     double baseline_throughput = 0;        // same workload without an IOMMU
     double relative = 0;                   // throughput / baseline_throughput
-    double latency_ns = 0;                 // mean CPU time per operation
+    double latency_ns = 0;                 // mean CPU time per operation not dropped
     double baseline_latency_ns = 0;        // ... without an IOMMU
     double spin_share = 0;                 // share of CPU time in spinlock functions
     std::vector<LockSiteProfile> profile;  // by spin time, largest first

@@ -163,8 +163,8 @@ bool Parser::parse_event(std::string_view text, Event &e)
             ok = word_ok(v);
             e.dev = std::string(v);
             break;
-        case 2:
-            ok = hex(v, e.mask);
+        case 2:  // DMA_BIT_MASK(n), n from 32 (as --dma-mask-bits) to 64
+            ok = hex(v, e.mask) && e.mask >= 0xffffffff && (e.mask & (e.mask + 1)) == 0;
             e.has_mask = true;
             break;
         case 3:
@@ -194,7 +194,9 @@ bool Parser::parse_event(std::string_view text, Event &e)
                              ? "needs a decimal number" + std::string(idx == 0 ? " above 0" : "")
                          : idx == 1 || idx == 7 ? "needs a word of [A-Za-z0-9:._/-], 64 at most"
                          : idx == 6             ? "needs a hex source-id 0x0..0xffff"
-                                                : "needs a hex number 0x..."));
+                         : idx == 2 ? "needs a DMA mask of 32 to 64 bits, 2^n - 1 in hex "
+                                      "(0xffffffff)"
+                                    : "needs a hex number 0x..."));
     }
     if (is_mapping_op(e.op) && !e.has_size)
         return fail(std::string(op_name(e.op)) + " without size=: every map and unmap needs its "
@@ -338,11 +340,28 @@ std::optional<Trace> parse(std::string_view text, const std::string &name, std::
 std::optional<Trace> read_file(const std::string &path, std::string *error)
 {
     std::string why;
-    const std::optional<std::string> text = read_text_file(path, why);
-    if (!text) {
+    auto unreadable = [&]() -> std::optional<Trace> {
         if (error)
             *error = path + ": cannot open the trace: " + why;
         return std::nullopt;
+    };
+    // The header first: a file given by mistake (a perf or ftrace dump,
+    // /dev/zero) is refused before the rest of it is read.
+    bool cut = false;
+    std::optional<std::string> text = read_text_file(path, why, max_line + 1, &cut);
+    if (!text)
+        return unreadable();
+    if (cut) {
+        Parser p(path);
+        std::optional<Event> e;
+        if (!p.line(std::string_view(*text).substr(0, text->find('\n')), e)) {
+            if (error)
+                *error = p.error();
+            return std::nullopt;
+        }
+        text = read_text_file(path, why, max_file_bytes);
+        if (!text)
+            return unreadable();
     }
     return parse(*text, path, error);
 }

@@ -21,6 +21,7 @@ namespace viommu::sim::trace {
 
 inline constexpr unsigned format_version = 1;
 inline constexpr size_t max_line = 4096;
+inline constexpr size_t max_file_bytes = size_t{1} << 32;  // read_file(): 4 GiB
 // The latest time an event may end (ts + dur, about 73 minutes): a
 // recording's clock starts near 0, and a replay adds its gaps up.
 inline constexpr uint64_t max_ts = uint64_t{1} << 42;

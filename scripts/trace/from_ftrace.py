@@ -98,6 +98,10 @@ class Converter:
         for e in sorted(c.pending, key=lambda e: e.ts):
             if e.dev and e.op == "map" and e.dev in self.masks and e.mask is None:
                 e.mask = self.masks[e.dev]
+                if e.mask < 0xffffffff:
+                    raise ConvertError("%s maps with a %d-bit DMA mask: the simulator models "
+                                       "32 to 64 bits (drop its line from the masks file to "
+                                       "replay it as 64-bit)" % (e.dev, e.mask.bit_length()))
             self.w.write(e)
             self.counts[e.op] = self.counts.get(e.op, 0) + 1
         c.pending = []

@@ -173,6 +173,12 @@ class Reader:
                     self._fail("%s=%s: needs a word of [A-Za-z0-9:._/-], 64 at most"
                                % (k, _shown(v)))
                 setattr(e, k, v)
+            elif k == "mask":  # DMA_BIT_MASK(n), n from 32 to 64, as the simulator's reader
+                m = int(v, 16) if _HEX.match(v) else -1
+                if not 0xffffffff <= m <= U64 or m & (m + 1):
+                    self._fail("mask=%s: needs a DMA mask of 32 to 64 bits, 2^n - 1 in hex "
+                               "(0xffffffff)" % _shown(v))
+                e.mask = m
             else:
                 if not _HEX.match(v) or (k == "sid" and int(v, 16) > 0xffff):
                     self._fail("%s=%s: %s" % (k, _shown(v), "needs a hex source-id 0x0..0xffff"

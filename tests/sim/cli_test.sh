@@ -109,6 +109,44 @@ case $out in *"without IOMMU n/a"*) ;; *) check "--cpu-ns-per-op 0: no n/a: $out
 out=$("$sim" --json --cpus 2 --ops-per-cpu 20 --cpu-ns-per-op 0)
 case $out in *'"relative_to_no_iommu":null,"no_iommu_ops_per_s":null'*) ;;
     *) check "--cpu-ns-per-op 0: relative_to_no_iommu not null";; esac
+# endless or huge input files are refused at a limit, not read into memory
+bad "/dev/zero: cannot read the case file: larger than 1024 KiB" --case /dev/zero
+bad "--cost-from /dev/zero: cannot read it: larger than 1024 KiB" --cost-from /dev/zero
+bad "/dev/zero:1: line longer than 4096 bytes" --workload trace --trace /dev/zero --cpus 2
+# empty names, options that take none, modes that take no parameters
+bad "--case: needs a case name or file" --case ''
+bad "--config: needs a configuration name" --case memcached-16cpu-xl710 --config ''
+bad "--bogus" --list --bogus
+bad "--calibrate: takes no other option" --calibrate --cpus 4
+bad "--cost-model: takes only --cost" --cost-model --cpus 4
+"$sim" --cost-model --cost atomic=5 | grep -q '"atomic":5,' ||
+    check "--cost-model does not show a --cost override"
+# a recording over the trace it replays
+printf 'viommu-trace 1\n0 0 map size=4096 iova=0x1000\n10 0 unmap size=4096 iova=0x1000\nend 2\n' \
+    >"$tmp/in.vtrace"
+cp "$tmp/in.vtrace" "$tmp/keep.vtrace"
+bad "is the trace replayed" --workload trace --trace "$tmp/in.vtrace" --cpus 1 --record "$tmp/in.vtrace"
+cmp -s "$tmp/in.vtrace" "$tmp/keep.vtrace" || check "--record over --trace changed the trace"
+# a result that cannot be written is a failure
+if [ -w /dev/full ]; then
+    "$sim" --json --workload nic --cpus 2 --ops-per-cpu 10 >/dev/full 2>"$tmp/err" &&
+        check "--json to a full disk exited 0"
+    grep -q "writing the output failed" "$tmp/err" || check "no message for a full disk"
+fi
+# maps that fail drop their transaction: no throughput from them, and it says so
+out=$("$sim" --json --cpus 4 --ops-per-cpu 200 --workload block --block-size 1M \
+      --dma-mask-bits 32 --iodepth 2048 2>"$tmp/err")
+case $out in *'"ops_per_s":0,'*'"dropped":800,'*) ;;
+    *) check "failed maps counted as throughput: $out";; esac
+grep -q "800 of 800 IOs dropped" "$tmp/err" || check "dropped IOs not reported: $(cat "$tmp/err")"
+# JSON numbers read back as the values the text prints
+out=$("$sim" --json --workload nic --cpus 2 --ops-per-cpu 50)
+txt=$("$sim" --workload nic --cpus 2 --ops-per-cpu 50)
+v=$(printf '%s' "$out" | sed 's/.*"ops_per_s":\([0-9.e+]*\).*/\1/')
+case $txt in *"throughput $(printf '%.0f' "$v") "*) ;;
+    *) check "JSON ops_per_s $v is not the text's: $txt";; esac
+case $v in *.*) ;; *) check "JSON ops_per_s $v rounded";; esac
+
 # what real threads do not model is refused
 bad "--real-threads: --duration" --real-threads --cpus 1 --duration 1ms
 bad "--real-threads: --device-ns-per-op" --real-threads --cpus 1 --device-ns-per-op 100us

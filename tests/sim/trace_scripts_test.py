@@ -84,6 +84,11 @@ class Ftrace(unittest.TestCase):
         self.assertEqual(ev[0].mask, 0xffffffff)
         self.assertIsNone(ev[1].mask)  # a mask belongs to maps only
 
+    def test_mask_below_32_bits_refused(self):
+        with self.assertRaisesRegex(from_ftrace.ConvertError,
+                                    "0000:00:03.0 maps with a 24-bit DMA mask"):
+            convert(from_ftrace.convert, "trace-cmd-report.txt", {"0000:00:03.0": 0xffffff})
+
     def test_perf_script_without_kprobes(self):
         _, ev, (counts, _, durations) = convert(from_ftrace.convert, "perf-script.txt")
         self.assertFalse(durations)

@@ -107,6 +107,13 @@ TEST(TraceFormat, BadInputNamesTheFileAndTheLine)
         {"viommu-trace 1\n0 0 txn colour=1\nend 1\n", "t.vtrace:2: unknown key 'colour'"},
         {"viommu-trace 1\n0 0 map size=1 size=2\nend 1\n", "t.vtrace:2: key size given twice"},
         {"viommu-trace 1\n0 0 map size=4096 iova=1000\nend 1\n", "t.vtrace:2: iova='1000'"},
+        // a DMA mask is DMA_BIT_MASK(n), n from 32 to 64
+        {"viommu-trace 1\n0 0 map size=4096 mask=0x0 iova=0x1000\nend 1\n",
+         "t.vtrace:2: mask='0x0': needs a DMA mask of 32 to 64 bits"},
+        {"viommu-trace 1\n0 0 map size=4096 mask=0xffffff iova=0x1000\nend 1\n",
+         "t.vtrace:2: mask='0xffffff': needs a DMA mask"},
+        {"viommu-trace 1\n0 0 map size=4096 mask=0x1ffffeffff iova=0x1000\nend 1\n",
+         "t.vtrace:2: mask='0x1ffffeffff': needs a DMA mask"},
         {"viommu-trace 1\nx 0 txn\nend 1\n", "t.vtrace:2: timestamp 'x'"},
         {"viommu-trace 1\n0 99999 txn\nend 1\n", "t.vtrace:2: CPU '99999'"},
         {"viommu-trace 1\n0 - txn\nend 1\n", "t.vtrace:2: CPU '-' (device side)"},
@@ -139,6 +146,9 @@ TEST(TraceFormat, BadInputNamesTheFileAndTheLine)
     EXPECT_NE(err.find("no-such.vtrace: cannot open"), std::string::npos) << err;
     std::string long_line = "viommu-trace 1\n0 0 txn " + std::string(5000, 'x') + "\nend 1\n";
     EXPECT_EQ(parse_error(long_line).rfind("t.vtrace:2: line longer", 0), 0u);
+    // a file that is not a trace is refused on its first line, not read whole
+    EXPECT_FALSE(trace::read_file("/dev/zero", &err));
+    EXPECT_EQ(err, "/dev/zero:1: line longer than 4096 bytes");
 }
 
 namespace {
