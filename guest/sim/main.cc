@@ -71,7 +71,17 @@ void list()
     show("flush policies", viommu::iova::FlushPolicy::policies());
     show("dma modes", dma_modes());
     std::printf("iommus: vtd smmuv3\ncmdq (smmuv3): spinlock cmpxchg fetch-add\n");
-    std::printf("case files: %s/*.json\n", cases_dir().c_str());
+    // the cases (cases/published.json is the reports' figures, not a case)
+    std::vector<std::string> cases;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(cases_dir(), ec))
+        if (e.path().extension() == ".json" && e.path().stem() != "published")
+            cases.push_back(e.path().stem().string());
+    std::sort(cases.begin(), cases.end());
+    std::printf("cases (--case NAME, in %s):", cases_dir().c_str());
+    for (const std::string &c : cases)
+        std::printf(" %s", c.c_str());
+    std::printf("\n");
 }
 
 void print_text(const SimResult &r)
@@ -131,12 +141,20 @@ void print_text(const SimResult &r)
         std::printf("    %7.2f%%  %s\n", 100.0 * double(s.ns) / double(r.cpu_time_ns),
                     what.c_str());
     }
-    std::printf("  %-28s %-14s %8s %10s %10s\n", "lock", "site", "%spin", "acquired", "hold ns");
+    int lock_w = 28, site_w = 14;  // wide enough for every name shown
+    for (const auto &p : r.profile)
+        if (p.spin_ns) {
+            lock_w = std::max(lock_w, int(p.lock.size()));
+            site_w = std::max(site_w, int(p.site.size()));
+        }
+    std::printf("  %-*s %-*s %8s %10s %10s\n", lock_w, "lock", site_w, "site", "%spin", "acquired",
+                "hold ns");
     for (const auto &p : r.profile) {
         if (p.spin_ns == 0)
             continue;
-        std::printf("  %-28s %-14s %7.2f%% %10llu %10.0f\n", p.lock.c_str(), p.site.c_str(),
-                    100 * r.spin_fraction_of(p.lock, p.site), (unsigned long long)p.acquisitions,
+        std::printf("  %-*s %-*s %7.2f%% %10llu %10.0f\n", lock_w, p.lock.c_str(), site_w,
+                    p.site.c_str(), 100 * r.spin_fraction_of(p.lock, p.site),
+                    (unsigned long long)p.acquisitions,
                     p.acquisitions ? double(p.hold_ns) / p.acquisitions : 0);
     }
 }
@@ -378,6 +396,14 @@ int run(int argc, char **argv)
         runs.push_back(std::move(p));
     }
 
+    // without an IOMMU the IOMMU's parameters change nothing: one typed on
+    // the command line is a mistake (a case's configuration may inherit them)
+    if (runs[0].allocator == "none")
+        for (const auto &[name, value] : flags)
+            if (name == "flush" || name == "iommu" || name == "cmdq" || name == "cmdq-entries" ||
+                name == "dma" || name == "rcache-drain")
+                return die("--" + name + " " + value +
+                           ": applies with an IOMMU only (--allocator none)");
     if (real) {
         std::set<std::string> given;
         for (const auto &f : flags)

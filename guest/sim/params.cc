@@ -699,13 +699,24 @@ bool Params::validate(std::string *error) const
     std::string e;
     if (irq_cpu_list(&e).empty())
         return fail(e);
+    // what stays mapped at once: about 60 bytes of host memory each
+    constexpr uint64_t max_mapped = uint64_t{1} << 25;
     if (kind == block) {
         uint64_t queues = uint64_t{devices} * (queues_per_device ? queues_per_device : cpus);
         uint64_t slots = queues * iodepth;
         if (slots / cpus > (1u << 22))
             return fail("--iodepth " + std::to_string(iodepth) +
                         ": more than 4M outstanding I/Os per CPU");
+        if (slots > max_mapped)
+            return fail("--iodepth " + std::to_string(iodepth) + ": " + std::to_string(slots) +
+                        " outstanding I/Os in all, more than " + std::to_string(max_mapped) +
+                        " (2 GiB of the simulator's memory)");
     }
+    if (kind == nic_like && uint64_t{cpus} * ring_entries > max_mapped)
+        return fail("--ring-entries " + std::to_string(ring_entries) + ": " +
+                    std::to_string(uint64_t{cpus} * ring_entries) +
+                    " RX buffers mapped in all, more than " + std::to_string(max_mapped) +
+                    " (2 GiB of the simulator's memory)");
     if (napi_budget > tx_window)
         return fail("--napi-budget " + std::to_string(napi_budget) + ": more than --tx-window's " +
                     std::to_string(tx_window) + " TX slots (a poll sends into slots the one " +

@@ -113,6 +113,15 @@ case $out in *'"relative_to_no_iommu":null,"no_iommu_ops_per_s":null'*) ;;
 bad "/dev/zero: cannot read the case file: larger than 1024 KiB" --case /dev/zero
 bad "--cost-from /dev/zero: cannot read it: larger than 1024 KiB" --cost-from /dev/zero
 bad "/dev/zero:1: line longer than 4096 bytes" --workload trace --trace /dev/zero --cpus 2
+# the IOMMU's parameters without an IOMMU
+bad "--flush strict: applies with an IOMMU only" --allocator none --flush strict
+bad "--rcache-drain 1ms: applies with an IOMMU only" --allocator none --rcache-drain 1ms
+"$sim" --case cx4-64k-32bit-exhausted --config no-iommu --ops-per-cpu 20 >/dev/null ||
+    check "a case's no-IOMMU configuration refused for the parameters it inherits"
+# setups that would hold more mappings at once than 2^25
+bad "--ring-entries 1048576: 268435456 RX buffers" --cpus 256 --ring-entries 1048576
+bad "--iodepth 65536: 268435456 outstanding I/Os in all" --cpus 256 --workload block \
+    --devices 16 --iodepth 65536
 # empty names, options that take none, modes that take no parameters
 bad "--case: needs a case name or file" --case ''
 bad "--config: needs a configuration name" --case memcached-16cpu-xl710 --config ''
