@@ -84,6 +84,14 @@ void list()
     std::printf("\n");
 }
 
+// A rate as text: whole numbers, or three significant digits below 100.
+std::string rate(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, v >= 100 || v == 0 ? "%.0f" : "%.3g", v);
+    return buf;
+}
+
 void print_text(const SimResult &r)
 {
     const SimConfig &c = r.config;
@@ -102,11 +110,11 @@ void print_text(const SimResult &r)
                     (unsigned long long)r.dropped, (unsigned long long)r.transactions,
                     r.unit.c_str());
     if (!r.untimed_baseline)
-        std::printf("  throughput %.0f %s/s; without IOMMU %.0f: %.1f%%\n", r.throughput,
-                    r.unit.c_str(), r.baseline_throughput, 100 * r.relative);
+        std::printf("  throughput %s %s/s; without IOMMU %s: %.1f%%\n", rate(r.throughput).c_str(),
+                    r.unit.c_str(), rate(r.baseline_throughput).c_str(), 100 * r.relative);
     else if (c.allocator != "none")
-        std::printf("  throughput %.0f %s/s; without IOMMU n/a (an operation takes no time)\n",
-                    r.throughput, r.unit.c_str());
+        std::printf("  throughput %s %s/s; without IOMMU n/a (an operation takes no time)\n",
+                    rate(r.throughput).c_str(), r.unit.c_str());
     else
         std::printf("  throughput n/a (an operation takes no time)\n");
     if (c.workload == "map-bench" && (c.allocator != "none" || !r.untimed_baseline))
@@ -219,7 +227,9 @@ bool cost_from(CostModel &c, const std::string &path, std::string &err)
     if (!doc || !cmd || !cmd->is(json::Value::Type::string) ||
         cmd->str() != "viommu-sim --calibrate") {
         err = "--cost-from " + path + ": " +
-              (doc ? std::string("not the output of viommu-sim --calibrate") : err);
+              (doc ? std::string("not the output of viommu-sim --calibrate (no "
+                                 "provenance.command naming it)")
+                   : err);
         return false;
     }
     for (auto [key, field] : {std::pair{"atomic_ns", "atomic"},
@@ -303,6 +313,10 @@ int run(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        for (const char *flag : {"--json", "--real-threads", "--list-configs", "--calibrate",
+                                 "--cost-model", "--list", "--help"})
+            if (a.rfind(std::string(flag) + "=", 0) == 0)
+                return die(std::string(flag) + ": takes no value");
         if (a.rfind("--", 0) != 0)
             return die("'" + a + "': not an option (--help lists them)");
         std::string name = a.substr(2), value;
@@ -312,8 +326,11 @@ int run(int argc, char **argv)
         } else {
             if (name != "case" && name != "config" && !Params::known(name))
                 return die("--" + name + ": unknown parameter (--help lists them)");
-            if (i + 1 >= argc)
-                return die("--" + name + ": needs a value");
+            // no value starts with "--": that is the next option, the value missing
+            if (i + 1 >= argc || std::string_view(argv[i + 1]).rfind("--", 0) == 0)
+                return die(
+                    "--" + name + ": needs a value" +
+                    (i + 1 < argc ? " (got the option " + std::string(argv[i + 1]) + ")" : ""));
             value = argv[++i];
         }
         if ((name == "case" || name == "config") && value.empty())

@@ -113,6 +113,9 @@ case $out in *'"relative_to_no_iommu":null,"no_iommu_ops_per_s":null'*) ;;
 bad "/dev/zero: cannot read the case file: larger than 1024 KiB" --case /dev/zero
 bad "--cost-from /dev/zero: cannot read it: larger than 1024 KiB" --cost-from /dev/zero
 bad "/dev/zero:1: line longer than 4096 bytes" --workload trace --trace /dev/zero --cpus 2
+# a missing value is named as such, not taken from the next option
+bad "--seed: needs a value (got the option --cpus)" --seed --cpus 2
+bad "--json: takes no value" --json=yes
 # the IOMMU's parameters without an IOMMU
 bad "--flush strict: applies with an IOMMU only" --allocator none --flush strict
 bad "--rcache-drain 1ms: applies with an IOMMU only" --allocator none --rcache-drain 1ms
