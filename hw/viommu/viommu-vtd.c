@@ -249,6 +249,18 @@ static int viommu_vtd_check_assigned(Object *obj, void *opaque)
                      object_get_canonical_path(obj));
         exit(1);
     }
+    /*
+     * Without PASIDs a pass-through context sends a device's requests with
+     * PASID through the alias untranslated (docs/viommu-vtd.rst).
+     */
+    if (object_dynamic_cast(obj, "viommu-dma") && !s->parent_obj.pasid &&
+        object_property_get_bool(obj, "pasid", NULL)) {
+        g_autofree char *path = object_get_canonical_path(obj);
+
+        warn_report("viommu-vtd: %s sends requests with PASID, which a "
+                    "pass-through context lets through untranslated without "
+                    "x-pasid-mode=on", path);
+    }
     return 0;
 }
 

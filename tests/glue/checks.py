@@ -376,6 +376,19 @@ def t_created_before_the_unit():
               "DMA of a device listed first to an unmapped IOVA did not fault")
 
 
+def t_pasid_device_warned_without_pasids():
+    """viommu-dma,pasid=on behind a unit without x-pasid-mode=on: a warning
+    at start (a pass-through context lets its PASID requests through);
+    none with PASIDs."""
+    warn = ("warning: viommu-vtd: /machine/peripheral/pd sends requests with PASID, which a "
+            "pass-through context lets through untranslated without x-pasid-mode=on")
+    for unit, warned in (("viommu-vtd", True),
+                         ("viommu-vtd,x-scalable-mode=on,x-pasid-mode=on", False)):
+        with running(unit, extra=["-device", "viommu-dma,id=pd,pasid=on"]) as vm:
+            check((warn in vm.output()) == warned,
+                  "%s: warning %s: %s" % (unit, "missing" if warned else "given", vm.output()))
+
+
 def t_cap_reflects_config():
     for devargs, aw, cm, dt, pt in (("viommu-vtd", 48, False, False, True),
                                     ("viommu-vtd,aw-bits=39,caching-mode=on,"
@@ -1349,6 +1362,8 @@ CASES = [
      t_old_machine_types),
     ("a device that takes its address space when created must follow the unit",
      t_created_before_the_unit),
+    ("a PASID-capable viommu-dma behind a unit without PASIDs is warned about",
+     t_pasid_device_warned_without_pasids),
     ("scalable-mode options set ECAP/CAP; bad combinations fail with a reason",
      t_scalable_options),
     ("snoop-control=on offers ECAP.SC", t_snoop_control),
