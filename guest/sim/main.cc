@@ -405,11 +405,22 @@ int run(int argc, char **argv)
     std::vector<Params> runs;
     for (const std::string &n : cpus) {
         Params p = base;
+        // a check that fails on a value the case file set says so
+        auto from_case = [&](std::string e) {
+            const std::string name = e.rfind("--", 0) == 0 ? e.substr(2, e.find(' ') - 2) : "";
+            const bool typed = name == "cpus"
+                                   ? !cpus[0].empty()
+                                   : std::any_of(flags.begin(), flags.end(),
+                                                 [&](auto &f) { return f.first == name; });
+            if (!case_file.empty() && Params::known(name) && !typed)
+                e += " (--" + name + " from " + case_path(case_file) + ")";
+            return die(e);
+        };
         if ((!n.empty() && !p.set("cpus", n, &err)) || !p.validate(&err))
-            return die(err);
+            return from_case(err);
         if (p.allocator != "none" &&
             !Workload::create(p, &err))  // the workload's own consistency checks
-            return die(err);
+            return from_case(err);
         runs.push_back(std::move(p));
     }
 

@@ -116,6 +116,9 @@ bad "/dev/zero:1: line longer than 4096 bytes" --workload trace --trace /dev/zer
 # a missing value is named as such, not taken from the next option
 bad "--seed: needs a value (got the option --cpus)" --seed --cpus 2
 bad "--json: takes no value" --json=yes
+# a check failing on a value the case file set names the file
+bad "--sockets 2: more sockets than --cpus 1 (--sockets from " --case memcached-16cpu-xl710 \
+    --config percpu-batch --cpus 1
 # the IOMMU's parameters without an IOMMU
 bad "--flush strict: applies with an IOMMU only" --allocator none --flush strict
 bad "--rcache-drain 1ms: applies with an IOMMU only" --allocator none --rcache-drain 1ms
