@@ -240,7 +240,7 @@ static void viommu_vtd_device_realize(DeviceState *dev, Error **errp)
  * machine at start instead, as intel-iommu does (pc_hotplug_allowed()
  * refuses a hot-plugged one, for the parent type and so for this one).
  */
-static int viommu_vtd_check_assigned(Object *obj, void *opaque)
+static int viommu_vtd_check_device(Object *obj, void *opaque)
 {
     ViommuVtdState *s = opaque;
 
@@ -309,7 +309,7 @@ static void viommu_vtd_machine_done(Notifier *notifier, void *unused)
 {
     ViommuVtdState *s = container_of(notifier, ViommuVtdState, machine_done);
 
-    object_child_foreach_recursive(object_get_root(), viommu_vtd_check_assigned,
+    object_child_foreach_recursive(object_get_root(), viommu_vtd_check_device,
                                    s);
 }
 
