@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "exec/address-spaces.h"
 #include "viommu-vtd-internal.h"
 #include "trace.h"
@@ -220,6 +221,16 @@ typedef struct ViommuVtdMapped {
     IOMMUAccessFlags perm;
 } ViommuVtdMapped;
 
+/*
+ * The guest decides how many leaves its tables declare (tables that share
+ * lower levels declare 2^27 from four pages), so the leaves kept for MAP
+ * notifiers are bounded, unit-wide: about 80 MiB of host memory.  A leaf
+ * past the limit is not told (the assigned device's DMA there faults),
+ * as VFIO itself refuses mappings past its dma_entry_limit (65535 by
+ * default).  A walk collects no more than the limit either.
+ */
+#define VIOMMU_VTD_MAPPED_MAX (1u << 20)
+
 static void viommu_vtd_map_notifiers(ViommuVtdAS *vas, IOMMUNotifier *only,
                                      const VtdTranslation *t)
 {
@@ -267,15 +278,28 @@ static void viommu_vtd_mapped_clear(ViommuVtdAS *vas)
     while ((node = interval_tree_iter_first(&vas->mapped, 0, UINT64_MAX))) {
         interval_tree_remove(node, &vas->mapped);
         g_free(container_of(node, ViommuVtdMapped, node));
+        vas->s->mapped_leaves--;
     }
     vas->mapped_valid = false;
 }
 
+typedef struct ViommuVtdCollect {
+    GArray *leaves;
+    bool full;                      /* more leaves than the limit */
+} ViommuVtdCollect;
+
 static void viommu_vtd_collect_leaf(void *opaque, const VtdTranslation *t)
 {
-    if (t->perm & IOMMU_RW) {
-        g_array_append_val((GArray *)opaque, *t);
+    ViommuVtdCollect *c = opaque;
+
+    if (!(t->perm & IOMMU_RW)) {
+        return;
     }
+    if (c->leaves->len >= VIOMMU_VTD_MAPPED_MAX) {
+        c->full = true;
+        return;
+    }
+    g_array_append_val(c->leaves, *t);
 }
 
 static gint viommu_vtd_leaf_cmp(gconstpointer a, gconstpointer b)
@@ -328,6 +352,7 @@ static GArray *viommu_vtd_walk_leaves(ViommuVtdAS *vas, hwaddr first,
                                       hwaddr *known_last)
 {
     GArray *leaves = g_array_new(false, false, sizeof(VtdTranslation));
+    ViommuVtdCollect collect = { .leaves = leaves };
     uint16_t sid = viommu_vtd_sid(vas);
     VtdDeviceContext c;
     int ret;
@@ -347,10 +372,11 @@ static GArray *viommu_vtd_walk_leaves(ViommuVtdAS *vas, hwaddr first,
         return leaves;
     }
     ret = vtd_engine_walk(vas->s->engine, sid, first, last + 1,
-                          viommu_vtd_collect_leaf, leaves);
+                          viommu_vtd_collect_leaf, &collect);
     trace_viommu_vtd_replay(viommu_vtd_name(vas), sid, first, last, ret);
     g_array_sort(leaves, viommu_vtd_leaf_cmp);
-    if (ret == VTD_WALK_TRUNCATED) {
+    /* leaves come in IOVA order: those collected are all up to the last */
+    if (ret == VTD_WALK_TRUNCATED || (ret == 0 && collect.full)) {
         const VtdTranslation *t;
 
         *known = leaves->len > 0;
@@ -379,6 +405,7 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
     IntervalTreeNode *node;
     hwaddr lo = first, hi = last, known_last;
     bool known;
+    unsigned over = 0;
 
     /* whole leaves: those told that overlap the range are walked again */
     for (node = interval_tree_iter_first(&vas->mapped, first, last); node;
@@ -419,6 +446,7 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
                                    m->node.last);
         interval_tree_remove(&m->node, &vas->mapped);
         g_free(m);
+        vas->s->mapped_leaves--;
     }
     for (guint i = 0; i < leaves->len; i++) {
         const VtdTranslation *t = &g_array_index(leaves, VtdTranslation, i);
@@ -428,6 +456,11 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
         if (interval_tree_iter_first(&vas->mapped, t->iova_base, t_last)) {
             continue;   /* told already, unchanged (what changed went above) */
         }
+        if (vas->s->mapped_leaves >= VIOMMU_VTD_MAPPED_MAX) {
+            over++;
+            continue;
+        }
+        vas->s->mapped_leaves++;
         m = g_new0(ViommuVtdMapped, 1);
         m->node.start = t->iova_base;
         m->node.last = t_last;
@@ -435,6 +468,13 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
         m->perm = t->perm & IOMMU_RW;
         interval_tree_insert(&m->node, &vas->mapped);
         viommu_vtd_map_notifiers(vas, NULL, t);
+    }
+    if (over) {
+        trace_viommu_vtd_notify_map_over_limit(viommu_vtd_name(vas), lo, hi,
+                                               over);
+        error_report_once("viommu-vtd: the guest's tables hold more than %u "
+                          "leaves for MAP notifiers (device assignment); those "
+                          "past the limit are not mapped", VIOMMU_VTD_MAPPED_MAX);
     }
 }
 

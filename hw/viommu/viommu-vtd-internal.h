@@ -138,6 +138,7 @@ struct ViommuVtdState {
     QEMUBH *queue_bh;               /* continues the invalidation queue */
     GHashTable *spaces;             /* ViommuVtdKey -> ViommuVtdAS */
     QLIST_HEAD(, ViommuVtdAS) notified;
+    uint64_t mapped_leaves;         /* held for MAP notifiers, all spaces */
     /* address spaces by their RID_PASID entry (ViommuVtdCtxKind) */
     GHashTable *by_domain;          /* domain-id -> ViommuVtdDomainSpaces */
     QLIST_HEAD(, ViommuVtdAS) pasid_faulted;

@@ -1130,6 +1130,44 @@ def t_map_notifier_keeps_what_a_cut_walk_did_not_reach():
               "no trace of the cut walk: %s" % events[-6:])
 
 
+def t_map_notifier_leaves_are_bounded():
+    """The leaves kept for MAP notifiers are bounded (2^20, unit-wide):
+    tables that share their lower levels declare 2^27 leaves from four
+    pages, and each 1 GiB invalidation of them would add 2^18 more.  Past
+    the limit, leaves are not told, once reported and traced."""
+    q, status = 0x200000, 0x250000
+    pt, pd, pdpt = 0x140000, 0x141000, 0x142000
+    blob = lambda entry: "".join(struct.pack("<Q", entry).hex() for _ in range(512))
+    with running("viommu-vtd,id=iommu0,caching-mode=on",
+                 ["-device", "viommu-dma,addr=04.0,x-map-notifier=on",
+                  "-trace", "viommu_vtd_notify_map_over_limit"]) as vm:
+        dma_setup(vm)
+        vm.qtest("write 0x%x 0x1000 0x%s" % (pt, blob(0x400000 | 3)))
+        vm.qtest("write 0x%x 0x1000 0x%s" % (pd, blob(pt | 3)))
+        vm.qtest("write 0x%x 0x1000 0x%s" % (pdpt, blob(pd | 3)))
+        vm.qtest("writeq 0x%x 0x%x" % (PML4 + 8, pdpt | 3))     # 512 GiB - 1 TiB
+        vm.writeq(IQA, q)
+        vm.writel(GCMD, GCMD_TE | GCMD_QIE)
+        tail = 0
+        for i in range(5):                   # 5 x 2^18 leaves, one page-selective each
+            addr = (1 << 39) + (i << 30)
+            for val in (2 | 3 << 4 | 1 << 16, addr | 18, 0x1 << 32 | 1 << 5 | 5, status):
+                vm.qtest("writeq 0x%x 0x%x" % (q + tail % 0x1000, val))
+                tail += 8
+            vm.writeq(IQT, tail % 0x1000)
+            check(vm.readq(IQH) == tail % 0x1000, "the queue did not run")
+        doc = json.loads(vm.cmd("qom-get", path="/machine/peripheral/iommu0",
+                                property="stats"))
+        told = doc["notifications"]["map"]
+        check(told == 1 << 20, "%d leaves told, not the limit's 2^20" % told)
+        out = vm.output()
+        check(out.count("those past the limit are not mapped") == 1,
+              "the limit not reported once: %s" % out[-600:])
+        check("viommu_vtd_notify_map_over_limit viommu-vtd-04.0-dmar [0x8100000000, "
+              "0x813fffffff]: 262144 leaves not told" in out,
+              "the leaves past the limit not traced: %s" % out[-600:])
+
+
 def t_events_with_upper_address():
     """The unit's own events with an x2APIC destination: IEUADDR (and
     FEUADDR) hold its bits 31:8, as Linux programs them for APIC ids from
@@ -1364,6 +1402,7 @@ CASES = [
      t_created_before_the_unit),
     ("a PASID-capable viommu-dma behind a unit without PASIDs is warned about",
      t_pasid_device_warned_without_pasids),
+    ("the leaves kept for MAP notifiers are bounded", t_map_notifier_leaves_are_bounded),
     ("scalable-mode options set ECAP/CAP; bad combinations fail with a reason",
      t_scalable_options),
     ("snoop-control=on offers ECAP.SC", t_snoop_control),
