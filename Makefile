@@ -11,14 +11,15 @@
 #   make qemu    only build build/qemu-system-x86_64
 #
 # Variables: SUITES="unit qtest glue guest profile" (check), IOMMU=viommu-vtd|intel-iommu|none (run),
-# VCPUS=2 guest vCPUs (run; not QEMU_ARGS=-smp), QEMU_ARGS="..." extra QEMU options (run, demo),
-# FUZZ_TIME=60 FUZZ_TARGETS="engine iova qemu" (fuzz).
+# VCPUS=2 guest vCPUs (run; not QEMU_ARGS=-smp), DURATION=10 seconds of load per run (run),
+# QEMU_ARGS="..." extra QEMU options (run, demo), FUZZ_TIME=60 FUZZ_TARGETS="engine iova qemu" (fuzz),
+# REPORT_FULL=1 sweeps over 1..64 CPUs and every configuration (report).
 
 SHELL := /bin/bash
 IOMMU ?= viommu-vtd
 FUZZ_TIME ?= 60
 SUITES ?= unit qtest glue guest profile
-export IOMMU SUITES QEMU_ARGS VCPUS FUZZ_TARGETS FUZZ_TIME
+export IOMMU SUITES QEMU_ARGS VCPUS DURATION FUZZ_TARGETS FUZZ_TIME REPORT_FULL
 
 .PHONY: run demo check bench qemu standalone setup report fuzz check-sanitize clean help
 

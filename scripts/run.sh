@@ -5,6 +5,7 @@
 # vIOMMU, and prints throughput, the vIOMMU's statistics and the guest's
 # profile side by side.
 #   IOMMU=viommu-vtd|intel-iommu|none   VCPUS=N guest vCPUs (default 2)
+#   DURATION=S seconds of load per run (default 10, at most 3600)
 #   QEMU_ARGS="extra QEMU options" (one argument per word; not -smp: VCPUS)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -15,6 +16,8 @@ IOMMU=${IOMMU:-viommu-vtd}
 case $IOMMU in viommu-vtd|intel-iommu|none) ;; *) die "unknown IOMMU '$IOMMU' (use viommu-vtd, intel-iommu or none)." ;; esac
 VCPUS=${VCPUS:-2}
 [[ $VCPUS =~ ^[1-9][0-9]?$ ]] && [ "$VCPUS" -le 64 ] || die "VCPUS must be a whole number of vCPUs from 1 to 64, not '$VCPUS'."
+DURATION=${DURATION:-10}
+[[ $DURATION =~ ^[1-9][0-9]{0,3}$ ]] && [ "$DURATION" -le 3600 ] || die "DURATION must be a whole number of seconds from 1 to 3600, not '$DURATION'."
 set -f
 for a in ${QEMU_ARGS:-}; do
     case $a in -smp|-smp=*|--smp|--smp=*) die "QEMU_ARGS: -smp would give the guest other vCPUs than the report, the load generator and the replay assume; set VCPUS=N instead." ;; esac
@@ -29,4 +32,4 @@ qemu_args=()
 set -f
 for a in ${QEMU_ARGS:-}; do qemu_args+=("--qemu-arg=$a"); done
 set +f
-IOMMU=$IOMMU VCPUS=$VCPUS exec bash "$TOP/scripts/profile/run-default.sh" "${qemu_args[@]}"
+IOMMU=$IOMMU VCPUS=$VCPUS DURATION=$DURATION exec bash "$TOP/scripts/profile/run-default.sh" "${qemu_args[@]}"

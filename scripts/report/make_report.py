@@ -16,6 +16,7 @@ import concurrent.futures
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,7 +48,7 @@ class Sim:
 
     @staticmethod
     def _exec(args):
-        return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+        return sim_json(args)
 
     def prefetch(self, case, config=None, *flags):
         args = self._args(case, config, flags, False)
@@ -313,8 +314,7 @@ def case_configs(sim, skip):
         if not fn.endswith(".json") or fn == "published.json":
             continue
         case = fn[:-5]
-        names = subprocess.run([sim.binary, "--list-configs", "--case", os.path.join(CASES, fn)],
-                               check=True, capture_output=True, text=True).stdout.split()
+        names = sim_text([sim.binary, "--list-configs", "--case", os.path.join(CASES, fn)]).split()
         out += [(case, c) for c in names if c != "no-iommu" and (case, c) not in skip]
     return out
 
@@ -380,16 +380,63 @@ def real_threads(sim, md):
     md.append("")
 
 
+class ReportError(Exception):
+    pass
+
+
+def sim_text(args):
+    """viommu-sim's output of @args; ReportError, in one line, if it cannot
+    run or fails."""
+    try:
+        p = subprocess.run(args, capture_output=True, text=True)
+    except OSError as e:
+        raise ReportError("cannot run %s: %s" % (args[0], e.strerror)) from None
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
+        raise ReportError("%s failed: %s" % (" ".join(args), err))
+    return p.stdout
+
+
+def sim_json(args):
+    """viommu-sim's JSON output of @args; ReportError, in one line, if it
+    cannot run, fails or prints something else."""
+    out = sim_text(args)
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise ReportError("%s printed no JSON: is %s a viommu-sim?" % (" ".join(args), args[0])) \
+            from None
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sim", required=True)
-    ap.add_argument("--out", required=True)
+    ap = argparse.ArgumentParser(description="Write the contention-simulator report "
+                                 "(report.md and SVG plots) into --out.")
+    ap.add_argument("--sim", required=True, help="the viommu-sim binary")
+    ap.add_argument("--out", required=True, help="the report's directory (replaced when done)")
     ap.add_argument("--full", action="store_true", help="sweeps over 1..64 CPUs and every configuration")
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
     sim = Sim(args.sim)
-    cost_text = subprocess.run([args.sim, "--cost-model"], check=True, capture_output=True, text=True).stdout.strip()
-    cost = json.loads(cost_text)
+    try:
+        write_report(args, sim)
+    except (ReportError, OSError) as e:
+        sim.pool.shutdown(wait=False, cancel_futures=True)  # the runs queued behind
+        if args.out.endswith(".part"):
+            shutil.rmtree(args.out, ignore_errors=True)
+        if isinstance(e, OSError):
+            e = "%s: %s" % (e.filename or args.out, e.strerror)
+        sys.exit("make-report: %s" % e)
+
+
+def write_report(args, sim):
+    """Everything goes to OUT.part first, which replaces OUT once whole."""
+    cost = sim_json([args.sim, "--cost-model"])
+    cost_text = json.dumps(cost, separators=(",", ":"))
+    final = args.out
+    if os.path.exists(final) and not os.path.isdir(final):
+        raise ReportError("--out %s: not a directory" % final)
+    args.out = final.rstrip("/") + ".part"
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out)
     md = ["# viommu-lab contention simulator: reproduced figures\n",
           "Every figure comes from `viommu-sim` running the case files in `cases/` with the one cost "
           "model below (docs/cost-model.rst); the published figures and their quotes are "
@@ -413,10 +460,11 @@ def main():
     configurations(sim, md, skip)
     sweeps(sim, args.out, [1, 2, 4, 8, 16, 32, 64] if args.full else [1, 4, 16], md)
     real_threads(sim, md)
-    path = os.path.join(args.out, "report.md")
-    with open(path, "w") as f:
+    with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    print(f"make-report: wrote {path} ({len(sim.cache)} runs)")
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(args.out, final)
+    print(f"make-report: wrote {os.path.join(final, 'report.md')} ({len(sim.cache)} runs)")
 
 
 if __name__ == "__main__":
