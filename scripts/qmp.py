@@ -12,8 +12,10 @@ with one sentence on stderr on any error.
 
 As a module: QMP(path, timeout=30, wait=0).cmd(name, **arguments) returns the
 "return" value and raises QMPError (one sentence) on an error reply, a closed
-connection or a socket that did not appear within `wait` seconds (0 to 3600).  Events are
-skipped.
+connection, a socket that did not appear within `wait` seconds (0 to 3600) or
+a peer that does not speak QMP (a greeting that is no JSON object with "QMP",
+a reply that is no JSON object or has neither "return" nor an "error" object).
+Events are skipped.
 """
 import json
 import math
@@ -32,6 +34,12 @@ def valid_wait(w):
 
 class QMPError(Exception):
     pass
+
+
+def _shown(v):
+    """A peer's JSON value, in one line and at most 60 characters."""
+    s = json.dumps(v)
+    return s if len(s) <= 60 else s[:57] + "..."
 
 
 class QMP:
@@ -53,12 +61,16 @@ class QMP:
                 time.sleep(0.05)
         self.buf = b""
         try:
-            greeting = self._recv()
-        except (OSError, ValueError) as e:
-            raise QMPError("no QMP greeting on %s: %s" % (path, e))
-        if "QMP" not in greeting:
-            raise QMPError("no QMP greeting on %s" % path)
-        self.cmd("qmp_capabilities")
+            try:
+                greeting = self._recv()
+            except (OSError, ValueError, RecursionError) as e:
+                raise QMPError("no QMP greeting on %s: %s" % (path, e))
+            if not isinstance(greeting, dict) or "QMP" not in greeting:
+                raise QMPError("no QMP greeting on %s (it sent %s)" % (path, _shown(greeting)))
+            self.cmd("qmp_capabilities")
+        except BaseException:
+            self.sock.close()
+            raise
 
     def _recv(self):
         while b"\n" not in self.buf:
@@ -77,12 +89,24 @@ class QMP:
             self.sock.sendall(json.dumps(req).encode() + b"\n")
             while True:
                 msg = self._recv()
+                if not isinstance(msg, dict):
+                    raise QMPError("QMP %s on %s: malformed reply (not a JSON object: %s)"
+                                   % (name, self.path, _shown(msg)))
                 if "event" in msg:
                     continue
                 if "error" in msg:
-                    raise QMPError("%s: %s" % (name, msg["error"].get("desc", msg["error"])))
-                return msg.get("return")
-        except (OSError, ValueError) as e:
+                    err = msg["error"]
+                    if not isinstance(err, dict):
+                        raise QMPError("QMP %s on %s: malformed reply (its error is not an object: %s)"
+                                       % (name, self.path, _shown(err)))
+                    desc = err.get("desc", err)
+                    raise QMPError("%s: %s" % (name, desc if isinstance(desc, str) and "\n" not in desc
+                                               else _shown(desc)))
+                if "return" not in msg:
+                    raise QMPError("QMP %s on %s: malformed reply (neither return nor error: %s)"
+                                   % (name, self.path, _shown(msg)))
+                return msg["return"]
+        except (OSError, ValueError, RecursionError) as e:
             raise QMPError("QMP %s on %s failed: %s" % (name, self.path, e))
 
     def close(self):

@@ -224,16 +224,25 @@ def _shown(s):
 
 
 def read_masks(path):
-    """'DEVICE BITS' per line (scripts/trace/viommu-trace masks writes it)."""
+    """'DEVICE BITS' per line (scripts/trace/viommu-trace masks writes it).
+    Raises ConvertError, naming @path, for a file that cannot be read (a
+    missing file, a directory) or is no text."""
     masks = {}
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            w = line.split()
-            if not w or w[0].startswith("#"):
-                continue
-            if len(w) != 2 or not w[1].isdigit() or not 1 <= int(w[1]) <= 64:
-                raise ConvertError("%s:%d: needs 'DEVICE BITS' (bits 1..64)" % (path, n))
-            masks[w[0]] = (1 << int(w[1])) - 1
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if "\0" in line:
+                    raise ConvertError("%s:%d: not a text file (a NUL byte)" % (path, n))
+                w = line.split()
+                if not w or w[0].startswith("#"):
+                    continue
+                if len(w) != 2 or not (w[1].isascii() and w[1].isdigit()) or not 1 <= int(w[1]) <= 64:
+                    raise ConvertError("%s:%d: needs 'DEVICE BITS' (bits 1..64)" % (path, n))
+                masks[w[0]] = (1 << int(w[1])) - 1
+    except OSError as e:
+        raise ConvertError("%s: %s" % (path, e.strerror)) from None
+    except UnicodeDecodeError:
+        raise ConvertError("%s: not a text file (not UTF-8)" % path) from None
     return masks
 
 

@@ -9,9 +9,11 @@ with the C++ ones through the files they both read (sim-trace)."""
 
 import io
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -257,6 +259,197 @@ class Cli(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertFalse(os.path.exists(bad))
             self.assertFalse(os.path.exists(bad + ".part"))
+
+
+class CliFiles(unittest.TestCase):
+    """viommu-trace's IN, OUT and --masks: what is refused before anything is
+    written, and that no OUT.part is left behind on any error."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+        self.raw = os.path.join(self.d, "raw-trace.txt")
+        with open(os.path.join(SAMPLES, "raw-trace.txt")) as f:
+            self.text = f.read()
+        with open(self.raw, "w") as f:
+            f.write(self.text)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_cli(self, *args, **kw):
+        return subprocess.run([sys.executable, CLI] + list(args), capture_output=True,
+                              text=True, cwd=self.d, timeout=20, **kw)
+
+    def one_line_error(self, r, want, rc=1):
+        self.assertEqual(r.returncode, rc, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn(want, r.stderr)
+
+    def no_part_files(self):
+        self.assertEqual([n for n in os.listdir(self.d) if n.endswith(".part")], [])
+
+    def test_out_that_is_in_is_refused(self):
+        os.symlink("raw-trace.txt", os.path.join(self.d, "link.txt"))
+        os.link(self.raw, os.path.join(self.d, "hard.txt"))
+        for cmd in ("from-ftrace", "from-qemu"):
+            for out in ("raw-trace.txt", "./raw-trace.txt", self.raw, "link.txt", "hard.txt"):
+                r = self.run_cli(cmd, "raw-trace.txt", out)
+                self.one_line_error(r, "is the same file as IN")
+                with open(self.raw) as f:
+                    self.assertEqual(f.read(), self.text, "%s IN %s destroyed the input" % (cmd, out))
+            # standard input redirected from OUT
+            with open(self.raw) as f:
+                r = self.run_cli(cmd, "-", "raw-trace.txt", stdin=f)
+            self.one_line_error(r, "is the same file as IN (standard input)")
+            with open(self.raw) as f:
+                self.assertEqual(f.read(), self.text)
+        # IN that is OUT's temporary file
+        os.rename(self.raw, self.raw + ".part")
+        r = self.run_cli("from-ftrace", "raw-trace.txt.part", "raw-trace.txt")
+        self.one_line_error(r, "OUT's temporary file would be IN")
+        with open(self.raw + ".part") as f:
+            self.assertEqual(f.read(), self.text)
+
+    def test_out_that_is_a_directory_is_refused(self):
+        os.mkdir(os.path.join(self.d, "dir"))
+        for cmd in ("from-ftrace", "from-qemu"):
+            r = self.run_cli(cmd, "raw-trace.txt", "dir")
+            self.one_line_error(r, "dir: OUT is a directory")
+            self.no_part_files()
+
+    def converting_from_a_pipe(self, then):
+        """from-ftrace - OUT with its standard input held open until OUT.part
+        exists; @then(process) does the rest."""
+        out = os.path.join(self.d, "out.vtrace")
+        p = subprocess.Popen([sys.executable, CLI, "from-ftrace", "-", out], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.d)
+        try:
+            p.stdin.write(self.text)
+            p.stdin.flush()
+            for _ in range(200):
+                if os.path.exists(out + ".part"):
+                    break
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(out + ".part"))
+            then(p, out)
+            if not p.stdin.closed:
+                p.stdin.close()
+            err = p.stderr.read()
+            p.wait(timeout=20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (p.stdin, p.stdout, p.stderr):
+                f.close()
+        return p.returncode, err, out
+
+    def test_a_failed_rename_leaves_no_part(self):
+        def then(p, out):
+            os.mkdir(out)  # OUT is a directory by the time the conversion ends
+            p.stdin.close()
+        rc, err, out = self.converting_from_a_pipe(then)
+        self.assertEqual(rc, 1, err)
+        self.assertNotIn("Traceback", err)
+        self.assertIn(out + ": Is a directory", err)
+        self.no_part_files()
+
+    def test_terminated_conversion_leaves_no_part(self):
+        rc, err, out = self.converting_from_a_pipe(lambda p, out: p.terminate())
+        self.assertEqual(rc, 128 + signal.SIGTERM, err)
+        self.assertFalse(os.path.exists(out))
+        self.no_part_files()
+
+    def test_out_dash_is_standard_output(self):
+        for args in (("raw-trace.txt", "-"), ("-", "-")):
+            with open(self.raw) as f:
+                r = self.run_cli("from-ftrace", *args, stdin=f)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ev = list(vtrace.Reader(io.StringIO(r.stdout), "<stdout>"))
+            self.assertEqual(len(ev), 3)
+            self.assertIn("viommu-trace: <stdout>: 2 map, 1 unmap", r.stderr)  # not in the trace
+            self.assertFalse(os.path.exists(os.path.join(self.d, "-")))
+        # a failed conversion writes nothing there
+        r = self.run_cli("from-qemu", "raw-trace.txt", "-")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("no viommu_vtd_page_walk", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.d, "-")))
+
+    def test_masks_file_that_cannot_be_read(self):
+        os.mkdir(os.path.join(self.d, "dir"))
+        with open(os.path.join(self.d, "bin.dat"), "wb") as f:
+            f.write(b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x00")
+        with open(os.path.join(self.d, "nul.dat"), "wb") as f:
+            f.write(b"\x00" * 64)
+        with open(os.path.join(self.d, "digits.txt"), "w") as f:
+            f.write("0000:00:03.0 \u00b3\u00b2\n")  # superscript digits: isdigit(), no int()
+        for masks, want in (("nope", "nope: No such file or directory"),
+                            ("dir", "dir: Is a directory"),
+                            ("bin.dat", "bin.dat: not a text file"),
+                            ("nul.dat", "nul.dat:1: not a text file"),
+                            ("digits.txt", "digits.txt:1: needs 'DEVICE BITS'")):
+            r = self.run_cli("from-ftrace", "--masks", masks, "raw-trace.txt", "out.vtrace")
+            self.one_line_error(r, "viommu-trace: " + want)
+            self.assertFalse(os.path.exists(os.path.join(self.d, "out.vtrace")))
+            self.no_part_files()
+            with self.assertRaises(from_ftrace.ConvertError):
+                from_ftrace.read_masks(os.path.join(self.d, masks))
+
+
+class CliArguments(unittest.TestCase):
+    def run_cli(self, *args):
+        with tempfile.TemporaryDirectory() as d:
+            return subprocess.run([sys.executable, CLI] + list(args), capture_output=True,
+                                  text=True, cwd=d, timeout=20)
+
+    def test_each_command_has_its_help(self):
+        for cmd in ("from-ftrace", "from-qemu", "masks", "check", "stats"):
+            for opt in ("--help", "-h"):
+                for args in ((opt,), (opt, "a", "b"), ("a", opt)):
+                    r = self.run_cli(cmd, *args)
+                    self.assertEqual(r.returncode, 0, "%s %s: %s" % (cmd, args, r.stderr))
+                    self.assertTrue(r.stdout.startswith("usage: viommu-trace " + cmd),
+                                    "%s %s: %r" % (cmd, args, r.stdout))
+                    self.assertEqual(r.stderr, "")
+        # after '--' it is a file name
+        r = self.run_cli("check", "--", "--help")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--help: cannot open the trace", r.stderr)
+
+    def test_wrong_arguments_are_one_line_naming_what_is_wrong(self):
+        cases = [
+            (("from-ftrace", "IN", "OUT", "--masks", "F"), "from-ftrace: --masks must come before IN OUT"),
+            (("from-ftrace", "IN"), "from-ftrace: needs OUT"),
+            (("from-ftrace",), "from-ftrace: needs IN OUT"),
+            (("from-ftrace", "IN", "OUT", "X"), "from-ftrace: unexpected argument 'X' (takes IN OUT)"),
+            (("from-ftrace", "--masks"), "from-ftrace: --masks needs a value"),
+            (("from-ftrace", "--masks", "a", "--masks", "b", "IN", "OUT"), "--masks given twice"),
+            (("from-ftrace", "--mask", "a", "IN", "OUT"), "from-ftrace: unknown option '--mask'"),
+            (("from-ftrace", "IN", ""), "from-ftrace: OUT is empty"),
+            (("from-qemu", "--masks", "F", "IN", "OUT"), "from-qemu: unknown option '--masks'"),
+            (("from-qemu", "IN", "OUT", "X", "Y"), "from-qemu: unexpected arguments 'X' 'Y'"),
+            (("masks", "extra"), "masks: unexpected argument 'extra' (takes none)"),
+            (("masks", "extra", "--help"), None),  # help wins: rc 0
+            (("check",), "check: needs FILE"),
+            (("check", "a", "b"), "check: unexpected argument 'b' (takes FILE)"),
+            (("check", "--json", "a"), "check: unknown option '--json'"),
+            (("stats", "a", "--json"), "stats: --json must come before FILE"),
+            (("stats", "--json=yes", "a"), "stats: --json takes no value"),
+            (("frob",), "unknown command 'frob'"),
+        ]
+        for args, want in cases:
+            r = self.run_cli(*args)
+            if want is None:
+                self.assertEqual(r.returncode, 0, args)
+                continue
+            self.assertEqual(r.returncode, 2, "%s: %s" % (args, r.stderr))
+            self.assertEqual(len(r.stderr.splitlines()), 1, "%s: %s" % (args, r.stderr))
+            self.assertTrue(r.stderr.startswith("viommu-trace: "), r.stderr)
+            self.assertIn(want, r.stderr, args)
+            self.assertEqual(r.stdout, "", args)
 
 
 @unittest.skipUnless(os.environ.get("VIOMMU_SIM"), "needs VIOMMU_SIM (meson sets it)")
