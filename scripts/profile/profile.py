@@ -9,13 +9,14 @@
 A CONFIG is IOMMU:POLICY, e.g. none:lazy,intel-iommu:strict,viommu-vtd:lazy.
 
 The guest (scripts/profile/build-image.sh) has two virtio-net NICs with
-iommu_platform=on joined back to back by a QEMU hub; the server runs in one
-network namespace, the load generator in another, so each packet is
-DMA-mapped twice by the guest's IOMMU driver.  Reported: throughput and
-latency from memcaslap/wrk, guest-side iommu:map/unmap counts, the
-viommu-vtd statistics over QMP (scripts/viommu-stats --json) during the load,
-and the guest kernel's perf profile with the share of samples in IOVA
-allocation, unmap/flush and invalidation paths.
+iommu_platform=on joined back to back (--link: by default a pair of unix
+datagram sockets; or a QEMU hub, or taps); the server runs in one network
+namespace, the load generator in another, so each packet is DMA-mapped twice
+by the guest's IOMMU driver.  Reported: throughput and latency from
+memcaslap/wrk, the viommu-vtd statistics over QMP (scripts/viommu-stats
+--json) during the load, the guest kernel's perf profile with the share of
+samples in IOVA allocation, unmap/flush and invalidation paths, and with
+--events the guest-side iommu:map/unmap counts.
 
 Results: build/profile/<run>/ (report.txt, result.json, console.log,
 data.log); a comparison adds compare.txt and compare.svg.  Every wait is
@@ -538,7 +539,7 @@ def convert_recording(raw, target):
     if r.returncode != 0:
         out["convert_error"] = "the trace converter failed: %s" % (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
         return out
-    out["trace"] = target
+    out["trace"] = os.path.abspath(target)
     return out
 
 
@@ -739,7 +740,7 @@ class Run:
             args = ["ip", "netns", "exec", netns] + args
         with open(os.path.join(self.dir, "qemu.cmd"), "w") as f:
             f.write(" ".join("'%s'" % x if " " in x else x for x in args) + "\n")
-        timeout = a.timeout or (420 + 3 * a.duration + len(a.ramp_steps) * (2 * a.ramp_duration + 60))
+        timeout = a.timeout or default_timeout(a)
         res = {"iommu": self.iommu, "policy": self.policy, "workload": a.workload, "ring": a.ring,
                "vcpus": a.vcpus, "duration": a.duration, "dir": self.dir}
         snaps, hostsnaps = {}, {}
@@ -907,10 +908,11 @@ class Run:
             out["error"] = "the recording on %s is truncated (%d of %d bytes)" % (self.disk, len(text), n)
             return out
         os.unlink(self.disk)
+        # (absolute, from parse_args(); --record with --repeat is refused)
         target = self.a.record
-        if self.a.compare or self.a.repeat > 1:
+        if len(self.a.configs) > 1:
             base, ext = os.path.splitext(target)
-            target = "%s-%s-%s%s" % (base, self.iommu, self.policy, ext) if len(self.a.configs) > 1 else target
+            target = "%s-%s-%s%s" % (base, self.iommu, self.policy, ext)
         raw = target + ".ftrace.txt"
         os.makedirs(os.path.dirname(os.path.abspath(raw)), exist_ok=True)
         with open(raw, "wb") as f:
@@ -1266,16 +1268,66 @@ def svg_plot(results, path, title):
 
 # ---------------------------------------------------------------- main
 
+# Kernel command-line parameters that profile.py sets itself, and the option
+# that sets each: the guest's /init takes the last one, so a copy in --append
+# would override it behind the report's back.
+APPEND_OWN = {"prof.workload": "--workload", "prof.duration": "--duration", "prof.conns": "--conns",
+              "prof.perf": "--no-perf", "prof.freq": "--freq", "prof.events": "--events",
+              "prof.threads": "--threads", "prof.irqs": "--irqs", "prof.ramp": "--ramp",
+              "prof.rampdur": "--ramp-duration", "prof.record": "--record",
+              "prof.tracekb": "--trace-kb", "iommu.strict": "--policy"}
+# virtio-net-pci properties profile.py sets on both NICs itself (QEMU takes
+# the last one), and what sets each.
+NIC_OWN = {"iommu_platform": "the NICs sit behind the IOMMU of --iommu; for a run without one "
+                             "use --iommu none",
+           "packed": "use --ring packed|split",
+           "netdev": "each NIC's own, from --link", "mac": "each NIC's own",
+           "disable_legacy": "modern virtio only", "romfile": "no option ROM"}
+# What the progress lines and docs/profiling.rst know: QEMU's TCG, or KVM
+# where a boot shows guests run (scripts/accel.sh), each with -accel's
+# properties after a comma.
+ACCELS = ("tcg", "kvm")
+
+
+def default_timeout(a):
+    """The per-run limit without --timeout: boot, load, perf report, ramp."""
+    return 420 + 3 * a.duration + len(a.ramp_steps) * (2 * a.ramp_duration + 60)
+
+
+def dir_problem(path):
+    """None when @path is a writable directory or could be created (its nearest
+    existing ancestor is a writable directory); else why not, in words."""
+    p = os.path.abspath(path)
+    if os.path.exists(p):
+        if not os.path.isdir(p):
+            return "exists and is not a directory"
+        if not os.access(p, os.W_OK | os.X_OK):
+            return "is not writable"
+        return None
+    anc = os.path.dirname(p)
+    while not os.path.exists(anc):
+        anc = os.path.dirname(anc)
+    if not os.path.isdir(anc):
+        return "cannot be created: %s is not a directory" % anc
+    if not os.access(anc, os.W_OK | os.X_OK):
+        return "cannot be created: %s is not writable" % anc
+    return None
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="profile.py", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="See docs/profiling.rst.")
     ap.add_argument("--workload", default="memcached", help="memcached (memcaslap) or nginx (wrk)")
-    ap.add_argument("--iommu", default="viommu-vtd", help="none, intel-iommu or viommu-vtd")
-    ap.add_argument("--policy", default="lazy", help="lazy (default) or strict (iommu.strict=1)")
-    ap.add_argument("--vcpus", type=int, default=2)
+    ap.add_argument("--iommu", help="none, intel-iommu or viommu-vtd (default viommu-vtd; "
+                    "not with --compare)")
+    ap.add_argument("--policy", help="lazy (default) or strict (iommu.strict=1); not with --compare")
+    ap.add_argument("--vcpus", type=int, default=2,
+                    help="guest vCPUs, 1 to 64 (default 2; the load generator runs one "
+                    "thread per vCPU unless --threads)")
     ap.add_argument("--mem", type=int, default=2048, help="guest RAM in MiB (default 2048)")
-    ap.add_argument("--duration", type=int, default=10, help="seconds of measured load (default 10)")
+    ap.add_argument("--duration", type=int, default=10,
+                    help="seconds of measured load, 1 to 3600 (default 10)")
     ap.add_argument("--conns", type=int, default=DEFAULT_CONNS,
                     help="client connections (default %d; see docs/profiling.rst, 'Saturating the guest')" % DEFAULT_CONNS)
     ap.add_argument("--threads", type=int, default=0,
@@ -1283,16 +1335,17 @@ def parse_args(argv):
     ap.add_argument("--ramp", metavar="C1,C2,...",
                     help="before the measured load, run the load at each of these client "
                     "concurrencies (--ramp-duration s each) and report throughput and idle share")
-    ap.add_argument("--ramp-duration", type=int, default=3, help="seconds per ramp step (default 3)")
-    ap.add_argument("--ramp-rounds", type=int, default=1,
+    ap.add_argument("--ramp-duration", type=int,
+                    help="seconds per ramp step (default 3; only with --ramp)")
+    ap.add_argument("--ramp-rounds", type=int,
                     help="run the ramp N times, every other round in reverse, and find the plateau "
-                    "from each concurrency's median (default 1)")
+                    "from each concurrency's median (default 1; only with --ramp)")
     ap.add_argument("--record", metavar="FILE",
                     help="record the guest kernel's iommu map/unmap tracepoints and dma-iommu/"
                     "flush-queue kprobe events with ftrace over the load window into FILE "
-                    "(the trace format; the ftrace text stays in FILE.ftrace.txt)")
-    ap.add_argument("--trace-kb", type=int, default=16384,
-                    help="ftrace buffer per vCPU in KiB for --record (default 16384)")
+                    "(the trace format; the ftrace text stays in FILE.ftrace.txt; not with --repeat)")
+    ap.add_argument("--trace-kb", type=int,
+                    help="ftrace buffer per vCPU in KiB (default 16384; only with --record)")
     ap.add_argument("--kernel", help="another guest kernel (bzImage) to boot; it needs "
                     "virtio_pci/virtio_net built in or modules matching the image")
     ap.add_argument("--link", default=DEFAULT_LINK, choices=("dgram", "hub", "tap", "vhost"),
@@ -1307,34 +1360,70 @@ def parse_args(argv):
     ap.add_argument("--ring", default="split", choices=("packed", "split"),
                     help="virtqueue layout of the NICs (default split, as Linux drivers use)")
     ap.add_argument("--nic-opts", default="", help="extra virtio-net-pci properties for both NICs "
-                    "(e.g. csum=off,guest_csum=off)")
-    ap.add_argument("--accel", default="tcg", help="QEMU -accel value (default tcg; "
-                    "e.g. tcg,thread=single, or kvm where a probe shows guests run)")
-    ap.add_argument("--freq", type=int, default=250, help="perf sampling frequency in Hz")
+                    "(e.g. csum=off,guest_csum=off; not those profile.py sets: iommu_platform, "
+                    "packed, netdev, mac, disable-legacy, romfile)")
+    ap.add_argument("--accel", default="tcg", help="QEMU -accel value: tcg or kvm, with -accel's "
+                    "properties after a comma (default tcg; e.g. tcg,thread=single, or kvm where "
+                    "a probe shows guests run)")
+    ap.add_argument("--freq", type=int, default=250, help="perf sampling frequency in Hz (default 250)")
     ap.add_argument("--no-perf", action="store_true", help="no perf record in the guest")
     ap.add_argument("--events", action="store_true",
                     help="count the guest's iommu:map/unmap tracepoints with ftrace "
                     "(experimental: under TCG, enabling them stalled the load in our runs)")
-    ap.add_argument("--top", type=int, default=15, help="top symbols to print")
+    ap.add_argument("--top", type=int, default=15, help="top symbols to print (default 15)")
     ap.add_argument("--compare", nargs="?", const=DEFAULT_COMPARE, metavar="CONFIGS",
-                    help="run several IOMMU:POLICY configurations (default: %s)" % DEFAULT_COMPARE)
-    ap.add_argument("--repeat", type=int, default=1, help="run every configuration N times, "
-                    "interleaved; the table shows the median-throughput run of each (default 1)")
-    ap.add_argument("--out", help="result directory (default build/profile/<time>-...)")
+                    help="run several IOMMU:POLICY configurations, each once (default: %s)"
+                    % DEFAULT_COMPARE)
+    ap.add_argument("--repeat", type=int, default=1, help="run every configuration N times (1 to "
+                    "20), interleaved; the table shows the median-throughput run of each (default 1)")
+    ap.add_argument("--out", help="result directory, created if need be (default build/profile/<time>-...)")
     ap.add_argument("--timeout", type=int, default=0, help="per-run limit in s (default 420 + 3 x duration, plus "
                     "2 x ramp duration + 60 per ramp step and round)")
-    ap.add_argument("--append", default="", help="extra guest kernel command line")
+    ap.add_argument("--append", default="", help="extra guest kernel command line (not the prof.* "
+                    "parameters or iommu.strict, which profile.py sets from its options)")
     ap.add_argument("--qemu-arg", action="append", default=[],
                     help="extra QEMU argument (repeatable; not -smp: use --vcpus)")
     ap.add_argument("--json", action="store_true", help="also print the result as JSON")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress lines from inside each run (guest up, warm-up, ramp steps, "
+                    "load done, guest warnings); the plan, the reports and errors still print")
+    ap.add_argument("--check-args", action="store_true",
+                    help="check the arguments and exit: 0 when they are accepted, 2 with the "
+                    "reason when not (builds and boots nothing)")
     a = ap.parse_args(argv)
+    # An empty value is never "not given".
+    for opt, v, what in (("--out", a.out, "a directory"), ("--kernel", a.kernel, "a bzImage"),
+                         ("--record", a.record, "a file name"),
+                         ("--compare", a.compare, "IOMMU:POLICY,...; --compare alone runs the default list"),
+                         ("--ramp", a.ramp, "C1,C2,..."), ("--accel", a.accel, "tcg or kvm"),
+                         ("--iommu", a.iommu, "none, intel-iommu or viommu-vtd"),
+                         ("--policy", a.policy, "lazy or strict")):
+        if v is not None and not v.strip():
+            ap.error("%s: an empty value (give %s)" % (opt, what))
     if a.workload not in WORKLOADS:
         ap.error("unknown workload '%s' (use memcached or nginx)" % a.workload)
-    if a.iommu not in IOMMUS:
+    if a.iommu is not None and a.iommu not in IOMMUS:
         ap.error("unknown IOMMU '%s' (use none, intel-iommu or viommu-vtd)" % a.iommu)
-    if a.policy not in POLICIES:
+    if a.policy is not None and a.policy not in POLICIES:
         ap.error("unknown policy '%s' (use lazy or strict)" % a.policy)
+    # Options that would be ignored: refused, so that a run never differs
+    # from its command line.
+    if a.compare is not None:
+        for opt, v in (("--iommu", a.iommu), ("--policy", a.policy)):
+            if v is not None:
+                ap.error("%s has no effect with --compare: name the configurations there "
+                         "(e.g. --compare none:lazy,viommu-vtd:strict)" % opt)
+    for opt, v in (("--ramp-duration", a.ramp_duration), ("--ramp-rounds", a.ramp_rounds)):
+        if v is not None and a.ramp is None:
+            ap.error("%s has no effect without --ramp C1,C2,..." % opt)
+    if a.trace_kb is not None and a.record is None:
+        ap.error("--trace-kb has no effect without --record FILE (it sizes the recording's "
+                 "ftrace buffer)")
+    a.iommu = a.iommu or "viommu-vtd"
+    a.policy = a.policy or "lazy"
+    a.ramp_duration = 3 if a.ramp_duration is None else a.ramp_duration
+    a.ramp_rounds = 1 if a.ramp_rounds is None else a.ramp_rounds
+    a.trace_kb = 16384 if a.trace_kb is None else a.trace_kb
     for name, v, lo, hi in (("--vcpus", a.vcpus, 1, 64), ("--duration", a.duration, 1, 3600),
                             ("--conns", a.conns, 1, 4096), ("--mem", a.mem, 768, 65536),
                             ("--freq", a.freq, 1, 10000), ("--repeat", a.repeat, 1, 20),
@@ -1346,16 +1435,40 @@ def parse_args(argv):
             ap.error("%s must be between %d and %d" % (name, lo, hi))
     if not a.threads:
         a.threads = a.vcpus
+    m = re.fullmatch(r"(\w+)((?:,[A-Za-z][\w-]*=[^,=\s]+)*)", a.accel)
+    if not m or m.group(1) not in ACCELS:
+        ap.error("--accel %s: use tcg or kvm, optionally with -accel properties after a comma "
+                 "(e.g. tcg,thread=single)" % a.accel)
+    if m.group(1) == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        ap.error("--accel kvm: /dev/kvm is missing or not readable and writable here (use --accel tcg)")
     # QEMU takes the last -smp: the guest would get other vCPUs than the
     # figures, labels, load-generator threads and replay assume (--vcpus).
     for q in a.qemu_arg:
+        if not q.strip():
+            ap.error("--qemu-arg: an empty argument")
         if re.match(r"\s*--?smp(\s|=|$)", q):
             ap.error("--qemu-arg %s: set the guest's vCPUs with --vcpus N (make run: VCPUS=N); "
                      "the report, the load generator and the replay follow --vcpus" % q)
+    # QEMU and the guest's /init take the last of a property or parameter:
+    # one that profile.py sets would override it while the report claims it.
+    for kv in a.nic_opts.split(",") if a.nic_opts else []:
+        key = kv.split("=", 1)[0].strip()
+        if not key:
+            ap.error("--nic-opts: an empty entry in '%s' (PROP=VALUE,...)" % a.nic_opts)
+        if key.replace("-", "_") in NIC_OWN:
+            ap.error("--nic-opts %s: profile.py sets %s itself (%s)"
+                     % (kv, key, NIC_OWN[key.replace("-", "_")]))
+    for w in a.append.split():
+        key = w.split("=", 1)[0]
+        if key in APPEND_OWN:
+            ap.error("--append %s: profile.py sets %s itself; use %s" % (w, key, APPEND_OWN[key]))
+        if key.startswith("prof."):
+            ap.error("--append %s: the prof.* parameters are profile.py's own (its options set them)" % w)
     ramp = []
-    for c in (a.ramp or "").split(","):
+    for c in (a.ramp.split(",") if a.ramp is not None else []):
         if not c.strip():
-            continue
+            ap.error("--ramp: an empty entry in '%s' (a list of numbers of connections, e.g. 64,128,256)"
+                     % a.ramp)
         if not c.strip().isdigit() or not 1 <= int(c) <= 4096:
             ap.error("--ramp: '%s' is not a number of connections between 1 and 4096" % c.strip())
         if int(c) in ramp:
@@ -1367,19 +1480,35 @@ def parse_args(argv):
     if len(",".join(str(c) for c in a.ramp_steps)) > 1024:
         ap.error("--ramp with --ramp-rounds %d: %d steps do not fit on the guest's kernel command line; "
                  "give fewer concurrencies or rounds" % (a.ramp_rounds, len(a.ramp_steps)))
-    if a.record and os.path.isdir(a.record):
-        ap.error("--record %s: is a directory; give a file name" % a.record)
-    # (the --out directory, created before the run, may hold it)
-    record_dir = os.path.dirname(os.path.abspath(a.record)) if a.record else None
-    if a.record and not (os.access(record_dir, os.W_OK) or
-                         (a.out and record_dir == os.path.abspath(a.out))):
-        ap.error("--record %s: its directory does not exist or is not writable" % a.record)
-    if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
-        ap.error("--out %s: exists and is not a directory" % a.out)
-    if a.kernel and not os.path.isfile(a.kernel):
+    load = a.duration + len(a.ramp_steps) * a.ramp_duration
+    if a.timeout and a.timeout <= load:
+        ap.error("--timeout %d: no longer than the load itself (%d s, before boot and perf report); "
+                 "give more, or 0 for the default (%d s)" % (a.timeout, load, default_timeout(a)))
+    # Paths: checked here, before the guest image is built; main() creates
+    # them before that too.
+    if a.out is not None:
+        why = dir_problem(a.out)
+        if why:
+            ap.error("--out %s: %s" % (a.out, why))
+    if a.record is not None:
+        if os.path.isdir(a.record):
+            ap.error("--record %s: is a directory; give a file name" % a.record)
+        # Its directory exists, or --out (checked above) is it or lies in it
+        # and creates it.
+        rdir = os.path.dirname(os.path.abspath(a.record))
+        out = os.path.abspath(a.out) if a.out is not None else None
+        if not (os.path.isdir(rdir) and os.access(rdir, os.W_OK | os.X_OK)) and \
+                not (out and (out == rdir or out.startswith(rdir.rstrip(os.sep) + os.sep))):
+            ap.error("--record %s: its directory does not exist or is not writable" % a.record)
+        if a.repeat > 1:
+            ap.error("--record with --repeat %d: every round would overwrite the recording; "
+                     "record in a run of its own (--repeat 1)" % a.repeat)
+        # result.json names the trace: replay.py --check reads it from anywhere.
+        a.record = os.path.abspath(a.record)
+    if a.kernel is not None and not os.path.isfile(a.kernel):
         ap.error("--kernel %s: no such file" % a.kernel)
     configs = [(a.iommu, a.policy)]
-    if a.compare:
+    if a.compare is not None:
         configs = []
         for c in a.compare.split(","):
             i, _, p = c.strip().partition(":")
@@ -1387,6 +1516,9 @@ def parse_args(argv):
             if i not in IOMMUS or p not in POLICIES:
                 ap.error("bad configuration '%s' in --compare (IOMMU:POLICY, IOMMU one of %s, "
                          "POLICY lazy or strict)" % (c, ", ".join(IOMMUS)))
+            if (i, p) in configs:
+                ap.error("bad configuration '%s:%s' twice in --compare (use --repeat N to run "
+                         "every configuration N times)" % (i, p))
             configs.append((i, p))
     a.configs = configs
     if a.record and all(i == "none" for i, _ in configs):
@@ -1402,6 +1534,8 @@ def interrupted(signum, frame):
 
 def main(argv):
     a = parse_args(argv)
+    if a.check_args:
+        return 0
     # Killed (timeout, a CI job's end): unwind like Ctrl-C, so that each
     # run's cleanup stops its QEMU, which has a process group of its own.
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -1422,15 +1556,31 @@ def main(argv):
         if a.kernel:
             say("note: --kernel %s: the image's modules are for the Debian kernel; virtio_pci and "
                 "virtio_net must be built in otherwise" % a.kernel)
-        say("guest image: scripts/profile/build-image.sh (first time: a few minutes)")
-        image = build_image()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         top = a.out or os.path.join(BUILD, "profile", "%s-%s%s" % (
             stamp, a.workload, "-compare" if a.compare else "-%s-%s" % runs[0]))
+        # The result directories before the image: a path that cannot be
+        # created fails now, not after a build of minutes.
+        made = not os.path.isdir(top)
         try:
             os.makedirs(top, exist_ok=True)
         except OSError as e:
             raise Failure("--out %s: cannot create it: %s" % (top, e.strerror))
+        if a.record:
+            try:
+                os.makedirs(os.path.dirname(a.record), exist_ok=True)
+            except OSError as e:
+                raise Failure("--record %s: cannot create its directory: %s" % (a.record, e.strerror))
+        say("guest image: scripts/profile/build-image.sh (first time: a few minutes)")
+        try:
+            image = build_image()
+        except BaseException:
+            if made:
+                try:
+                    os.rmdir(top)  # only when still empty
+                except OSError:
+                    pass
+            raise
         per = 60 + a.duration + 40
         say("%d run(s): %s; about %d s each under TCG (boot ~60 s, %d s load, perf report), "
             "about %d min in all; results in %s" % (
@@ -1462,6 +1612,9 @@ def main(argv):
             if res.get("error"):
                 say("error: %s:%s: %s" % (i, p, res["error"]))
             results.append(res)
+        # Every round counts, not only the one aggregate() shows per configuration.
+        failed = [r for r in results if r.get("error")]
+        runs_done = len(results)
         if a.compare:
             results = aggregate(results)
             table = compare_table(results)
@@ -1483,9 +1636,8 @@ def main(argv):
             say("table: %s  plot: %s" % (os.path.join(top, "compare.txt"), svg))
         if a.json:
             print(json.dumps(results if a.compare else results[0], indent=1))
-        failed = [r for r in results if r.get("error")]
         if failed:
-            raise Failure("%d of %d run(s) failed; first: %s" % (len(failed), len(results), failed[0]["error"]))
+            raise Failure("%d of %d run(s) failed; first: %s" % (len(failed), runs_done, failed[0]["error"]))
         return 0
     except Failure as e:
         print("[viommu-lab] profile: error: %s." % str(e).rstrip("."), file=sys.stderr)

@@ -18,7 +18,14 @@ with its replay at the guest's vCPU count: maps and unmaps (count and per
 second), their sizes, their spread over CPUs, and the invalidations the
 recording saw against viommu-vtd's own statistics.  It prints one line per
 comparison and writes them as JSON ({"checks": [{"name", "ok", "guest",
-"trace", ...}]}); the exit status is 0 when all agree.
+"trace", ...}]}); the exit status is 0 when all agree.  A relative trace
+name in RESULT.json that does not exist from the current directory is taken
+from RESULT.json's directory.
+
+Output paths (--json, --svg) are checked before the first replay.  The
+simulator is VIOMMU_SIM when set; otherwise this tree's viommu-sim, which
+scripts/build-standalone.sh builds or brings up to date first (under
+build/standalone/).
 """
 
 import argparse
@@ -61,6 +68,8 @@ def sim_binary():
     sim = os.environ.get("VIOMMU_SIM")
     if not sim:
         sim = os.path.join(BUILD, "standalone", "guest", "sim", "viommu-sim")
+        print("[viommu-lab] replay: building viommu-sim in %s (scripts/build-standalone.sh; "
+              "VIOMMU_SIM=PATH uses another)" % os.path.dirname(sim), file=sys.stderr, flush=True)
         r = subprocess.run(["bash", os.path.join(TOP, "scripts", "build-standalone.sh")],
                            stdout=sys.stderr, stderr=sys.stderr)
         if r.returncode != 0:
@@ -207,9 +216,20 @@ def load_result(path):
     return res, rec
 
 
+def trace_path(result_path, trace):
+    """The recording's trace as result.json names it: a relative name that
+    does not exist from here is taken from result.json's directory (older
+    profile.py runs stored --record as typed)."""
+    if os.path.isabs(trace) or os.path.exists(trace):
+        return trace
+    beside = os.path.join(os.path.dirname(os.path.abspath(result_path)), trace)
+    return beside if os.path.exists(beside) else trace
+
+
 def check(result_path):
     """The recording against the guest's own counts and viommu-vtd's."""
     res, rec = load_result(result_path)
+    rec = dict(rec, trace=trace_path(result_path, rec["trace"]))
     try:
         return _check(res, rec)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
@@ -282,18 +302,55 @@ def _check(res, rec):
     return checks, rp
 
 
+def output_problem(path):
+    """None when @path can be written as a file; else why not, in words."""
+    if not path.strip():
+        return "an empty file name"
+    if os.path.isdir(path):
+        return "is a directory; give a file name"
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        return "no directory %s" % d
+    if not os.access(d, os.W_OK | os.X_OK):
+        return "directory %s is not writable" % d
+    return None
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="replay.py", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="See docs/profiling.rst.")
-    ap.add_argument("trace", nargs="?")
-    ap.add_argument("--cpus", default="2,16,64")
-    ap.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS))
-    ap.add_argument("--svg")
-    ap.add_argument("--title")
-    ap.add_argument("--json")
-    ap.add_argument("--check", metavar="RESULT.json")
+                                 epilog="VIOMMU_SIM=PATH: the viommu-sim to run (default: this tree's, "
+                                 "built first by scripts/build-standalone.sh).  See docs/profiling.rst.")
+    ap.add_argument("trace", nargs="?", help="the trace to replay (profile.py --record FILE; "
+                    "docs/trace-format.rst)")
+    ap.add_argument("--cpus", help="simulated CPU counts, each 1 to %d, each once (default 2,16,64)"
+                    % MAX_CPUS)
+    ap.add_argument("--allocators", help="viommu-sim allocators (viommu-sim --list), each once "
+                    "(default %s)" % ",".join(DEFAULT_ALLOCATORS))
+    ap.add_argument("--svg", metavar="FILE", help="also draw the table as an SVG bar chart")
+    ap.add_argument("--title", help="the SVG's title (default: replay of TRACE)")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows (with --check: the "
+                    "comparisons and the replay) as JSON")
+    ap.add_argument("--check", metavar="RESULT.json",
+                    help="compare a profile.py --record run's recording with its replay at the "
+                    "guest's vCPU count (takes --json only)")
     a = ap.parse_args(argv)
+    # Output paths before anything runs: a typo must not cost the replays.
+    for opt, v in (("--json", a.json), ("--svg", a.svg)):
+        why = output_problem(v) if v is not None else None
+        if why:
+            ap.error("%s %s: %s" % (opt, v, why))
+    if a.check is not None:
+        if not a.check.strip():
+            ap.error("--check: an empty value (give a profile.py --record run's result.json)")
+        unused = [("TRACE %s" % a.trace, a.trace), ("--cpus", a.cpus), ("--allocators", a.allocators),
+                  ("--svg", a.svg), ("--title", a.title)]
+        for what, v in unused:
+            if v is not None:
+                ap.error("--check does not use %s (it replays the recording named in RESULT.json "
+                         "at the guest's vCPU count with %s, and writes only --json)" % (what, GUEST_61))
+    a.cpus = "2,16,64" if a.cpus is None else a.cpus
+    a.allocators = ",".join(DEFAULT_ALLOCATORS) if a.allocators is None else a.allocators
     try:
         if a.check:
             checks, rp = check(a.check)
@@ -305,8 +362,10 @@ def main(argv):
                 with open(a.json, "w") as f:
                     json.dump({"checks": checks, "replay": rp}, f, indent=1)
             return 0 if all(c["ok"] for c in checks) else 1
-        if not a.trace:
+        if a.trace is None:
             ap.error("give a TRACE or --check RESULT.json")
+        if a.title is not None and a.svg is None:
+            ap.error("--title is the SVG's: give --svg FILE with it")
         # Everything checked before the first replay.
         cpus = []
         for c in a.cpus.split(","):

@@ -5,15 +5,30 @@
 # ratios to "none" and an SVG plot under build/profile/; then a recording of
 # the $IOMMU run's DMA stream replayed by viommu-sim at 2, 16 and 64 CPUs.
 #
-#   run-default.sh            DURATION=S seconds of load per run (default 10)
+#   run-default.sh [PROFILE.PY OPTION...]
+#                             DURATION=S seconds of load per run (1 to 3600, default 10)
 #                             IOMMU=viommu-vtd|intel-iommu|none
-#                             VCPUS=N the guest's vCPUs (default 2; profile.py --vcpus)
-#   Extra arguments go to profile.py (e.g. --conns 128, --qemu-arg=-d --qemu-arg=guest_errors).
+#                             VCPUS=N the guest's vCPUs (1 to 64, default 2; profile.py --vcpus)
+#                             VIOMMU_ACCEL=tcg|kvm (default: scripts/accel.sh's probe)
+#   Extra arguments go to profile.py, both runs (e.g. --conns 128,
+#   --qemu-arg=-d --qemu-arg=guest_errors); --trace-kb goes to the recording
+#   only.  The options this script sets itself are refused among them:
+#   --out, --compare, --record, --repeat, --iommu, --policy, --duration,
+#   --vcpus, --accel, --workload, --check-args.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
+for a in "$@"; do
+    case $a in
+        -h|--h|--he|--hel|--help)
+            sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+            echo "profile.py's options: python3 scripts/profile/profile.py --help"
+            exit 0 ;;
+    esac
+done
+
 DURATION=${DURATION:-10}
-[[ $DURATION =~ ^[0-9]+$ ]] && [ "$DURATION" -ge 1 ] || die "DURATION must be a whole number of seconds, not '$DURATION'."
+[[ $DURATION =~ ^[1-9][0-9]{0,3}$ ]] && [ "$DURATION" -le 3600 ] || die "DURATION must be a whole number of seconds from 1 to 3600, not '$DURATION'."
 VCPUS=${VCPUS:-2}
 [[ $VCPUS =~ ^[1-9][0-9]?$ ]] && [ "$VCPUS" -le 64 ] || die "VCPUS must be a whole number of vCPUs from 1 to 64, not '$VCPUS'."
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
@@ -26,6 +41,53 @@ case $IOMMU in
     none) configs="none:lazy" boots=1 ;;
     *) die "unknown IOMMU '$IOMMU' (use viommu-vtd, intel-iommu or none)." ;;
 esac
+
+# The extra arguments: none of the options set below (profile.py would take
+# the last one, and the recording step's paths would not be where this
+# script looks; argparse also takes an unambiguous prefix, so a prefix of
+# one is refused too), and --trace-kb only for the recording.
+own() {  # own OPTION -> why not and what to use instead; fails for another option
+    case $1 in
+        --out) echo "run-default.sh sets it (its results go to \$BUILD/profile/<time>-memcached-compare); set BUILD=DIR, or run profile.py --compare ... --out DIR" ;;
+        --compare) echo "run-default.sh sets it (none:lazy against \$IOMMU:lazy); set IOMMU=viommu-vtd|intel-iommu|none, or run profile.py --compare LIST" ;;
+        --record) echo "run-default.sh sets it (memcached.trace in its run directory); run profile.py --record FILE for another" ;;
+        --repeat) echo "not with run-default.sh (its recording takes no --repeat); run profile.py --compare ... --repeat N" ;;
+        --iommu) echo "run-default.sh sets it; set IOMMU=viommu-vtd|intel-iommu|none" ;;
+        --policy) echo "not with run-default.sh (it compares lazy invalidation); run profile.py --compare none:strict,viommu-vtd:strict" ;;
+        --duration) echo "run-default.sh sets it; set DURATION=S" ;;
+        --vcpus) echo "run-default.sh sets it; set VCPUS=N" ;;
+        --accel) echo "run-default.sh sets it; set VIOMMU_ACCEL=tcg|kvm" ;;
+        --workload) echo "run-default.sh sets it (memcached); run profile.py --compare --workload nginx" ;;
+        --check-args) echo "run-default.sh uses it itself; run profile.py --check-args" ;;
+        *) return 1 ;;
+    esac
+}
+OWN="--out --compare --record --repeat --iommu --policy --duration --vcpus --accel --workload --check-args"
+extra=() rec_extra=()
+while [ $# -gt 0 ]; do
+    a=$1; shift
+    case $a in
+        --?*) name=${a%%=*} ;;
+        *) extra+=("$a"); continue ;;
+    esac
+    if [ "$name" = --trace-kb ]; then
+        if [ "$a" = --trace-kb ]; then
+            [ $# -gt 0 ] || die "--trace-kb needs a number of KiB."
+            rec_extra+=("$a" "$1"); shift
+        else
+            rec_extra+=("$a")
+        fi
+        continue
+    fi
+    [[ --trace-kb == "$name"* ]] && [[ ${#name} -gt 3 ]] && die "$name: write --trace-kb in full (it goes to the recording only)."
+    for o in $OWN; do
+        if [[ $o == "$name"* ]]; then
+            die "$name$([ "$name" = "$o" ] || echo " ($o)"): $(own "$o")."
+        fi
+    done
+    extra+=("$a")
+done
+
 accel=$(bash "$TOP/scripts/accel.sh")
 
 # After the comparison, one more boot records the $IOMMU run's DMA stream
@@ -39,30 +101,44 @@ if [ "$IOMMU" != none ]; then
         say "note: no trace tools (scripts/trace/viommu-trace) in this tree: no recording and replay."
     fi
 fi
+out=$BUILD/profile/$(date +%Y%m%d-%H%M%S)-memcached-compare
+compare=(python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION"
+         --vcpus "$VCPUS" --accel "$accel" --compare "$configs" --out "$out" ${extra[@]+"${extra[@]}"})
+recording=(python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU" --duration "$DURATION"
+           --vcpus "$VCPUS" --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record"
+           --quiet ${extra[@]+"${extra[@]}"} ${rec_extra[@]+"${rec_extra[@]}"})
+# Both runs' arguments before the first boot; a refusal is profile.py's own
+# message and exit status (2).
+"${compare[@]}" --check-args || exit $?
+[ $record = 0 ] || "${recording[@]}" --check-args || exit $?
 per=$((60 + DURATION + 40))
 first=""
 ls "$CACHE"/profile/rootfs/*.cpio >/dev/null 2>&1 || first=" plus about 4 minutes once to build the guest image"
 say "profile: memcached, ${configs/,/ vs }$([ $record = 1 ] && echo ", then a recording of the $IOMMU run replayed at 2, 16 and 64 CPUs"): $boots guest boot(s) under ${accel^^}, about $(( (boots * per + 59) / 60 )) minutes${first}."
-out=$BUILD/profile/$(date +%Y%m%d-%H%M%S)-memcached-compare
-# A failed row of the comparison does not stop the recording; the exit
-# status still says it failed.
+# A failed row of the comparison (exit status 1 after its table) does not
+# stop the recording; the exit status still says it failed.  Anything else
+# (no table: QEMU, the image or the result directory failed; interrupted)
+# stops here, after profile.py's own message.
 rc=0
-python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION" \
-    --vcpus "$VCPUS" --accel "$accel" --compare "$configs" --out "$out" "$@" || rc=$?
+"${compare[@]}" || rc=$?
+if [ $rc -gt 1 ]; then
+    exit $rc
+elif [ ! -f "$out/compare.txt" ]; then
+    [ $rc != 0 ] || die "the comparison wrote no table in $out (messages above)."
+    exit $rc
+fi
 [ $record = 1 ] || exit $rc
 say "recording $IOMMU's DMA stream: memcached for $DURATION s with the guest kernel's iommu tracepoints and kprobes (one more boot)"
-python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU" --duration "$DURATION" \
-    --vcpus "$VCPUS" --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record" --quiet "$@" \
-    > "$out/record.log" 2>&1 || { sed 's/^/    /' "$out/record.log" | tail -n 20; die "the recording run failed (its report: $out/record/report.txt)."; }
+"${recording[@]}" > "$out/record.log" 2>&1 || {
+    sed 's/^/    /' "$out/record.log" | tail -n 20 || true
+    die "the recording run failed (its report: $out/record/report.txt)."
+}
 sed -n '/^-- recording/,/^-- /p' "$out/record/report.txt" | sed '$d'
 # The recording run's own load (idle share, host), as the table's rows have it.
 echo "-- the recording run's load"
 sed -n '/^   guest idle/,/^   QEMU threads/p' "$out/record/report.txt"
 [ -s "$out/memcached.trace" ] || die "the recording run wrote no trace (its report: $out/record/report.txt)."
-# The recording's vCPUs as profile.py ran it (a --vcpus among the extra
-# arguments overrides VCPUS).
-vcpus=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["vcpus"])' \
-    "$out/record/result.json" 2>/dev/null) || vcpus=$VCPUS
+vcpus=$VCPUS  # (--vcpus is refused among the extra arguments)
 say "replaying $out/memcached.trace with viommu-sim at 2, 16 and 64 CPUs"
 python3 "$TOP/scripts/profile/replay.py" "$out/memcached.trace" --cpus 2,16,64 \
     --svg "$out/replay.svg" --json "$out/replay.json" \
