@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "json.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 namespace viommu::sim::json {
@@ -347,6 +349,26 @@ private:
 std::optional<Value> parse(std::string_view text, std::string *error)
 {
     return Parser(text).document(error);
+}
+
+std::string number(double v)
+{
+    if (!std::isfinite(v))
+        return "null";
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, ec == std::errc{} ? end : buf);
+}
+
+std::string quoted(std::string_view s)
+{
+    std::string o = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\')
+            o += '\\';
+        o += c;
+    }
+    return o + '"';
 }
 
 }  // namespace viommu::sim::json

@@ -48,4 +48,9 @@ private:
 // nullopt and @error ("line L, column C: what") on malformed text.
 std::optional<Value> parse(std::string_view text, std::string *error);
 
+// Writing: @v as the shortest text that reads back as it (null if not
+// finite, which JSON cannot hold); @s as a JSON string.
+std::string number(double v);
+std::string quoted(std::string_view s);
+
 }  // namespace viommu::sim::json

@@ -383,9 +383,10 @@ int run(int argc, char **argv)
             "--cost, --cost-from: time simulated runs (--real-threads measures this machine)");
 
     Params base;
+    std::set<std::string> case_keys;  // the parameters the case file set
     if (!case_file.empty()) {
         std::vector<std::string> names;
-        if (!load_case(case_file, list_configs ? "" : config, base, &err, &names))
+        if (!load_case(case_file, list_configs ? "" : config, base, &err, &names, &case_keys))
             return die(err);
         if (list_configs) {
             for (const std::string &n : names)
@@ -412,7 +413,7 @@ int run(int argc, char **argv)
                                    ? !cpus[0].empty()
                                    : std::any_of(flags.begin(), flags.end(),
                                                  [&](auto &f) { return f.first == name; });
-            if (!case_file.empty() && Params::known(name) && !typed)
+            if (case_keys.count(name) && !typed)
                 e += " (--" + name + " from " + case_path(case_file) + ")";
             return die(e);
         };
@@ -426,12 +427,17 @@ int run(int argc, char **argv)
 
     // without an IOMMU the IOMMU's parameters change nothing: one typed on
     // the command line is a mistake (a case's configuration may inherit them)
-    if (runs[0].allocator == "none")
+    if (runs[0].allocator == "none") {
+        const bool typed =
+            std::any_of(flags.begin(), flags.end(), [](auto &f) { return f.first == "allocator"; });
         for (const auto &[name, value] : flags)
             if (name == "flush" || name == "iommu" || name == "cmdq" || name == "cmdq-entries" ||
                 name == "dma" || name == "rcache-drain")
-                return die("--" + name + " " + value +
-                           ": applies with an IOMMU only (--allocator none)");
+                return die("--" + name + " " + value + ": applies with an IOMMU only (" +
+                           (typed ? std::string("--allocator none")
+                                  : "allocator none, from " + case_path(case_file)) +
+                           ")");
+    }
     if (real) {
         std::set<std::string> given;
         for (const auto &f : flags)

@@ -398,7 +398,7 @@ bool scalar_text(const json::Value &v, std::string &out, std::string &e)
 }
 
 bool apply_parameters(const std::string &file, const std::string &where, const json::Value &obj,
-                      Params &p, std::string *error)
+                      Params &p, std::string *error, std::set<std::string> *keys)
 {
     auto fail = [&](const std::string &key, const std::string &msg) {
         if (error)
@@ -431,6 +431,8 @@ bool apply_parameters(const std::string &file, const std::string &where, const j
             return fail(key, e);
         if (!p.set(key, text, &e))
             return fail(key, e.substr(e.find(": ") == std::string::npos ? 0 : e.find(": ") + 2));
+        if (keys)
+            keys->insert(key);
     }
     return true;
 }
@@ -730,20 +732,7 @@ bool Params::validate(std::string *error) const
     return true;
 }
 
-namespace {
-
-std::string quoted(std::string_view s)
-{
-    std::string o = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\')
-            o += '\\';
-        o += c;
-    }
-    return o + '"';
-}
-
-}  // namespace
+using json::quoted;
 
 std::string Params::json() const
 {
@@ -850,7 +839,8 @@ std::string case_path(const std::string &name)
 }
 
 std::optional<std::string> read_text_file(const std::string &path, std::string &why,
-                                          size_t max_bytes, bool *cut)
+                                          size_t max_bytes,
+                                          const std::function<bool(std::string_view)> &go_on)
 {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
@@ -870,6 +860,8 @@ std::optional<std::string> read_text_file(const std::string &path, std::string &
         f.read(chunk,
                static_cast<std::streamsize>(std::min(sizeof chunk, max_bytes + 1 - text.size())));
         text.append(chunk, static_cast<size_t>(f.gcount()));
+        if (go_on && !go_on(text))
+            return text;
         if (!f)
             break;
     }
@@ -878,18 +870,16 @@ std::optional<std::string> read_text_file(const std::string &path, std::string &
         return std::nullopt;
     }
     if (text.size() > max_bytes) {
-        if (!cut) {
-            why = "larger than " + std::to_string(max_bytes >> 10) + " KiB";
-            return std::nullopt;
-        }
-        text.resize(max_bytes);
-        *cut = true;
+        const bool gib = max_bytes % (size_t{1} << 30) == 0;
+        why =
+            "larger than " + std::to_string(max_bytes >> (gib ? 30 : 20)) + (gib ? " GiB" : " MiB");
+        return std::nullopt;
     }
     return text;
 }
 
 bool load_case(const std::string &path_in, const std::string &config, Params &p, std::string *error,
-               std::vector<std::string> *configs)
+               std::vector<std::string> *configs, std::set<std::string> *keys)
 {
     std::string path = case_path(path_in);
     auto fail = [&](const std::string &m) {
@@ -918,7 +908,7 @@ bool load_case(const std::string &path_in, const std::string &config, Params &p,
     const json::Value *params = doc->find("parameters");
     if (!params)
         return fail("no \"parameters\"");
-    if (!apply_parameters(path, "parameters", *params, p, error))
+    if (!apply_parameters(path, "parameters", *params, p, error, keys))
         return false;
     const json::Value *cfgs = doc->find("configurations");
     if (cfgs && !cfgs->is(json::Value::Type::object))
@@ -938,7 +928,8 @@ bool load_case(const std::string &path_in, const std::string &config, Params &p,
         if (k != "about" && k != "parameters" && k[0] != '_')
             return fail("configurations." + config + "." + k + ": unknown key (about, parameters)");
     if (const json::Value *cp = c->find("parameters"))
-        return apply_parameters(path, "configurations." + config + ".parameters", *cp, p, error);
+        return apply_parameters(path, "configurations." + config + ".parameters", *cp, p, error,
+                                keys);
     return true;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -109,17 +110,21 @@ struct Params {
 
 // The whole of the file at @path, or nullopt with @why, as strerror() says
 // it ("Is a directory", "No such file or directory"), or saying that it is
-// larger than @max_bytes; with @cut, a larger file gives its first
-// @max_bytes and sets *@cut instead.  Case files, traces, --cost-from files.
+// larger than @max_bytes.  The file is read once, from one stream (a pipe
+// works), by chunks; after each, @go_on (if set) sees what was read so far
+// and may end the reading, which returns that.  Case files, traces,
+// --cost-from files.
 std::optional<std::string> read_text_file(const std::string &path, std::string &why,
-                                          size_t max_bytes, bool *cut = nullptr);
+                                          size_t max_bytes,
+                                          const std::function<bool(std::string_view)> &go_on = {});
 constexpr size_t kMaxSmallFileBytes = size_t{1} << 20;  // a case or --cost-from file
 
 // Loads a case file into @p: its "parameters", then those of
 // configuration @config (empty: none).  Errors name the file and the key.
-// @configs (if set) receives the case's configuration names.
+// @configs (if set) receives the case's configuration names, @keys (if
+// set) the parameters it set.
 bool load_case(const std::string &path, const std::string &config, Params &p, std::string *error,
-               std::vector<std::string> *configs = nullptr);
+               std::vector<std::string> *configs = nullptr, std::set<std::string> *keys = nullptr);
 
 // A case name ("memcached-16cpu-xl710") as a path: itself if it names a
 // file, else <cases dir>/<name>.json (VIOMMU_SIM_CASES_DIR, or the

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "../iova/iova.hpp"
+#include "json.hpp"
 #include "workload.hpp"
 
 namespace viommu::sim {
@@ -198,6 +199,7 @@ double run_threads(Workload &wl, unsigned n, uint64_t ops, Setup *io, std::atomi
             };
             for (const Step &s : steps_of(cpu, true))
                 execute(cpu, s);
+            map_failed[cpu] = 0;  // the setup's belong to no transaction
             for (unsigned i = 0; i < info.warmup_per_cpu; i++)
                 transaction();
             running.fetch_sub(1);
@@ -408,18 +410,20 @@ std::optional<RealResult> run_real_threads(const SimConfig &cfg, std::string *er
 
 std::string RealResult::json() const
 {
+    using json::number, json::quoted;
+    std::string o = "{\"mode\":\"real-threads\",\"workload\":" + quoted(config.workload) +
+                    ",\"allocator\":" + quoted(config.allocator) +
+                    ",\"flush\":" + quoted(config.flush) +
+                    ",\"threads\":" + std::to_string(threads) + ",\"unit\":" + quoted(unit) +
+                    ",\"transactions\":" + std::to_string(transactions) +
+                    ",\"dropped\":" + std::to_string(dropped) +
+                    ",\"failed_maps\":" + std::to_string(failed_maps) +
+                    ",\"leaked\":" + std::to_string(leaked) + ",\"wall_ns\":" + number(wall_ns) +
+                    ",\"throughput\":" + number(throughput) +
+                    ",\"baseline_throughput\":" + number(baseline_throughput) +
+                    ",\"relative\":" + number(relative) + ",\"spin_share\":" + number(spin_share) +
+                    ",\"profile\":[";
     char buf[512];
-    std::snprintf(
-        buf, sizeof buf,
-        "{\"mode\":\"real-threads\",\"workload\":\"%s\",\"allocator\":\"%s\",\"flush\":\"%s\","
-        "\"threads\":%u,\"unit\":\"%s\",\"transactions\":%llu,\"dropped\":%llu,"
-        "\"failed_maps\":%llu,\"leaked\":%llu,\"wall_ns\":%.0f,\"throughput\":%.17g,"
-        "\"baseline_throughput\":%.17g,\"relative\":%.17g,\"spin_share\":%.17g,\"profile\":[",
-        config.workload.c_str(), config.allocator.c_str(), config.flush.c_str(), threads,
-        unit.c_str(), (unsigned long long)transactions, (unsigned long long)dropped,
-        (unsigned long long)failed_maps, (unsigned long long)leaked, wall_ns, throughput,
-        baseline_throughput, relative, spin_share);
-    std::string o = buf;
     for (size_t i = 0; i < profile.size(); i++) {
         const auto &p = profile[i];
         std::snprintf(buf, sizeof buf,

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <cmath>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -18,6 +16,7 @@
 #include "../iova/iova.hpp"
 #include "dma_domains.hpp"
 #include "fiber.hpp"
+#include "json.hpp"
 #include "machine.hpp"
 #include "sim_env.hpp"
 #include "workload.hpp"
@@ -160,10 +159,13 @@ public:
             s += d;
         return s;
     }
+    // Between phases, when no CPU is inside a transaction (a failed map of
+    // the setup belongs to none).
     void reset_done()
     {
         std::fill(done_.begin(), done_.end(), 0);
         std::fill(dropped_.begin(), dropped_.end(), 0);
+        std::fill(failed_txn_.begin(), failed_txn_.end(), false);
     }
     void reset_counts()
     {
@@ -824,36 +826,13 @@ double SimResult::mean_hold_ns(std::string_view lock, std::string_view site) con
     return n ? double(h) / double(n) : 0;
 }
 
-namespace {
-
-std::string quoted(std::string_view s)
-{
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    return out + '"';
-}
-
-// The shortest text that reads back as @v (JSON has no NaN or infinity).
-std::string num(double v)
-{
-    if (!std::isfinite(v))
-        return "null";
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, ec == std::errc{} ? end : buf);
-}
-
-}  // namespace
+using json::quoted;
 
 std::string SimResult::json() const
 {
     bool iommu = config.allocator != "none";
     bool cmdq = iommu && config.iommu == "smmuv3" && inv.submissions;
-    auto opt = [](bool have, double v) { return have ? num(v) : std::string("null"); };
+    auto opt = [](bool have, double v) { return have ? json::number(v) : std::string("null"); };
     const bool timed = !untimed_baseline, rated = iommu || timed;
     std::string o = "{\"config\":" + config.json();
     if (!cost_overrides.empty())
@@ -864,7 +843,7 @@ std::string SimResult::json() const
          ",\"relative_to_no_iommu\":" + opt(timed, relative) +
          ",\"no_iommu_ops_per_s\":" + opt(timed, baseline_throughput) +
          ",\"op_latency_ns\":" + opt(transactions > dropped || !iommu, latency_ns) +
-         ",\"no_iommu_op_latency_ns\":" + num(baseline_latency_ns) +
+         ",\"no_iommu_op_latency_ns\":" + json::number(baseline_latency_ns) +
          ",\"spin_share\":" + opt(iommu, spin_share) +
          ",\"allocator_retries\":" + opt(iommu && maps, allocator_retries) +
          ",\"cmdq_owner_share\":" + opt(cmdq, inv.owner_share()) + ",\"cmdq_poll_ns\":" +
@@ -883,16 +862,17 @@ std::string SimResult::json() const
         if (!c.lock.empty())
             o += ",\"lock\":" + quoted(c.lock) + ",\"site\":" + quoted(c.site);
         o += ",\"ns\":" + std::to_string(c.ns) +
-             ",\"share\":" + num(cpu_time_ns ? double(c.ns) / double(cpu_time_ns) : 0) + "}";
+             ",\"share\":" + json::number(cpu_time_ns ? double(c.ns) / double(cpu_time_ns) : 0) +
+             "}";
     }
     o += "]";
     o += ",\"unit\":" + quoted(unit) + ",\"transactions\":" + std::to_string(transactions) +
-         ",\"dropped\":" + std::to_string(dropped) + ",\"elapsed_ns\":" + num(elapsed_ns) +
+         ",\"dropped\":" + std::to_string(dropped) + ",\"elapsed_ns\":" + json::number(elapsed_ns) +
          ",\"throughput\":" + opt(rated, throughput) +
          ",\"baseline_throughput\":" + opt(timed, baseline_throughput) +
          ",\"relative\":" + opt(timed, relative) +
          ",\"failed_maps\":" + std::to_string(failed_maps) +
-         ",\"nodes_per_alloc\":" + num(nodes_per_alloc) +
+         ",\"nodes_per_alloc\":" + json::number(nodes_per_alloc) +
          ",\"rbtree_allocs\":" + std::to_string(rbtree_allocs) +
          ",\"rcache_flushes\":" + std::to_string(rcache_flushes) +
          ",\"domains\":" + std::to_string(domains) + ",\"profile\":[";
@@ -907,8 +887,8 @@ std::string SimResult::json() const
              ",\"spin_ns\":" + std::to_string(p.spin_ns) +
              ",\"hold_ns\":" + std::to_string(p.hold_ns) +
              ",\"handoff_ns\":" + std::to_string(p.handoff_ns) +
-             ",\"spin_share\":" + num(spin_share_of(p.lock, p.site)) +
-             ",\"spin_fraction\":" + num(spin_fraction_of(p.lock, p.site)) + "}";
+             ",\"spin_share\":" + json::number(spin_share_of(p.lock, p.site)) +
+             ",\"spin_fraction\":" + json::number(spin_fraction_of(p.lock, p.site)) + "}";
     }
     o += "],\"invq\":" + inv.json();
     o += ",\"allocator_stats\":" +

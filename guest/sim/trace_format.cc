@@ -339,29 +339,27 @@ std::optional<Trace> parse(std::string_view text, const std::string &name, std::
 
 std::optional<Trace> read_file(const std::string &path, std::string *error)
 {
-    std::string why;
-    auto unreadable = [&]() -> std::optional<Trace> {
-        if (error)
-            *error = path + ": cannot open the trace: " + why;
-        return std::nullopt;
-    };
     // The header first: a file given by mistake (a perf or ftrace dump,
     // /dev/zero) is refused before the rest of it is read.
-    bool cut = false;
-    std::optional<std::string> text = read_text_file(path, why, max_line + 1, &cut);
-    if (!text)
-        return unreadable();
-    if (cut) {
+    std::string header_error;
+    bool checked = false;
+    auto header_ok = [&](std::string_view read) {
+        if (checked || (read.size() <= max_line && read.find('\n') == std::string_view::npos))
+            return true;  // checked, or no whole first line yet
+        checked = true;
         Parser p(path);
         std::optional<Event> e;
-        if (!p.line(std::string_view(*text).substr(0, text->find('\n')), e)) {
-            if (error)
-                *error = p.error();
-            return std::nullopt;
-        }
-        text = read_text_file(path, why, max_file_bytes);
-        if (!text)
-            return unreadable();
+        if (p.line(read.substr(0, read.find('\n')), e))
+            return true;
+        header_error = p.error();
+        return false;
+    };
+    std::string why;
+    const std::optional<std::string> text = read_text_file(path, why, max_file_bytes, header_ok);
+    if (!text || !header_error.empty()) {
+        if (error)
+            *error = text ? header_error : path + ": cannot open the trace: " + why;
+        return std::nullopt;
     }
     return parse(*text, path, error);
 }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <tuple>
 
@@ -134,10 +135,19 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, std::string *er
             *error = "--workload trace: needs --trace FILE";
         return nullptr;
     }
-    auto t = trace::read_file(p.trace, error);
-    if (!t)
-        return nullptr;
-    return create_trace_workload(p, *t, p.trace, error);
+    // Read once per process: a run creates its workload more than once (the
+    // checks, the no-IOMMU baseline, the run), and a pipe reads only once.
+    static std::mutex lock;
+    static std::map<std::string, trace::Trace> read;
+    std::lock_guard g(lock);
+    auto it = read.find(p.trace);
+    if (it == read.end()) {
+        auto t = trace::read_file(p.trace, error);
+        if (!t)
+            return nullptr;
+        it = read.emplace(p.trace, std::move(*t)).first;
+    }
+    return create_trace_workload(p, it->second, p.trace, error);
 }
 
 std::unique_ptr<Workload> create_trace_workload(const Params &p, const trace::Trace &t,
