@@ -13,6 +13,7 @@
 #include "trace_workload.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -135,8 +136,14 @@ std::unique_ptr<Workload> create_trace_workload(const Params &p, std::string *er
             *error = "--workload trace: needs --trace FILE";
         return nullptr;
     }
-    // Read once per process: a run creates its workload more than once (the
-    // checks, the no-IOMMU baseline, the run), and a pipe reads only once.
+    // A run creates its workload more than once (the checks, the no-IOMMU
+    // baseline, the run): a file is read each time, but what is not a
+    // regular file (a pipe) can be read only once, so that is kept.
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p.trace, ec)) {
+        auto t = trace::read_file(p.trace, error);
+        return t ? create_trace_workload(p, *t, p.trace, error) : nullptr;
+    }
     static std::mutex lock;
     static std::map<std::string, trace::Trace> read;
     std::lock_guard g(lock);
