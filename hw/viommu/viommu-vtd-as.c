@@ -472,9 +472,10 @@ static void viommu_vtd_sync_mapped(ViommuVtdAS *vas, hwaddr first,
     if (over) {
         trace_viommu_vtd_notify_map_over_limit(viommu_vtd_name(vas), lo, hi,
                                                over);
-        error_report_once("viommu-vtd: the guest's tables hold more than %u "
-                          "leaves for MAP notifiers (device assignment); those "
-                          "past the limit are not mapped", VIOMMU_VTD_MAPPED_MAX);
+        error_report_once("viommu-vtd: %s: the guest's tables hold more than "
+                          "%u leaves for MAP notifiers (device assignment); "
+                          "those past the limit are not mapped",
+                          viommu_vtd_name(vas), VIOMMU_VTD_MAPPED_MAX);
     }
 }
 

@@ -157,17 +157,24 @@ static bool viommu_vtd_check_config(ViommuVtdState *s, Error **errp)
 {
     IntelIOMMUState *is = &s->parent_obj;
     X86IOMMUState *x86 = X86_IOMMU_DEVICE(s);
+    g_autoptr(GString) refused = g_string_new(NULL);
     unsigned i;
 
+    /* all at once: an old machine type sets several */
     for (i = 0; i < ARRAY_SIZE(viommu_vtd_unsupported); i++) {
         bool v = *(bool *)((char *)is + viommu_vtd_unsupported[i].offset);
 
         if (v != viommu_vtd_unsupported[i].ok) {
-            error_setg(errp, "viommu-vtd does not support %s=%s: %s",
-                       viommu_vtd_unsupported[i].name, v ? "on" : "off",
-                       viommu_vtd_unsupported[i].why);
-            return false;
+            g_string_append_printf(refused, "%s%s=%s: %s",
+                                   refused->len ? "; nor " : "",
+                                   viommu_vtd_unsupported[i].name,
+                                   v ? "on" : "off",
+                                   viommu_vtd_unsupported[i].why);
         }
+    }
+    if (refused->len) {
+        error_setg(errp, "viommu-vtd does not support %s", refused->str);
+        return false;
     }
     /* As intel-iommu decides it (x86-iommu has settled intremap). */
     if (is->intr_eim == ON_OFF_AUTO_ON && !x86_iommu_ir_supported(x86)) {
@@ -234,11 +241,12 @@ static void viommu_vtd_device_realize(DeviceState *dev, Error **errp)
 }
 
 /*
- * Device assignment mirrors the guest's tables into the host's through
- * MAP notifications, which need caching mode; VFIO takes a refused
- * notifier as fatal once the guest enables translation, so refuse the
- * machine at start instead, as intel-iommu does (pc_hotplug_allowed()
- * refuses a hot-plugged one, for the parent type and so for this one).
+ * Each device once the machine is ready.  Device assignment mirrors the
+ * guest's tables into the host's through MAP notifications, which need
+ * caching mode; VFIO takes a refused notifier as fatal once the guest
+ * enables translation, so refuse the machine at start instead, as
+ * intel-iommu does (pc_hotplug_allowed() refuses a hot-plugged one, for
+ * the parent type and so for this one).
  */
 static int viommu_vtd_check_device(Object *obj, void *opaque)
 {
@@ -251,9 +259,12 @@ static int viommu_vtd_check_device(Object *obj, void *opaque)
     }
     /*
      * Without PASIDs a pass-through context sends a device's requests with
-     * PASID through the alias untranslated (docs/viommu-vtd.rst).
+     * PASID through the alias untranslated (docs/viommu-vtd.rst); without
+     * ECAP.PT the guest can make none.
      */
     if (object_dynamic_cast(obj, "viommu-dma") && !s->parent_obj.pasid &&
+        X86_IOMMU_DEVICE(s)->pt_supported &&
+        !pci_bus_bypass_iommu(pci_get_bus(PCI_DEVICE(obj))) &&
         object_property_get_bool(obj, "pasid", NULL)) {
         g_autofree char *path = object_get_canonical_path(obj);
 

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svgplot import line_chart  # noqa: E402
@@ -412,31 +413,45 @@ def main():
     ap = argparse.ArgumentParser(description="Write the contention-simulator report "
                                  "(report.md and SVG plots) into --out.")
     ap.add_argument("--sim", required=True, help="the viommu-sim binary")
-    ap.add_argument("--out", required=True, help="the report's directory (replaced when done)")
+    ap.add_argument("--out", required=True,
+                    help="the report's directory: new, or a report's (replaced when done)")
     ap.add_argument("--full", action="store_true", help="sweeps over 1..64 CPUs and every configuration")
     args = ap.parse_args()
     sim = Sim(args.sim)
+    part = []  # the directory being written, once made
     try:
-        write_report(args, sim)
+        write_report(args, sim, part)
     except (ReportError, OSError) as e:
         sim.pool.shutdown(wait=False, cancel_futures=True)  # the runs queued behind
-        if args.out.endswith(".part"):
-            shutil.rmtree(args.out, ignore_errors=True)
+        for d in part:
+            shutil.rmtree(d, ignore_errors=True)
         if isinstance(e, OSError):
             e = "%s: %s" % (e.filename or args.out, e.strerror)
         sys.exit("make-report: %s" % e)
 
 
-def write_report(args, sim):
-    """Everything goes to OUT.part first, which replaces OUT once whole."""
+def is_report(name):
+    return name == "report.md" or name.endswith(".svg")
+
+
+def write_report(args, sim, part):
+    """Everything goes to a new directory beside OUT (appended to @part),
+    which replaces OUT once whole.  An OUT that holds anything but a
+    report is refused, before any run."""
+    final = os.path.realpath(args.out)  # a link to the report's directory stays one
+    if os.path.exists(final):
+        if not os.path.isdir(final):
+            raise ReportError("--out %s: not a directory" % args.out)
+        other = sorted(n for n in os.listdir(final) if not is_report(n))
+        if other:
+            raise ReportError("--out %s holds more than a report (%s): give a new directory "
+                              "or a report's" % (args.out, ", ".join(other[:3])))
     cost = sim_json([args.sim, "--cost-model"])
     cost_text = json.dumps(cost, separators=(",", ":"))
-    final = args.out
-    if os.path.exists(final) and not os.path.isdir(final):
-        raise ReportError("--out %s: not a directory" % final)
-    args.out = final.rstrip("/") + ".part"
-    shutil.rmtree(args.out, ignore_errors=True)
-    os.makedirs(args.out)
+    parent, base = os.path.split(final)
+    os.makedirs(parent, exist_ok=True)
+    args.out = tempfile.mkdtemp(prefix=base + ".part-", dir=parent)
+    part.append(args.out)
     md = ["# viommu-lab contention simulator: reproduced figures\n",
           "Every figure comes from `viommu-sim` running the case files in `cases/` with the one cost "
           "model below (docs/cost-model.rst); the published figures and their quotes are "
@@ -462,8 +477,20 @@ def write_report(args, sim):
     real_threads(sim, md)
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(args.out, final)
+    os.chmod(args.out, 0o755)  # mkdtemp's is 0700
+    if os.path.exists(final):  # set aside until the new one is in place
+        old = tempfile.mkdtemp(prefix=base + ".old-", dir=parent)
+        kept = os.path.join(old, base)
+        os.replace(final, kept)
+        try:
+            os.replace(args.out, final)
+        except OSError:
+            os.replace(kept, final)
+            os.rmdir(old)
+            raise
+        shutil.rmtree(old)
+    else:
+        os.replace(args.out, final)
     print(f"make-report: wrote {os.path.join(final, 'report.md')} ({len(sim.cache)} runs)")
 
 

@@ -78,5 +78,18 @@ class MakeReport(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.tmp.name)), ["report", "sim"])
 
 
+    def test_out_holding_more_than_a_report_is_refused(self):
+        out = os.path.join(self.tmp.name, "mine.part")
+        os.mkdir(out)
+        with open(os.path.join(out, "important"), "w") as f:
+            f.write("keep\n")
+        p = subprocess.run(["python3", os.path.join(TOP, "scripts", "report", "make_report.py"),
+                            "--sim", "/bin/false", "--out", out], capture_output=True, text=True,
+                           timeout=60)
+        self.assertRefused(p, 1, "make-report: --out %s holds more than a report (important): "
+                           "give a new directory or a report's" % out)
+        self.assertEqual(os.listdir(out), ["important"])
+
+
 if __name__ == "__main__":
     unittest.main()
