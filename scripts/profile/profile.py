@@ -1524,7 +1524,8 @@ def parse_args(argv):
     if a.record and all(i == "none" for i, _ in configs):
         ap.error("--record needs a run behind an IOMMU (without one the guest never calls "
                  "iommu_map(), so there is nothing to record)")
-    a.link = probe_link(a.link)
+    if not a.check_args:  # the probe may make a network namespace
+        a.link = probe_link(a.link)
     return a
 
 

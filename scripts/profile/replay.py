@@ -98,7 +98,7 @@ def replay(sim, trace, cpus, allocator):
 
 def trace_stats(trace):
     tool = os.path.join(TOP, "scripts", "trace", "viommu-trace")
-    r = subprocess.run([sys.executable, tool, "stats", "--json", trace], capture_output=True,
+    r = subprocess.run([sys.executable, tool, "stats", "--json", "--", trace], capture_output=True,
                        text=True, timeout=600)
     if r.returncode != 0:
         raise Failure("viommu-trace stats %s failed: %s" % (trace, r.stderr.strip()))

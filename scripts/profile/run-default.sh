@@ -88,8 +88,6 @@ while [ $# -gt 0 ]; do
     extra+=("$a")
 done
 
-accel=$(bash "$TOP/scripts/accel.sh")
-
 # After the comparison, one more boot records the $IOMMU run's DMA stream
 # (a run of its own, so that tracing does not slow the compared run) and
 # viommu-sim replays it at 2, 16 and 64 CPUs (scripts/profile/replay.py).
@@ -102,15 +100,22 @@ if [ "$IOMMU" != none ]; then
     fi
 fi
 out=$BUILD/profile/$(date +%Y%m%d-%H%M%S)-memcached-compare
-compare=(python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION"
-         --vcpus "$VCPUS" --accel "$accel" --compare "$configs" --out "$out" ${extra[@]+"${extra[@]}"})
-recording=(python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU" --duration "$DURATION"
-           --vcpus "$VCPUS" --accel "$accel" --no-perf --record "$out/memcached.trace" --out "$out/record"
-           --quiet ${extra[@]+"${extra[@]}"} ${rec_extra[@]+"${rec_extra[@]}"})
-# Both runs' arguments before the first boot; a refusal is profile.py's own
-# message and exit status (2).
+runs() {  # runs ACCEL: the two profile.py command lines
+    compare=(python3 "$TOP/scripts/profile/profile.py" --workload memcached --duration "$DURATION"
+             --vcpus "$VCPUS" --accel "$1" --compare "$configs" --out "$out" ${extra[@]+"${extra[@]}"})
+    recording=(python3 "$TOP/scripts/profile/profile.py" --workload memcached --iommu "$IOMMU"
+               --duration "$DURATION" --vcpus "$VCPUS" --accel "$1" --no-perf
+               --record "$out/memcached.trace" --out "$out/record"
+               --quiet ${extra[@]+"${extra[@]}"} ${rec_extra[@]+"${rec_extra[@]}"})
+}
+# Both runs' arguments before anything boots, the KVM probe included (it
+# answers tcg or kvm, and kvm only where KVM works, so its answer cannot
+# make them wrong); a refusal is profile.py's own message and status (2).
+runs tcg
 "${compare[@]}" --check-args || exit $?
 [ $record = 0 ] || "${recording[@]}" --check-args || exit $?
+accel=$(bash "$TOP/scripts/accel.sh")
+runs "$accel"
 per=$((60 + DURATION + 40))
 first=""
 ls "$CACHE"/profile/rootfs/*.cpio >/dev/null 2>&1 || first=" plus about 4 minutes once to build the guest image"
