@@ -3,6 +3,16 @@
 
 say()  { printf '[viommu-lab] %s\n' "$*"; }
 die()  { printf '[viommu-lab] error: %s\n' "$*" >&2; exit 1; }
+# make run's settings, checked where they are read (scripts/run.sh, then
+# scripts/profile/run-default.sh): DURATION and VCPUS, defaults set.
+check_run_settings() {
+    DURATION=${DURATION:-10}
+    [[ $DURATION =~ ^[1-9][0-9]{0,3}$ ]] && [ "$DURATION" -le 3600 ] ||
+        die "DURATION must be a whole number of seconds from 1 to 3600, not '$DURATION'."
+    VCPUS=${VCPUS:-2}
+    [[ $VCPUS =~ ^[1-9][0-9]?$ ]] && [ "$VCPUS" -le 64 ] ||
+        die "VCPUS must be a whole number of vCPUs from 1 to 64, not '$VCPUS'."
+}
 
 # Run a command as root, or stop with one sentence saying why we cannot.
 as_root() {

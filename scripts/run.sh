@@ -14,10 +14,7 @@ set -euo pipefail
 # check them again).
 IOMMU=${IOMMU:-viommu-vtd}
 case $IOMMU in viommu-vtd|intel-iommu|none) ;; *) die "unknown IOMMU '$IOMMU' (use viommu-vtd, intel-iommu or none)." ;; esac
-VCPUS=${VCPUS:-2}
-[[ $VCPUS =~ ^[1-9][0-9]?$ ]] && [ "$VCPUS" -le 64 ] || die "VCPUS must be a whole number of vCPUs from 1 to 64, not '$VCPUS'."
-DURATION=${DURATION:-10}
-[[ $DURATION =~ ^[1-9][0-9]{0,3}$ ]] && [ "$DURATION" -le 3600 ] || die "DURATION must be a whole number of seconds from 1 to 3600, not '$DURATION'."
+check_run_settings
 set -f
 for a in ${QEMU_ARGS:-}; do
     case $a in -smp|-smp=*|--smp|--smp=*) die "QEMU_ARGS: -smp would give the guest other vCPUs than the report, the load generator and the replay assume; set VCPUS=N instead." ;; esac

@@ -218,8 +218,8 @@ def load_result(path):
 
 def trace_path(result_path, trace):
     """The recording's trace as result.json names it: a relative name that
-    does not exist from here is taken from result.json's directory (older
-    profile.py runs stored --record as typed)."""
+    does not exist from here is taken from result.json's directory (a
+    result.json written by hand, or moved with its trace)."""
     if os.path.isabs(trace) or os.path.exists(trace):
         return trace
     beside = os.path.join(os.path.dirname(os.path.abspath(result_path)), trace)

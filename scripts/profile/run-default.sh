@@ -27,10 +27,7 @@ for a in "$@"; do
     esac
 done
 
-DURATION=${DURATION:-10}
-[[ $DURATION =~ ^[1-9][0-9]{0,3}$ ]] && [ "$DURATION" -le 3600 ] || die "DURATION must be a whole number of seconds from 1 to 3600, not '$DURATION'."
-VCPUS=${VCPUS:-2}
-[[ $VCPUS =~ ^[1-9][0-9]?$ ]] && [ "$VCPUS" -le 64 ] || die "VCPUS must be a whole number of vCPUs from 1 to 64, not '$VCPUS'."
+check_run_settings
 qemu=${QEMU:-$BUILD/qemu-system-x86_64}
 [ -x "$qemu" ] || die "no QEMU at $qemu; run 'bash scripts/fetch-qemu.sh && bash scripts/build-qemu.sh' first."
 command -v debootstrap >/dev/null || die "the profiling guest needs debootstrap; install it with 'apt-get install debootstrap'."

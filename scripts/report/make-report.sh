@@ -15,7 +15,7 @@ esac
 case ${REPORT_FULL:-} in
 1) full=--full ;;
 ''|0) full= ;;
-*) echo "make-report: REPORT_FULL must be 1 or unset, not '$REPORT_FULL'" >&2; exit 2 ;;
+*) echo "make-report: REPORT_FULL must be 1 (or 0, or unset), not '$REPORT_FULL'" >&2; exit 2 ;;
 esac
 build=${BUILD:-$top/build}
 if [ -z "${VIOMMU_SIM:-}" ]; then

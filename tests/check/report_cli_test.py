@@ -51,7 +51,7 @@ class MakeReport(unittest.TestCase):
 
     def test_report_full_is_1_or_unset(self):
         self.assertRefused(self.run_script(REPORT_FULL="yes"), 2,
-                           "make-report: REPORT_FULL must be 1 or unset, not 'yes'")
+                           "make-report: REPORT_FULL must be 1 (or 0, or unset), not 'yes'")
 
     def test_not_a_simulator(self):
         self.assertRefused(self.run_script(VIOMMU_SIM="/bin/false"), 1,

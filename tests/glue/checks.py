@@ -453,7 +453,7 @@ def t_stats_bad_device():
                             "--qmp", vm.tool_path, "--device", "/machine/peripheral/d0"],
                            capture_output=True, text=True, timeout=TIMEOUT)
         check(p.returncode == 1 and p.stderr.strip() ==
-              "viommu-stats: /machine/peripheral/d0 is a viommu-dma, not a viommu-vtd",
+              "viommu-stats: /machine/peripheral/d0 is of type viommu-dma, not viommu-vtd",
               "viommu-stats --device of a viommu-dma: rc %d, %r" % (p.returncode,
                                                                      p.stderr.strip()))
 
