@@ -1583,9 +1583,10 @@ def main(argv):
                     pass
             raise
         per = 60 + a.duration + 40
-        say("%d run(s): %s; about %d s each under TCG (boot ~60 s, %d s load, perf report), "
+        say("%d run(s): %s; about %d s each under %s (boot ~60 s, %d s load, perf report), "
             "about %d min in all; results in %s" % (
-                len(runs) * a.repeat, ", ".join("%s:%s" % r for r in runs), per, a.duration,
+                len(runs) * a.repeat, ", ".join("%s:%s" % r for r in runs), per,
+                a.accel.split(",")[0].upper(), a.duration,
                 (per * len(runs) * a.repeat + 59) // 60, top))
         results = []
         # Rounds interleave the configurations, so that a change of host load
@@ -1620,8 +1621,9 @@ def main(argv):
             results = aggregate(results)
             table = compare_table(results)
             title = ("%s, %d vCPU, %d connections from %d client thread(s) over --link %s, %d s per run "
-                     "(TCG: compare ratios, not absolute numbers)" % (
-                         a.workload, a.vcpus, a.conns, min(a.threads, a.conns), a.link, a.duration))
+                     "(%s: compare ratios, not absolute numbers)" % (
+                         a.workload, a.vcpus, a.conns, min(a.threads, a.conns), a.link, a.duration,
+                         a.accel.split(",")[0].upper()))
             with open(os.path.join(top, "compare.txt"), "w") as f:
                 f.write(title + "\n" + table + "\n")
             svg = os.path.join(top, "compare.svg")
