@@ -218,6 +218,8 @@ TEST(FaultRecordLimit, AsManyRecordsAsFitInTheRegisterPage)
     ops.mem_write = [](void *, uint64_t, const void *, size_t) { return -1; };
     ops.msi = [](void *, uint64_t, uint32_t) {};
     char err[128] = "";
+    // Each reason starts with the VtdConfig field's name: viommu-vtd's glue
+    // turns it into the property's (viommu_vtd_property_names()).
     c.fault_records = 225;
     EXPECT_EQ(vtd_engine_new(&c, &ops, nullptr, err, sizeof(err)), nullptr);
     EXPECT_STREQ(err, "fault_records must be 1..224 (0: default 8): the records must fit in "
