@@ -263,7 +263,7 @@ static void test_blocked(void)
     msi(&t, 0, VTD_MSI_REMAPPABLE(300, false), 0);
     check_ir_fault(&t, VTD_FR_IR_INDEX, sid, 300);
 
-    /* fixed once present: read again, no invalidation needed for a fault */
+    /* fixed once present and invalidated, as the guest must do */
     vtd_irte_set(t.g, t.table, 6, irte_xapic(0x54, 0), 0);
     vtd_iec_flush(t.g, false, 6, 0);
     msi(&t, 0, VTD_MSI_REMAPPABLE(6, false), 0);
@@ -501,10 +501,13 @@ static void test_traces(void)
 }
 
 /*
- * SIRTP latches the IRTA written before it, and only then: the IEC holds
- * nothing from the old table afterwards (no IEC invalidation in between).
+ * SIRTP latches the IRTA written before it, and only then: an IRTA write
+ * alone leaves an entry not yet cached read from the old table.  After
+ * SIRTP, the global IEC invalidation the specification asks software for
+ * makes the new table's entries used.  (viommu-vtd also drops its IEC at
+ * SIRTP, counted in its statistics; the specification leaves that open.)
  */
-static void test_sirtp_drops_iec(void)
+static void test_sirtp_latches_irta(void)
 {
     Ir t;
     uint64_t other;
@@ -512,25 +515,30 @@ static void test_sirtp_drops_iec(void)
 
     ir_start(&t, NULL, 1, false, false);
     vtd_irte_set(t.g, t.table, 5, irte_xapic(0x71, 1), 0);
+    vtd_irte_set(t.g, t.table, 7, irte_xapic(0x73, 0), 0);
     msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
     g_assert_true(irr(&t, 1, 0x71));
 
     other = vtd_alloc(t.g, 2ULL << IR_S << 4, 4096);
     vtd_irte_set(t.g, other, 5, irte_xapic(0x72, 0), 0);
-    /* an IRTA write alone changes nothing */
+    vtd_irte_set(t.g, other, 7, irte_xapic(0x74, 0), 0);
+    /* an IRTA write alone changes nothing: entry 7, never used, is the old */
     vtd_writeq(t.g, VTD_IRTA, other | IR_S);
-    msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
-    g_assert_false(irr(&t, 0, 0x72));
+    msi(&t, 0, VTD_MSI_REMAPPABLE(7, false), 0);
+    g_assert_true(irr(&t, 0, 0x73));
+    g_assert_false(irr(&t, 0, 0x74));
     if (vt_iommu_is("viommu-vtd")) {
         sirtp = ir_stat(&t, "iec", "invalidations_sirtp");
-        g_assert_cmpint(ir_stat(&t, "iec", "hits"), >=, 1);
     }
     g_assert_true(vtd_gcmd(t.g, VTD_GCMD_SIRTP, true));
     g_assert_cmphex(vtd_readl(t.g, VTD_GSTS) &
                     (VTD_GCMD_IRE | VTD_GCMD_SIRTP), ==,
                     VTD_GCMD_IRE | VTD_GCMD_SIRTP);
+    vtd_iec_flush(t.g, true, 0, 0);
     msi(&t, 0, VTD_MSI_REMAPPABLE(5, false), 0);
     g_assert_true(irr(&t, 0, 0x72));
+    msi(&t, 0, VTD_MSI_REMAPPABLE(7, false), 0);
+    g_assert_true(irr(&t, 0, 0x74));
     g_assert_cmpint(vtd_fault_count(t.g), ==, 0);
     if (vt_iommu_is("viommu-vtd")) {
         g_assert_cmpint(ir_stat(&t, "iec", "invalidations_sirtp"), ==,
@@ -668,7 +676,7 @@ static const IrCase cases[] = {
       "D4: the IOAPIC's interrupts skip source-id validation" },
     { "ir/migration", test_migration },
     { "ir/traces", test_traces, NULL, true },
-    { "ir/sirtp-drops-iec", test_sirtp_drops_iec },
+    { "ir/sirtp-latches-irta", test_sirtp_latches_irta },
     { "ir/table-outside-ram", test_table_outside_ram },
     { "ir/table-in-mmio", test_table_in_mmio },
     { "ir/dword-writes-only", test_dword_writes_only },
