@@ -312,12 +312,14 @@ static void test_pasid_not_present(void)
     sm_start(&t, NULL);
     sm_set_rid_pasid(&t, qw, false);
     vtd_enable_translation(t.g);
+    /* the ring fetch itself faults: the descriptor stays pending */
     g_assert_cmphex(vdma_copy(&t.e.dma[0], BUF_IOVA, BUF_IOVA + 0x10000, 8,
-                              &res), !=, VIOMMU_DMA_ST_OK);
-    g_assert_cmpint(vtd_fault_count(t.g), >=, 1);
+                              &res), ==, VIOMMU_DMA_ST_PENDING);
+    g_assert_cmpint(vtd_fault_count(t.g), ==, 1);
     g_assert_true(vtd_fault_pop(t.g, &f));
     vt_assert_deviation("D6", f.reason == VTD_FR_SM_PASID_ENTRY_P);
     g_assert_cmphex(f.sid, ==, SID0);
+    g_assert_cmphex(f.addr, ==, t.e.ring[0] & ~0xfffULL);
     sm_stop(&t);
 }
 
@@ -556,6 +558,7 @@ static void test_pasid_behind_pass_through(void)
 {
     Sm t;
     uint64_t qw[8], fs, pa;
+    VtdFault f;
 
     sm_start_pasid(&t, ",x-flts=on,second-stage=on");
     pa = sm_page(&t, 0x6b);
@@ -577,6 +580,12 @@ static void test_pasid_behind_pass_through(void)
     g_assert_cmphex(sm_pasid_copy(&t, PASID_FS + 1, 0, t.src, t.dst, 8),
                     ==, VIOMMU_DMA_ST_READ_FAULT);
     g_assert_cmpint(vtd_fault_count(t.g), ==, 1);
+    g_assert_true(vtd_fault_pop(t.g, &f));
+    g_assert_cmphex(f.reason, ==, VTD_FR_SM_PASID_ENTRY_P);
+    g_assert_cmphex(f.sid, ==, SID0);
+    g_assert_true(f.has_pasid);
+    g_assert_cmphex(f.pasid, ==, PASID_FS + 1);
+    g_assert_cmphex(f.addr, ==, t.src & ~0xfffULL);
     sm_stop(&t);
 }
 
